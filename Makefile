@@ -1,0 +1,53 @@
+# The two front-door commands: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# Tests run on PostgreSQL when DATABASE_URL is set (CI sets it), else on the SQLite default.
+
+.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install --upgrade --quiet pip
+
+$(VENV)/.installed: requirements.lock pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.lock
+	touch $@
+
+install: $(VENV)/.installed
+
+migrate: install
+	$(BIN)/python manage.py migrate --no-input
+
+demo: migrate
+	$(BIN)/python manage.py seed_demo
+
+# Embedded default: SQLite under var/, eager Celery, the periodic jobs and a simulated agent
+# in-process (see collectors' `run_demo`), served on http://$(HOST):$(PORT).
+run: demo
+	DEBUG=1 $(BIN)/python manage.py run_demo --addr $(HOST):$(PORT)
+
+test: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+	@if [ -n "$$DATABASE_URL" ]; then \
+	  echo "== again on the SQLite default (browser tests skipped) =="; \
+	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -m "not browser and not postgres"; \
+	fi
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: install
+	$(BIN)/python bench/ingest.py
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache

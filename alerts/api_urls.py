@@ -1,0 +1,5 @@
+"""This app's routes under /api/v1/."""
+
+from django.urls import path  # noqa: F401
+
+urlpatterns: list = []

@@ -1,0 +1,4 @@
+"""Pure math shared by every app: cost, distributions, the gate, knees, diagnosis.
+
+Nothing in this package imports Django; it works on plain numbers and dicts.
+"""

@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class DossiersConfig(AppConfig):
+    name = "dossiers"

@@ -1,0 +1,521 @@
+"""The dossier: services and what people measure, write and decide about them.
+
+Invariants live in the database (named constraints); cross-field rules in `clean()`;
+the arithmetic (cost, margin, deltas) in the Django-free `analysis` package.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+from analysis import configdiff, cost
+
+
+class Team(models.Model):
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=100)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="teams"
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="membership_unique_team_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class ServiceQuerySet(models.QuerySet):
+    def editable_by(self, user) -> ServiceQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_superuser:
+            return self
+        return self.filter(team__memberships__user=user).distinct()
+
+
+class Service(models.Model):
+    class Engine(models.TextChoices):
+        VLLM = "vllm", "vLLM"
+        TGI = "tgi", "TGI"
+        SGLANG = "sglang", "SGLang"
+        TRITON = "triton", "Triton"
+        OTHER = "other", "Other"
+
+    class Quantization(models.TextChoices):
+        NONE = "none", "none (fp16/bf16)"
+        FP8 = "fp8", "FP8"
+        INT8 = "int8", "INT8"
+        AWQ = "awq", "AWQ (4-bit)"
+        GPTQ = "gptq", "GPTQ (4-bit)"
+        OTHER = "other", "other"
+
+    class TokenBasis(models.TextChoices):
+        OUTPUT = "output", "output tokens"
+        TOTAL = "total", "input + output tokens"
+
+    slug = models.SlugField(unique=True, help_text="Agents and CI name the service by this.")
+    name = models.CharField(max_length=120)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="services")
+    summary = models.CharField(max_length=300, blank=True, help_text="One line: what it serves.")
+
+    model_name = models.CharField(max_length=120)
+    model_params_b = models.DecimalField(
+        "parameters (billions)",
+        max_digits=8,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+    quantization = models.CharField(
+        max_length=10, choices=Quantization.choices, default=Quantization.NONE
+    )
+    engine = models.CharField(max_length=10, choices=Engine.choices)
+    engine_version = models.CharField(max_length=40, blank=True)
+
+    gpu_model = models.CharField(max_length=80)
+    gpus_per_replica = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    replicas = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+
+    slo_p99_e2e_ms = models.FloatField(
+        "SLO P99 end-to-end (ms)", null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+    slo_p99_ttft_ms = models.FloatField(
+        "SLO P99 TTFT (ms)", null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+    slo_p99_tpot_ms = models.FloatField(
+        "SLO P99 TPOT (ms)", null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+
+    gpu_hour_price = models.DecimalField(
+        "GPU price per hour",
+        max_digits=10,
+        decimal_places=4,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+    currency = models.CharField(max_length=3, default="USD")
+    price_per_mtok = models.DecimalField(
+        "price charged per million tokens",
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+    token_basis = models.CharField(
+        "tokens that count", max_length=10, choices=TokenBasis.choices, default=TokenBasis.OUTPUT
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ServiceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(gpu_hour_price__gte=0), name="service_gpu_price_not_negative"
+            ),
+            models.CheckConstraint(
+                condition=Q(price_per_mtok__isnull=True) | Q(price_per_mtok__gte=0),
+                name="service_price_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(gpus_per_replica__gte=1) & Q(replicas__gte=1),
+                name="service_at_least_one_gpu",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("dossiers:dossier", args=[self.slug])
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_replica * self.replicas
+
+    def can_edit(self, user) -> bool:
+        """Members of the owning team edit; everyone logged in reads."""
+        if not user.is_authenticated:
+            return False
+        return user.is_superuser or self.team.memberships.filter(user=user).exists()
+
+    def slo_for(self, metric: str) -> float | None:
+        return {
+            "e2e": self.slo_p99_e2e_ms,
+            "ttft": self.slo_p99_ttft_ms,
+            "tpot": self.slo_p99_tpot_ms,
+        }.get(metric)
+
+
+class NarrativeRevision(models.Model):
+    """One saved version of the service's narrative (Markdown). The newest is current."""
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    body = models.TextField(blank=True)
+    summary = models.CharField("summary of change", max_length=200, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["service", "number"], name="revision_unique_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service} narrative r{self.number}"
+
+
+class ConfigVersion(models.Model):
+    """The service's serving config (JSON) as deployed; one per service is current."""
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="config_versions")
+    version = models.PositiveIntegerField()
+    config = models.JSONField()
+    note = models.CharField(max_length=300, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    is_current = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["service", "version"], name="config_unique_version"),
+            models.UniqueConstraint(
+                fields=["service"],
+                condition=Q(is_current=True),
+                name="config_one_current_per_service",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service} config v{self.version}"
+
+    def clean(self) -> None:
+        if not isinstance(self.config, dict):
+            raise ValidationError({"config": "The config must be a JSON object."})
+
+    def diff_from(self, other: ConfigVersion | None) -> list[str]:
+        """Unified diff lines from `other` (older) to this version."""
+        return configdiff.unified_diff(
+            other.config if other else {},
+            self.config,
+            from_name=f"v{other.version}" if other else "(none)",
+            to_name=f"v{self.version}",
+        )
+
+
+PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
+LATENCY_METRICS = ("e2e", "ttft", "tpot")
+
+
+def _latency_fields() -> dict[str, models.FloatField]:
+    return {
+        f"{metric}_{p}_ms": models.FloatField(
+            f"{metric.upper()} {p.upper()} (ms)",
+            null=True,
+            blank=True,
+            validators=[MinValueValidator(0)],
+        )
+        for metric in LATENCY_METRICS
+        for p in PERCENTILES
+    }
+
+
+class MeasuredRun(models.Model):
+    """What a measured run records: workload, environment, results (DESIGN.md section 1).
+
+    Abstract so load-test records and baselines share one definition of "a measurement".
+    Latency percentile columns are `<metric>_<pXX>_ms`, e.g. `ttft_p99_ms`; missing is null.
+    """
+
+    measured_at = models.DateTimeField()
+    # Workload
+    concurrency = models.PositiveIntegerField(null=True, blank=True)
+    request_rate = models.FloatField(
+        "request rate (req/s)", null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+    prompt_tokens_mean = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    prompt_tokens_std = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    output_tokens_mean = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    output_tokens_std = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    duration_s = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    # Environment
+    code_version = models.CharField(max_length=80, blank=True)
+    engine_version = models.CharField(max_length=40, blank=True)
+    # Throughput
+    request_count = models.PositiveIntegerField(null=True, blank=True)
+    qps = models.FloatField("QPS", null=True, blank=True, validators=[MinValueValidator(0)])
+    input_tps = models.FloatField(
+        "input tokens/s", null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+    output_tps = models.FloatField(
+        "output tokens/s", null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+    # Resources (ratios 0-1)
+    gpu_util = models.FloatField("GPU utilization", null=True, blank=True)
+    sm_active = models.FloatField("SM active", null=True, blank=True)
+    dram_active = models.FloatField("DRAM bandwidth utilization", null=True, blank=True)
+    mem_weights_bytes = models.BigIntegerField("GPU memory for weights", null=True, blank=True)
+    mem_kv_bytes = models.BigIntegerField("GPU memory for KV cache", null=True, blank=True)
+
+    locals().update(_latency_fields())
+
+    class Meta:
+        abstract = True
+
+    def clean(self) -> None:
+        errors = {}
+        for name in ("gpu_util", "sm_active", "dram_active"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                errors[name] = "A ratio between 0 and 1."
+        if errors:
+            raise ValidationError(errors)
+
+    def latency(self, metric: str, percentile: str) -> float | None:
+        return getattr(self, f"{metric}_{percentile}_ms")
+
+    def tokens_per_second(self, basis: str) -> float | None:
+        if self.output_tps is None:
+            return None
+        if basis == Service.TokenBasis.TOTAL:
+            return None if self.input_tps is None else self.input_tps + self.output_tps
+        return self.output_tps
+
+    def economics(self, service: Service, basis: str | None = None) -> cost.Economics | None:
+        """Cost per Mtok and margin on the allocation basis, for one replica's GPUs."""
+        tps = self.tokens_per_second(basis or service.token_basis)
+        if not tps:
+            return None
+        return cost.economics(
+            gpu_hour_price=float(service.gpu_hour_price),
+            gpus=service.gpus_per_replica,
+            tokens_per_second=tps,
+            price_per_mtok=None
+            if service.price_per_mtok is None
+            else float(service.price_per_mtok),
+            busy_fraction=self.gpu_util,
+        )
+
+
+class Baseline(MeasuredRun):
+    """A reference measurement of the service. One per service is current; old ones are history."""
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="baselines")
+    label = models.CharField(max_length=120)
+    notes = models.TextField(blank=True)
+    config_version = models.ForeignKey(
+        ConfigVersion,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="baselines",
+    )
+    is_current = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-measured_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["service"],
+                condition=Q(is_current=True),
+                name="baseline_one_current_per_service",
+            ),
+            models.CheckConstraint(
+                condition=Q(concurrency__isnull=True) | Q(concurrency__gte=1),
+                name="baseline_concurrency_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service}: {self.label}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("dossiers:baseline", args=[self.service.slug, self.pk])
+
+    def clean(self) -> None:
+        super().clean()
+        if self.config_version_id and self.config_version.service_id != self.service_id:
+            raise ValidationError({"config_version": "That config belongs to another service."})
+
+
+class Bottleneck(models.Model):
+    class Layer(models.TextChoices):
+        SCHEDULING = "scheduling", "business / scheduling"
+        FRAMEWORK = "framework", "serving framework"
+        MODEL = "model", "model execution"
+        HARDWARE = "hardware", "hardware"
+
+    class Kind(models.TextChoices):
+        COMPUTE = "compute", "compute-bound"
+        MEMORY_BANDWIDTH = "memory_bandwidth", "memory-bandwidth-bound"
+        COMMUNICATION = "communication", "communication-bound"
+        CPU = "cpu", "CPU-side"
+        IO = "io", "IO"
+        QUEUEING = "queueing", "queueing / scheduling overhead"
+        MEMORY_CAPACITY = "memory_capacity", "memory capacity"
+
+    class Status(models.TextChoices):
+        SUSPECTED = "suspected", "suspected"
+        CONFIRMED = "confirmed", "confirmed"
+        MITIGATED = "mitigated", "mitigated"
+        WONT_FIX = "wont_fix", "won't fix"
+
+    OPEN_STATUSES = (Status.SUSPECTED, Status.CONFIRMED)
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="bottlenecks")
+    title = models.CharField(max_length=200)
+    layer = models.CharField(max_length=20, choices=Layer.choices)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    symptom = models.TextField()
+    evidence = models.TextField(blank=True)
+    evidence_baselines = models.ManyToManyField(Baseline, blank=True, related_name="bottlenecks")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.SUSPECTED)
+    identified_on = models.DateField()
+    resolved_on = models.DateField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-identified_on", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(resolved_on__isnull=True)
+                | Q(resolved_on__gte=models.F("identified_on")),
+                name="bottleneck_resolved_after_identified",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES
+
+    def clean(self) -> None:
+        if self.resolved_on and self.identified_on and self.resolved_on < self.identified_on:
+            raise ValidationError({"resolved_on": "Cannot be resolved before it was identified."})
+
+
+class Experiment(models.Model):
+    """One optimization attempt: a hypothesis, one variable changed, judged by two baselines."""
+
+    class Verdict(models.TextChoices):
+        PENDING = "pending", "pending"
+        ADOPTED = "adopted", "adopted"
+        REVERTED = "reverted", "reverted"
+        INCONCLUSIVE = "inconclusive", "inconclusive"
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="experiments")
+    title = models.CharField(max_length=200)
+    hypothesis = models.TextField()
+    variable_key = models.CharField(
+        "variable changed", max_length=120, help_text="Config key, dotted for nesting."
+    )
+    value_from = models.CharField("from", max_length=200)
+    value_to = models.CharField("to", max_length=200)
+    before = models.ForeignKey(
+        Baseline, on_delete=models.PROTECT, related_name="experiments_before"
+    )
+    after = models.ForeignKey(
+        Baseline,
+        on_delete=models.PROTECT,
+        related_name="experiments_after",
+        null=True,
+        blank=True,
+    )
+    verdict = models.CharField(max_length=12, choices=Verdict.choices, default=Verdict.PENDING)
+    notes = models.TextField(blank=True)
+    run_on = models.DateField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-run_on", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(before=models.F("after")), name="experiment_before_is_not_after"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def clean(self) -> None:
+        errors = {}
+        if self.before_id and self.before.service_id != self.service_id:
+            errors["before"] = "The before baseline belongs to another service."
+        if self.after_id and self.after.service_id != self.service_id:
+            errors["after"] = "The after baseline belongs to another service."
+        if self.before_id and self.before_id == self.after_id:
+            errors["after"] = "Before and after must be two different measurements."
+        if errors:
+            raise ValidationError(errors)
+
+    def deltas(self) -> list[cost.MetricDelta]:
+        """Measured change per metric, before -> after (only metrics both sides have)."""
+        if self.after is None:
+            return []
+        return cost.run_deltas(_run_values(self.before), _run_values(self.after))
+
+    def other_changed_keys(self) -> list[str] | None:
+        """Config keys that changed besides the declared one; None when a config is missing."""
+        before_cfg = self.before.config_version
+        after_cfg = self.after.config_version if self.after else None
+        if before_cfg is None or after_cfg is None:
+            return None
+        changed = configdiff.changed_keys(before_cfg.config, after_cfg.config)
+        return sorted(key for key in changed if key != self.variable_key)
+
+    @property
+    def more_than_one_variable(self) -> bool:
+        return bool(self.other_changed_keys())
+
+
+def _run_values(run: MeasuredRun) -> dict[str, float | None]:
+    names = ["qps", "output_tps", "input_tps", "gpu_util", "sm_active", "dram_active"]
+    names += [f"{m}_{p}_ms" for m in LATENCY_METRICS for p in PERCENTILES]
+    return {name: getattr(run, name) for name in names}

@@ -1,0 +1,19 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/v1/", include("dossiers.api_urls")),
+    path("api/v1/", include("collectors.api_urls")),
+    path("api/v1/", include("alerts.api_urls")),
+    path("collectors/", include("collectors.urls")),
+    path("alerts/", include("alerts.urls")),
+    path("dashboards/", include("dashboards.urls")),
+    path("", include("dossiers.urls")),
+]

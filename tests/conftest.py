@@ -1,0 +1,79 @@
+"""Shared fixtures: personas (owner, outsider), a team and a service.
+
+Tests run against whatever database DATABASE_URL names (PostgreSQL in CI), else SQLite.
+Celery tasks run eagerly in tests unless a test starts a real worker on Redis.
+"""
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from dossiers.models import Membership, Service, Team
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip `postgres`-marked tests on SQLite (e.g. COPY), with the reason shown."""
+    if connection.vendor == "postgresql":
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL)")
+    for item in items:
+        if "postgres" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery(settings):
+    from perfhub.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def team(db) -> Team:
+    return Team.objects.create(slug="inference", name="Inference Platform")
+
+
+@pytest.fixture
+def owner(db, team, django_user_model):
+    user = django_user_model.objects.create_user("alice", password="pw-alice-123")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def outsider(db, django_user_model):
+    return django_user_model.objects.create_user("mallory", password="pw-mallory-123")
+
+
+@pytest.fixture
+def service(db, team) -> Service:
+    return Service.objects.create(
+        slug="chat-7b",
+        name="Chat 7B",
+        team=team,
+        model_name="Llama-2-7b-chat",
+        model_params_b=Decimal("7"),
+        engine=Service.Engine.VLLM,
+        engine_version="0.6.3",
+        gpu_model="NVIDIA A100 80GB",
+        gpus_per_replica=1,
+        replicas=4,
+        slo_p99_e2e_ms=2000,
+        slo_p99_ttft_ms=500,
+        slo_p99_tpot_ms=50,
+        gpu_hour_price=Decimal("10"),
+        price_per_mtok=Decimal("5"),
+    )
