@@ -1,0 +1,53 @@
+"""A percentile as PerfHub shows it: a value, how many requests it rests on, and its error bound.
+
+Percentiles are never averaged (DESIGN.md section 4): distributions are merged first
+(sketches or bucket counts), then the percentile is taken from the merge.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+STANDARD_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
+
+
+def label(q: float) -> str:
+    """0.99 -> "p99", 0.999 -> "p999", 0.5 -> "p50"."""
+    return "p" + f"{q * 100:g}".replace(".", "")
+
+
+def minimum_count(q: float) -> int:
+    """Requests needed before a quantile means anything: ~1/(1-q), and never fewer than 20."""
+    return max(20, math.ceil(1 / (1 - q) - 1e-9))
+
+
+@dataclass(frozen=True)
+class Percentile:
+    q: float
+    value: float | None  # None: no data, or the quantile lies above the last finite bucket edge
+    count: int  # requests the percentile rests on
+    lower: float | None = None  # the true value lies within [lower, upper]
+    upper: float | None = None
+    method: str = "sketch"  # "sketch" | "bucket-bounded" | "exact"
+    above_last_edge: float | None = None  # bucket-bounded and in +Inf: "> this edge"
+
+    @property
+    def label(self) -> str:
+        return label(self.q)
+
+    @property
+    def sufficient(self) -> bool:
+        return self.count >= minimum_count(self.q)
+
+    def to_dict(self) -> dict:
+        return {
+            "q": self.q,
+            "value": self.value,
+            "count": self.count,
+            "lower": self.lower,
+            "upper": self.upper,
+            "method": self.method,
+            "above_last_edge": self.above_last_edge,
+            "sufficient": self.sufficient,
+        }
