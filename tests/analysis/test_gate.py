@@ -1,0 +1,309 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from analysis import gate
+from analysis.gate import WorkloadShape
+
+BASELINE = {
+    "e2e_p50_ms": 2400.0,
+    "e2e_p90_ms": 3900.0,
+    "e2e_p99_ms": 5200.0,
+    "ttft_p50_ms": 45.0,
+    "ttft_p90_ms": 90.0,
+    "ttft_p99_ms": 120.0,
+    "tpot_p50_ms": 18.0,
+    "tpot_p90_ms": 22.0,
+    "tpot_p99_ms": 30.0,
+    "qps": 12.5,
+    "output_tps": 3200.0,
+}
+
+
+def _scaled(values: dict, latency: float = 1.0, throughput: float = 1.0) -> dict:
+    return {k: v * (latency if k.endswith("_ms") else throughput) for k, v in values.items()}
+
+
+def _row(result: gate.GateResult, metric: str) -> gate.GateRow:
+    return next(row for row in result.rows if row.metric == metric)
+
+
+def _ttft_record(samples: np.ndarray) -> dict:
+    return {f"ttft_p{p}_ms": float(np.quantile(samples, int(p) / 100)) for p in ("50", "90", "99")}
+
+
+# --- thresholds ---------------------------------------------------------------------------
+
+
+def test_an_identical_rerun_passes():
+    result = gate.compare(BASELINE, dict(BASELINE))
+    assert result.passed
+    assert {row.verdict for row in result.rows} == {"pass"}
+
+
+def test_p99_ttft_up_30_percent_fails():
+    candidate = dict(BASELINE, ttft_p99_ms=BASELINE["ttft_p99_ms"] * 1.3)
+    result = gate.compare(BASELINE, candidate)
+    assert not result.passed
+    assert [row.metric for row in result.regressions] == ["ttft_p99_ms"]
+    assert _row(result, "ttft_p99_ms").relative_change == pytest.approx(0.3)
+
+
+def test_a_two_percent_wobble_passes():
+    candidate = _scaled(BASELINE, latency=1.02, throughput=0.98)
+    assert gate.compare(BASELINE, candidate).passed
+
+
+def test_a_tiny_absolute_change_on_a_tiny_number_passes_thanks_to_the_floor():
+    baseline = dict(BASELINE, tpot_p50_ms=1.0)
+    candidate = dict(BASELINE, tpot_p50_ms=1.5)  # +50%, but only 0.5 ms
+    row = _row(gate.compare(baseline, candidate), "tpot_p50_ms")
+    assert row.verdict == "pass"
+    assert "floor" in row.note
+
+
+def test_an_improvement_passes_and_is_marked_improved():
+    candidate = _scaled(BASELINE, latency=0.7, throughput=1.3)
+    result = gate.compare(BASELINE, candidate)
+    assert result.passed
+    assert _row(result, "ttft_p99_ms").verdict == "improved"
+    assert _row(result, "qps").verdict == "improved"
+
+
+def test_a_throughput_drop_beyond_the_threshold_fails():
+    candidate = dict(BASELINE, output_tps=BASELINE["output_tps"] * 0.8)
+    result = gate.compare(BASELINE, candidate)
+    assert [row.metric for row in result.regressions] == ["output_tps"]
+
+
+def test_a_metric_missing_in_the_candidate_is_not_compared():
+    candidate = dict(BASELINE, ttft_p99_ms=None)
+    row = _row(gate.compare(BASELINE, candidate), "ttft_p99_ms")
+    assert row.verdict == "not compared"
+    assert row.change is None
+    assert row.note == "not measured in candidate"
+
+
+def test_a_metric_missing_in_the_baseline_is_not_compared_even_if_the_candidate_is_awful():
+    baseline = {k: v for k, v in BASELINE.items() if k != "e2e_p99_ms"}
+    candidate = dict(BASELINE, e2e_p99_ms=99999.0)
+    result = gate.compare(baseline, candidate)
+    assert _row(result, "e2e_p99_ms").verdict == "not compared"
+    assert result.passed
+
+
+def test_it_refuses_runs_with_no_metric_in_common():
+    with pytest.raises(ValueError, match="Nothing to compare"):
+        gate.compare({"ttft_p99_ms": 100.0}, {"qps": 3.0})
+
+
+def test_it_rejects_a_value_that_is_not_a_number_naming_the_metric():
+    with pytest.raises(ValueError, match=r"candidate\['qps'\]"):
+        gate.compare(BASELINE, dict(BASELINE, qps="fast"))
+
+
+def test_metrics_without_a_rule_are_ignored():
+    result = gate.compare(dict(BASELINE, gpu_util=0.9), dict(BASELINE, gpu_util=0.1))
+    assert "gpu_util" not in {row.metric for row in result.rows}
+
+
+# --- significance ---------------------------------------------------------------------------
+
+
+def test_with_per_request_samples_a_shift_within_noise_passes():
+    rng = np.random.default_rng(1)
+    base = rng.lognormal(4, 0.5, 150)
+    cand = rng.lognormal(4, 0.5, 150)  # same distribution, another draw
+    b, c = _ttft_record(base), _ttft_record(cand)
+    # The thresholds alone would call the noisy P99 a regression...
+    assert not gate.compare(b, c).passed
+    # ...the bootstrap interval on the P99 ratio says it is noise.
+    result = gate.compare(b, c, baseline_samples={"ttft": base}, candidate_samples={"ttft": cand})
+    assert result.passed
+    assert _row(result, "ttft_p99_ms").note.startswith("within noise")
+
+
+def test_with_per_request_samples_a_real_shift_fails():
+    rng = np.random.default_rng(8)
+    base = rng.lognormal(4, 0.5, 1000)
+    cand = rng.lognormal(4, 0.5, 1000) * 1.3
+    result = gate.compare(
+        _ttft_record(base),
+        _ttft_record(cand),
+        baseline_samples={"ttft": base},
+        candidate_samples={"ttft": cand},
+    )
+    assert "ttft_p99_ms" in [row.metric for row in result.regressions]
+    assert "bootstrap" in _row(result, "ttft_p99_ms").note
+
+
+def test_a_tail_only_regression_is_caught_by_the_quantile_test():
+    rng = np.random.default_rng(9)
+    base = rng.lognormal(4, 0.3, 2000)
+    cand = rng.lognormal(4, 0.3, 2000)
+    cand[:60] *= 4  # 3% of requests become four times slower; the median barely moves
+    result = gate.compare(
+        _ttft_record(base),
+        _ttft_record(cand),
+        baseline_samples={"ttft": base},
+        candidate_samples={"ttft": cand},
+    )
+    assert [row.metric for row in result.regressions] == ["ttft_p99_ms"]
+
+
+def test_with_too_few_samples_for_the_quantile_the_thresholds_decide():
+    base = np.full(50, 100.0)
+    cand = np.full(50, 130.0)
+    result = gate.compare(
+        {"ttft_p99_ms": 100.0},
+        {"ttft_p99_ms": 130.0},
+        baseline_samples={"ttft": base},
+        candidate_samples={"ttft": cand},
+    )
+    assert _row(result, "ttft_p99_ms").verdict == "regression"
+    assert _row(result, "ttft_p99_ms").note == ""
+
+
+def test_the_significance_test_is_deterministic():
+    rng = np.random.default_rng(10)
+    base, cand = rng.lognormal(4, 0.5, 300), rng.lognormal(4.05, 0.5, 300)
+    kwargs = dict(baseline_samples={"ttft": base}, candidate_samples={"ttft": cand})
+    first = gate.compare(_ttft_record(base), _ttft_record(cand), **kwargs)
+    second = gate.compare(_ttft_record(base), _ttft_record(cand), **kwargs)
+    assert first.to_dict() == second.to_dict()
+
+
+def test_it_rejects_samples_with_negative_values():
+    with pytest.raises(ValueError, match=r"baseline_samples\['ttft'\]"):
+        gate.compare(BASELINE, BASELINE, baseline_samples={"ttft": [1.0, -2.0]})
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+
+def test_default_rules_cover_every_latency_percentile_gated_and_throughput():
+    assert gate.DEFAULT_RULES["ttft_p99_ms"].direction == "lower"
+    assert gate.DEFAULT_RULES["ttft_p99_ms"].floor == 10.0
+    assert gate.DEFAULT_RULES["tpot_p50_ms"].floor == 2.0
+    assert gate.DEFAULT_RULES["qps"].direction == "higher"
+    assert set(gate.DEFAULT_RULES) == {
+        *(f"{m}_{p}_ms" for m in ("e2e", "ttft", "tpot") for p in ("p50", "p90", "p99")),
+        "qps",
+        "output_tps",
+    }
+
+
+def test_a_service_override_loosens_one_metric():
+    rules = gate.rules_with_overrides({"ttft_p99_ms": {"relative": 0.5}})
+    candidate = dict(BASELINE, ttft_p99_ms=BASELINE["ttft_p99_ms"] * 1.3)
+    assert gate.compare(BASELINE, candidate, rules=rules).passed
+    assert gate.DEFAULT_RULES["ttft_p99_ms"].relative == 0.05  # defaults untouched
+
+
+def test_an_override_can_add_a_metric():
+    rules = gate.rules_with_overrides(
+        {"ttft_p95_ms": {"direction": "lower", "relative": 0.05, "floor": 10}}
+    )
+    result = gate.compare({"ttft_p95_ms": 100.0}, {"ttft_p95_ms": 150.0}, rules=rules)
+    assert [row.metric for row in result.regressions] == ["ttft_p95_ms"]
+
+
+def test_an_override_with_an_unknown_field_is_rejected_naming_it():
+    with pytest.raises(ValueError, match="threshold"):
+        gate.rules_with_overrides({"qps": {"threshold": 0.1}})
+
+
+def test_an_override_with_a_bad_direction_is_rejected():
+    with pytest.raises(ValueError, match="direction"):
+        gate.rules_with_overrides({"qps": {"direction": "up"}})
+
+
+def test_a_new_metric_without_a_direction_is_rejected():
+    with pytest.raises(ValueError, match="needs direction"):
+        gate.rules_with_overrides({"itl_p99_ms": {"relative": 0.05, "floor": 1}})
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def test_the_result_serializes_to_json():
+    candidate = dict(BASELINE, ttft_p99_ms=156.0, e2e_p50_ms=None)
+    data = json.loads(json.dumps(gate.compare(BASELINE, candidate).to_dict()))
+    assert data["passed"] is False
+    assert data["regressions"] == ["ttft_p99_ms"]
+    assert {row["verdict"] for row in data["rows"]} == {"pass", "regression", "not compared"}
+
+
+def test_the_table_has_a_row_per_metric_and_ends_with_the_verdict():
+    candidate = dict(BASELINE, ttft_p99_ms=156.0)
+    text = gate.format_table(gate.compare(BASELINE, candidate))
+    lines = text.splitlines()
+    assert lines[0].split()[:6] == [
+        "metric",
+        "baseline",
+        "candidate",
+        "change",
+        "threshold",
+        "verdict",
+    ]
+    assert any("TTFT P99" in line and "REGRESSION" in line and "+30.0%" in line for line in lines)
+    assert lines[-1].startswith("FAIL: 1 regression")
+
+
+def test_the_table_of_a_passing_gate_ends_with_pass():
+    text = gate.format_table(gate.compare(BASELINE, dict(BASELINE)))
+    assert text.splitlines()[-1] == "PASS: 11 metrics compared, no regression."
+
+
+# --- workload shape -------------------------------------------------------------------------
+
+SHAPE = WorkloadShape(
+    concurrency=16, request_rate=math.inf, prompt_tokens_mean=500, output_tokens_mean=200
+)
+
+
+def test_the_same_shape_has_no_differences():
+    assert gate.shape_differences(SHAPE, WorkloadShape(16, math.inf, 500, 200)) == []
+
+
+def test_a_different_concurrency_is_reported():
+    reasons = gate.shape_differences(SHAPE, WorkloadShape(32, math.inf, 500, 200))
+    assert reasons == ["different concurrency: baseline 16, candidate 32"]
+
+
+def test_a_doubled_prompt_length_is_reported():
+    reasons = gate.shape_differences(SHAPE, WorkloadShape(16, math.inf, 1000, 200))
+    assert len(reasons) == 1
+    assert "prompt length" in reasons[0] and "500" in reasons[0] and "1000" in reasons[0]
+
+
+def test_a_length_within_the_tolerance_is_the_same_shape():
+    assert gate.shape_differences(SHAPE, WorkloadShape(16, math.inf, 540, 190)) == []
+
+
+def test_a_different_request_rate_is_reported():
+    reasons = gate.shape_differences(SHAPE, WorkloadShape(16, 10.0, 500, 200))
+    assert reasons == ["different request rate: baseline unlimited (inf), candidate 10 req/s"]
+
+
+def test_a_length_recorded_on_one_side_only_is_reported():
+    reasons = gate.shape_differences(SHAPE, WorkloadShape(16, math.inf, None, 200))
+    assert "recorded on one side only" in reasons[0]
+
+
+def test_a_shape_is_built_from_a_run_record():
+    record = {
+        "concurrency": 16,
+        "request_rate": math.inf,
+        "prompt_tokens_mean": 500.0,
+        "output_tokens_mean": 200.0,
+        "qps": 3.0,
+    }
+    assert WorkloadShape.from_record(record) == SHAPE
+
+
+def test_a_shape_rejects_a_zero_concurrency():
+    with pytest.raises(ValueError, match="concurrency"):
+        WorkloadShape(concurrency=0)
