@@ -1,0 +1,241 @@
+"""What every load-test parser returns, and the validated readers they share.
+
+Pure Python, no Django: a parser turns a tool's JSON into `ParsedRun`s whose `fields` use
+exactly the `MeasuredRun` column names, so a caller can store them without renaming.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+FORMATS = ("vllm-bench", "genai-perf", "guidellm", "llmperf")
+
+# The MeasuredRun percentile columns, and the label each is stored under.
+PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
+LATENCY_METRICS = ("e2e", "ttft", "tpot")
+LATENCY_FIELDS = tuple(f"{m}_{p}_ms" for m in LATENCY_METRICS for p in PERCENTILES)
+
+FIELD_NAMES = (
+    "concurrency",
+    "request_rate",
+    "prompt_tokens_mean",
+    "prompt_tokens_std",
+    "output_tokens_mean",
+    "output_tokens_std",
+    "duration_s",
+    "request_count",
+    "qps",
+    "input_tps",
+    "output_tps",
+    *LATENCY_FIELDS,
+    "gpu_util",
+    "sm_active",
+    "dram_active",
+    "mem_weights_bytes",
+    "mem_kv_bytes",
+)
+
+SAMPLE_KEYS = ("ttft", "tpot", "itl", "e2e")
+
+Number = float | int
+
+
+class LoadTestFormatError(ValueError):
+    """A file that cannot be read as the load-test format it claims (or was detected) to be."""
+
+
+@dataclass
+class ParsedRun:
+    """One load-test run, normalized: ms, seconds, tokens/s, ratios 0-1; missing is None."""
+
+    format: str
+    tool_version: str | None
+    label: str
+    measured_at: datetime | None
+    fields: dict[str, Number | None]
+    request_rate_inf: bool = False
+    errors: int | None = None
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def workload_shape(self) -> tuple[int | None, float | None, float | None, float | None]:
+        """(concurrency, request rate or math.inf, prompt tokens mean, output tokens mean)."""
+        rate = math.inf if self.request_rate_inf else self.fields.get("request_rate")
+        return (
+            self.fields.get("concurrency"),
+            rate,
+            self.fields.get("prompt_tokens_mean"),
+            self.fields.get("output_tokens_mean"),
+        )
+
+
+def empty_fields() -> dict[str, Number | None]:
+    return dict.fromkeys(FIELD_NAMES)
+
+
+class Ctx:
+    """Where in the file we are, so every error names the format and the key or line at fault."""
+
+    def __init__(self, fmt: str, path: str = "", *, line: int | None = None) -> None:
+        self.fmt = fmt
+        self.path = path
+        self.line = line  # set for JSON-lines files: errors then say "line 3"
+
+    def at(self, key: str | int) -> Ctx:
+        if isinstance(key, int):
+            path = f"{self.path}[{key}]"
+        else:
+            path = f"{self.path}.{key}" if self.path else key
+        return Ctx(self.fmt, path, line=self.line)
+
+    def error(self, message: str) -> LoadTestFormatError:
+        where = "".join(
+            f"{part}: " for part in (f"line {self.line}" if self.line else "", self.path) if part
+        )
+        return LoadTestFormatError(f"{self.fmt}: {where}{message}")
+
+    # -- readers: each validates the value and names the key when it is wrong --------------
+
+    def obj(self, data: dict, key: str, *, required: bool = True) -> dict | None:
+        value = self._get(data, key, required)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.at(key).error("expected an object")
+        return value
+
+    def array(self, data: dict, key: str, *, required: bool = True) -> list | None:
+        value = self._get(data, key, required)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise self.at(key).error("expected a list")
+        return value
+
+    def num(
+        self, data: dict, key: str, *, required: bool = False, negative_ok: bool = False
+    ) -> float | None:
+        """A number; numeric strings ("508") are accepted, since some tools write them."""
+        return self.at(key).number(self._get(data, key, required), negative_ok=negative_ok)
+
+    def integer(self, data: dict, key: str, *, required: bool = False) -> int | None:
+        value = self.num(data, key, required=required)
+        if value is None:
+            return None
+        if value != int(value):
+            raise self.at(key).error(f"expected a whole number, got {value!r}")
+        return int(value)
+
+    def text(self, data: dict, key: str) -> str | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise self.at(key).error("expected a string")
+        return str(value)
+
+    def number(self, value: Any, *, negative_ok: bool = False) -> float | None:
+        """Validate one value at this path; None and NaN mean missing."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            raise self.error(f"expected a number, got {value!r}")
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise self.error(f"expected a number, got {value!r}") from None
+        if not isinstance(value, int | float):
+            raise self.error(f"expected a number, got {type(value).__name__}")
+        value = float(value)
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            raise self.error("expected a finite number")
+        if value < 0 and not negative_ok:
+            raise self.error(f"expected a number >= 0, got {value!r}")
+        return value
+
+    def numbers(self, values: list) -> list[float | None]:
+        return [self.at(i).number(v) for i, v in enumerate(values)]
+
+    def _get(self, data: dict, key: str, required: bool) -> Any:
+        if key not in data:
+            if required:
+                raise self.error(f"missing key {key!r}")
+            return None
+        value = data[key]
+        if value is None and required:
+            raise self.at(key).error("expected a value, got null")
+        return value
+
+
+def epoch_to_datetime(ctx: Ctx, value: float | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromtimestamp(value, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ctx.error(f"not a Unix timestamp: {value!r}") from None
+
+
+def mean_std(values: Iterable[float]) -> tuple[float | None, float | None]:
+    """Mean and population standard deviation (numpy's default, as the tools use)."""
+    data = list(values)
+    if not data:
+        return None, None
+    return statistics.fmean(data), statistics.pstdev(data)
+
+
+def ratio_or_none(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def product_or_none(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a * b
+
+
+def rate_label(concurrency: int | None, rate: float | None, rate_inf: bool) -> str:
+    """How a run's load is named in labels: "c=16", "4 req/s", "c=16 rate=inf"."""
+    parts = []
+    if concurrency is not None:
+        parts.append(f"c={concurrency}")
+    if rate is not None:
+        parts.append(f"{rate:g} req/s")
+    elif rate_inf and concurrency is None:
+        parts.append("rate=inf")
+    return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One JSON value from the file; `line` is set when the file is JSON lines."""
+
+    data: Any
+    line: int | None = None
+
+
+def single_object(fmt: str, documents: list[Document]) -> dict:
+    """Formats that write one JSON object per file refuse JSON lines and non-objects."""
+    if len(documents) != 1:
+        raise LoadTestFormatError(
+            f"{fmt}: expected one JSON object, found {len(documents)} JSON lines"
+        )
+    data = documents[0].data
+    if not isinstance(data, dict):
+        raise LoadTestFormatError(f"{fmt}: expected a JSON object, got a {json_type(data)}")
+    return data
+
+
+def json_type(value: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean"}.get(
+        type(value), "number" if isinstance(value, int | float) else "null"
+    )

@@ -1,0 +1,125 @@
+"""ray-project/llmperf `*_summary.json`: flat `results_<metric>_<stat>` keys, in seconds.
+
+Statistics are `quantiles_p25..p99`, `mean`, `min`, `max`, `stddev`; some arrive as strings
+("508"), which are read as numbers, and a string that is not a number is an error naming its key.
+llmperf's inter-token latency is per request (total time / output tokens), the nearest it has to
+TPOT, so it fills the tpot columns.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    PERCENTILES,
+    Ctx,
+    Document,
+    ParsedRun,
+    empty_fields,
+    epoch_to_datetime,
+    product_or_none,
+    rate_label,
+    ratio_or_none,
+    single_object,
+)
+
+FORMAT = "llmperf"
+# llmperf metric -> (our metric, factor to ms)
+LATENCIES = {
+    "end_to_end_latency_s": ("e2e", 1000.0),
+    "ttft_s": ("ttft", 1000.0),
+    "inter_token_latency_s": ("tpot", 1000.0),
+}
+OTHER = ("request_output_throughput_token_per_s", "number_input_tokens", "number_output_tokens")
+QUANTILES = ("p25", "p50", "p75", "p90", "p95", "p99", "p999")
+STATS = ("mean", "min", "max", "stddev")
+
+
+def looks_like(data: dict) -> bool:
+    return "results_num_completed_requests" in data or any(
+        key.startswith("results_ttft_s") for key in data
+    )
+
+
+def parse(documents: list[Document]) -> list[ParsedRun]:
+    data = single_object(FORMAT, documents)
+    ctx = Ctx(FORMAT)
+    fields = empty_fields()
+    completed = ctx.integer(data, "results_num_completed_requests", required=True)
+
+    stats = {}
+    for name, (metric, scale) in LATENCIES.items():
+        summary = _metric(ctx, data, name, scale)
+        stats[metric] = summary
+        for label in PERCENTILES:
+            fields[f"{metric}_{label}_ms"] = summary.get(label)
+    for name in OTHER:
+        stats[name] = _metric(ctx, data, name, 1.0)
+
+    prompt, output = stats["number_input_tokens"], stats["number_output_tokens"]
+    fields["prompt_tokens_mean"] = _first(prompt.get("mean"), ctx.num(data, "mean_input_tokens"))
+    fields["prompt_tokens_std"] = _first(prompt.get("stddev"), ctx.num(data, "stddev_input_tokens"))
+    fields["output_tokens_mean"] = _first(output.get("mean"), ctx.num(data, "mean_output_tokens"))
+    fields["output_tokens_std"] = _first(
+        output.get("stddev"), ctx.num(data, "stddev_output_tokens")
+    )
+
+    concurrency = ctx.integer(data, "num_concurrent_requests")
+    fields["concurrency"] = concurrency
+    fields["request_count"] = completed
+    per_minute = ctx.num(data, "results_num_completed_requests_per_min")
+    fields["qps"] = None if per_minute is None else per_minute / 60
+    fields["output_tps"] = ctx.num(data, "results_mean_output_throughput_token_per_s")
+    # llmperf writes neither a duration nor an input rate; both follow from what it has.
+    derived = []
+    fields["duration_s"] = ratio_or_none(completed, fields["qps"])
+    fields["input_tps"] = product_or_none(fields["qps"], fields["prompt_tokens_mean"])
+    derived += [name for name in ("duration_s", "input_tps") if fields[name] is not None]
+
+    extra = {
+        "model": ctx.text(data, "model"),
+        "name": ctx.text(data, "name"),
+        "requests_started": ctx.integer(data, "results_num_requests_started"),
+        "error_rate": ctx.num(data, "results_error_rate"),
+        "error_code_frequency": data.get("results_error_code_frequency"),
+        "configured_input_tokens": {
+            "mean": ctx.num(data, "mean_input_tokens"),
+            "stddev": ctx.num(data, "stddev_input_tokens"),
+        },
+        "configured_output_tokens": {
+            "mean": ctx.num(data, "mean_output_tokens"),
+            "stddev": ctx.num(data, "stddev_output_tokens"),
+        },
+        "stats": {key: value for key, value in stats.items() if value},
+        "derived": derived,
+        "notes": ["tpot_* are llmperf's inter_token_latency (per-request time per token)"],
+    }
+    return [
+        ParsedRun(
+            format=FORMAT,
+            tool_version=ctx.text(data, "version"),
+            # llmperf is closed-loop: a fixed number of concurrent requests, no rate limit.
+            label=f"llmperf {rate_label(concurrency, None, True)}".strip(),
+            measured_at=epoch_to_datetime(ctx.at("timestamp"), ctx.num(data, "timestamp")),
+            fields=fields,
+            request_rate_inf=True,
+            errors=ctx.integer(data, "results_number_errors"),
+            samples={},
+            extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        )
+    ]
+
+
+def _metric(ctx: Ctx, data: dict, name: str, scale: float) -> dict[str, float]:
+    out = {}
+    for quantile in QUANTILES:
+        value = ctx.num(data, f"results_{name}_quantiles_{quantile}")
+        if value is not None:
+            out[quantile] = value * scale
+    for stat in STATS:
+        value = ctx.num(data, f"results_{name}_{stat}")
+        if value is not None:
+            out[stat] = value * scale
+    return out
+
+
+def _first(*values: float | None) -> float | None:
+    return next((value for value in values if value is not None), None)
