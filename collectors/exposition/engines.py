@@ -1,0 +1,212 @@
+"""Which engine metrics feed which canonical series.
+
+Canonical series, in seconds, tokens and ratios 0-1:
+- counters: requests_finished, request_errors, prompt_tokens, generation_tokens, and (Triton
+  only) e2e_seconds_sum, queue_seconds_sum;
+- histograms: ttft_seconds, itl_seconds (TPOT / inter-token latency), e2e_seconds, queue_seconds;
+- gauges: requests_running and requests_waiting (summed over series), kv_cache_usage (the max
+  over series: the fullest engine is the one that runs out first).
+
+vLLM (`vllm:` prefix)
+  requests_finished  request_success_total, summed over finished_reason
+  prompt_tokens      prompt_tokens_total
+  generation_tokens  generation_tokens_total
+  ttft_seconds       time_to_first_token_seconds
+  itl_seconds        inter_token_latency_seconds, else (older) time_per_output_token_seconds
+  e2e_seconds        e2e_request_latency_seconds
+  queue_seconds      request_queue_time_seconds
+  requests_running   num_requests_running
+  requests_waiting   num_requests_waiting
+  kv_cache_usage     kv_cache_usage_perc, else (older) gpu_cache_usage_perc
+TGI (router)
+  requests_finished  tgi_request_success;  request_errors  tgi_request_failure (all err)
+  prompt_tokens      tgi_request_input_length_sum (the histogram's sum is the token total)
+  generation_tokens  tgi_request_generated_tokens_sum
+  itl_seconds        tgi_request_mean_time_per_token_duration (*)
+  e2e_seconds        tgi_request_duration
+  queue_seconds      tgi_request_queue_duration
+  requests_running   tgi_batch_current_size;  requests_waiting  tgi_queue_size
+  (no TTFT and no KV-cache metric)
+SGLang (`sglang:` prefix)
+  requests_finished  num_requests_total;  request_errors  num_aborted_requests_total
+  prompt_tokens      prompt_tokens_total;  generation_tokens  generation_tokens_total
+  ttft_seconds       time_to_first_token_seconds
+  itl_seconds        inter_token_latency_seconds, else time_per_output_token_seconds
+  e2e_seconds        e2e_request_latency_seconds;  queue_seconds  queue_time_seconds
+  requests_running   num_running_reqs;  requests_waiting  num_queue_reqs
+  kv_cache_usage     token_usage
+Triton (core metrics, plus the TensorRT-LLM backend's gauges)
+  requests_finished  nv_inference_request_success
+  request_errors     nv_inference_request_failure
+  e2e_seconds_sum    nv_inference_request_duration_us (cumulative microseconds -> seconds)
+  queue_seconds_sum  nv_inference_queue_duration_us (cumulative microseconds -> seconds)
+  ttft_seconds       nv_inference_first_response_histogram_ms (edges and sum ms -> s)
+  requests_running   nv_trt_llm_request_metrics{request_type="scheduled"}
+  requests_waiting   nv_trt_llm_request_metrics{request_type="waiting"},
+                     else nv_inference_pending_request_count
+  kv_cache_usage     nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}
+
+Notes:
+- Names decide, not `# TYPE`: a counter is found with or without `_total`, typed or untyped.
+- Where a metric was renamed, the first-listed (newer) name wins when a scrape has both: vLLM
+  exposes a deprecated name beside its successor for a release or two, and counting both
+  would double every request.
+- (*) TGI has no inter-token histogram; its per-request *mean* time per token stands in. That
+  is a TPOT distribution over requests, not over tokens: its tail is thinner than ITL's.
+- Triton's core latency metrics are cumulative microsecond counters: they give a mean
+  (`e2e_seconds_sum` / `requests_finished`), never a percentile. Its TTFT histogram exists only
+  with `--metrics-config histogram_latencies=true`. Token counts are not exposed.
+- SGLang repeats scheduler metrics for each tensor/pipeline-parallel rank of one engine: series
+  that differ only in those labels are collapsed by max before anything is summed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["counter", "histogram", "gauge", "histogram_sum"]
+
+COUNTERS = (
+    "requests_finished",
+    "request_errors",
+    "prompt_tokens",
+    "generation_tokens",
+    "e2e_seconds_sum",
+    "queue_seconds_sum",
+)
+HISTOGRAMS = ("ttft_seconds", "itl_seconds", "e2e_seconds", "queue_seconds")
+GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
+
+
+@dataclass(frozen=True)
+class Rule:
+    canonical: str
+    kind: Kind  # "histogram_sum": a histogram's `_sum` read as a counter (TGI token totals)
+    names: tuple[str, ...]  # source metric names without suffixes, preferred (newest) first
+    scale: float = 1.0  # into canonical units: values, and histogram edges and sums
+    where: tuple[tuple[str, str], ...] = ()  # only samples carrying these labels
+    aggregate: Literal["sum", "max"] = "sum"  # gauges, across series
+    collapse: tuple[str, ...] = ()  # labels whose series repeat one value (max across them)
+
+    @property
+    def counter_like(self) -> bool:
+        return self.kind in ("counter", "histogram_sum")
+
+
+def _prefixed(prefix: str, rules: list[Rule]) -> tuple[Rule, ...]:
+    return tuple(
+        Rule(
+            r.canonical,
+            r.kind,
+            tuple(prefix + n for n in r.names),
+            r.scale,
+            r.where,
+            r.aggregate,
+            r.collapse,
+        )
+        for r in rules
+    )
+
+
+VLLM = _prefixed(
+    "vllm:",
+    [
+        Rule("requests_finished", "counter", ("request_success",)),
+        Rule("prompt_tokens", "counter", ("prompt_tokens",)),
+        Rule("generation_tokens", "counter", ("generation_tokens",)),
+        Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
+        Rule(
+            "itl_seconds",
+            "histogram",
+            ("inter_token_latency_seconds", "time_per_output_token_seconds"),
+        ),
+        Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
+        Rule("queue_seconds", "histogram", ("request_queue_time_seconds",)),
+        Rule("requests_running", "gauge", ("num_requests_running",)),
+        Rule("requests_waiting", "gauge", ("num_requests_waiting",)),
+        Rule(
+            "kv_cache_usage",
+            "gauge",
+            ("kv_cache_usage_perc", "gpu_cache_usage_perc"),
+            aggregate="max",
+        ),
+    ],
+)
+
+TGI = (
+    Rule("requests_finished", "counter", ("tgi_request_success",)),
+    Rule("request_errors", "counter", ("tgi_request_failure",)),
+    Rule("prompt_tokens", "histogram_sum", ("tgi_request_input_length",)),
+    Rule("generation_tokens", "histogram_sum", ("tgi_request_generated_tokens",)),
+    Rule("itl_seconds", "histogram", ("tgi_request_mean_time_per_token_duration",)),
+    Rule("e2e_seconds", "histogram", ("tgi_request_duration",)),
+    Rule("queue_seconds", "histogram", ("tgi_request_queue_duration",)),
+    Rule("requests_running", "gauge", ("tgi_batch_current_size",)),
+    Rule("requests_waiting", "gauge", ("tgi_queue_size",)),
+)
+
+_SGLANG_RANKS = ("tp_rank", "pp_rank", "moe_ep_rank")
+SGLANG = tuple(
+    Rule(r.canonical, r.kind, r.names, r.scale, r.where, r.aggregate, _SGLANG_RANKS)
+    for r in _prefixed(
+        "sglang:",
+        [
+            Rule("requests_finished", "counter", ("num_requests",)),
+            Rule("request_errors", "counter", ("num_aborted_requests",)),
+            Rule("prompt_tokens", "counter", ("prompt_tokens",)),
+            Rule("generation_tokens", "counter", ("generation_tokens",)),
+            Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
+            Rule(
+                "itl_seconds",
+                "histogram",
+                ("inter_token_latency_seconds", "time_per_output_token_seconds"),
+            ),
+            Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
+            Rule("queue_seconds", "histogram", ("queue_time_seconds",)),
+            Rule("requests_running", "gauge", ("num_running_reqs",)),
+            Rule("requests_waiting", "gauge", ("num_queue_reqs",)),
+            Rule("kv_cache_usage", "gauge", ("token_usage",), aggregate="max"),
+        ],
+    )
+)
+
+TRITON = (
+    Rule("requests_finished", "counter", ("nv_inference_request_success",)),
+    Rule("request_errors", "counter", ("nv_inference_request_failure",)),
+    Rule("e2e_seconds_sum", "counter", ("nv_inference_request_duration_us",), scale=1e-6),
+    Rule("queue_seconds_sum", "counter", ("nv_inference_queue_duration_us",), scale=1e-6),
+    Rule("ttft_seconds", "histogram", ("nv_inference_first_response_histogram_ms",), scale=1e-3),
+    Rule(
+        "requests_running",
+        "gauge",
+        ("nv_trt_llm_request_metrics",),
+        where=(("request_type", "scheduled"),),
+    ),
+    # Two sources for one canonical gauge: the TensorRT-LLM count wins when present.
+    Rule(
+        "requests_waiting",
+        "gauge",
+        ("nv_trt_llm_request_metrics",),
+        where=(("request_type", "waiting"),),
+    ),
+    Rule("requests_waiting", "gauge", ("nv_inference_pending_request_count",)),
+    Rule(
+        "kv_cache_usage",
+        "gauge",
+        ("nv_trt_llm_kv_cache_block_metrics",),
+        where=(("kv_cache_block_type", "fraction"),),
+        aggregate="max",
+    ),
+)
+
+ENGINES: dict[str, tuple[Rule, ...]] = {
+    "vllm": VLLM,
+    "tgi": TGI,
+    "sglang": SGLANG,
+    "triton": TRITON,
+}
+
+
+def rules_for(source: str) -> tuple[Rule, ...]:
+    return ENGINES[source]

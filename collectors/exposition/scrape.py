@@ -1,0 +1,261 @@
+"""One scrape, parsed: cumulative canonical series as the engine exposed them at that moment."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from analysis.buckets import BucketCounts, coarsen, merge_all, shared_edges
+from collectors.exposition import dcgm
+from collectors.exposition.engines import Rule, rules_for
+from collectors.exposition.text import ExpositionError, line_of, samples
+
+SOURCES = ("vllm", "tgi", "sglang", "triton", "dcgm")
+
+Labels = tuple[tuple[str, str], ...]
+SeriesKey = tuple[str, Labels]  # (canonical name, sorted labels without `le`)
+
+_EDGE_DIGITS = 12
+
+
+def normalize_edge(le: str | float) -> float:
+    """An `le` as a float, rounded to 12 significant digits.
+
+    TGI prints edges with float noise ("0.00015000000000000001") and scaling ms edges to
+    seconds adds more; rounding makes the same bucket compare equal across scrapes and hosts.
+    """
+    value = float(le)
+    if value == 0 or not math.isfinite(value):
+        return value
+    return float(f"{value:.{_EDGE_DIGITS}g}")
+
+
+@dataclass(frozen=True)
+class HistogramSeries:
+    """One histogram series' cumulative state: counts per `le` since the engine started."""
+
+    edges: tuple[float, ...]  # finite, sorted
+    cumulative: tuple[float, ...]  # one per edge, then +Inf
+    sum: float
+    count: float  # `_count`, or the +Inf bucket when `_count` is absent
+
+    def bucket_counts(self) -> BucketCounts:
+        return BucketCounts.from_cumulative(self.edges, self.cumulative, self.sum)
+
+
+@dataclass
+class ParsedScrape:
+    source: str
+    counters: dict[SeriesKey, float] = field(default_factory=dict)
+    histograms: dict[SeriesKey, HistogramSeries] = field(default_factory=dict)
+    gauge_series: dict[SeriesKey, float] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)  # aggregated over series
+    gpus: list[dict] = field(default_factory=list)
+    ignored: int = 0  # samples of metrics no rule maps (and `_created` timestamps)
+    invalid: int = 0  # mapped samples whose value is NaN, infinite or negative
+
+    def counter_total(self, name: str) -> float | None:
+        """The cumulative value of a canonical counter summed over its series."""
+        values = [v for (n, _), v in self.counters.items() if n == name]
+        return math.fsum(values) if values else None
+
+    def histogram(self, name: str) -> BucketCounts | None:
+        """Counts since the engines started, summed over series (coarsened to shared edges)."""
+        series = [h.bucket_counts() for (n, _), h in self.histograms.items() if n == name]
+        return sum_histograms(series)
+
+
+def sum_histograms(items: list[BucketCounts]) -> BucketCounts | None:
+    if not items:
+        return None
+    edges = shared_edges(items)
+    if any(item.edges != edges for item in items):
+        items = [coarsen(item, edges) for item in items]
+    return merge_all(items)
+
+
+def parse(text: str, source: str) -> ParsedScrape:
+    """Parse one scrape of `source`'s /metrics. Raises ExpositionError naming the bad line."""
+    if source not in SOURCES:
+        raise ValueError(f"source: {source!r} is not one of {', '.join(SOURCES)}")
+    if source == "dcgm":
+        return _parse_dcgm(text)
+    return _EngineParse(text, source).run()
+
+
+def _parse_dcgm(text: str) -> ParsedScrape:
+    parsed = ParsedScrape(source="dcgm")
+    wanted = []
+    seen: set = set()
+    for sample in samples(text):
+        _check_unique(text, sample, seen)
+        if dcgm.is_dcgm_field(sample.name):
+            wanted.append(sample)
+        else:
+            parsed.ignored += 1
+    parsed.gpus = dcgm.gpus(wanted)
+    return parsed
+
+
+def _check_unique(text: str, sample, seen: set) -> None:
+    identity = (sample.name, tuple(sorted(sample.labels.items())))
+    if identity in seen:
+        raise ExpositionError(
+            f"duplicate series {sample.name}{_show(sample.labels)}",
+            line_of(text, sample.name, sample.labels, occurrence=2),
+        )
+    seen.add(identity)
+
+
+def _show(labels: dict[str, str]) -> str:
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+def _where_matches(rule: Rule, labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in rule.where)
+
+
+def _series_labels(rule: Rule, labels: dict[str, str]) -> Labels:
+    return tuple(sorted((k, v) for k, v in labels.items() if k != "le" and k not in rule.collapse))
+
+
+class _EngineParse:
+    """Collects the samples each rule wants, then keeps the preferred source name per canonical."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.rules = rules_for(source)
+        self.parsed = ParsedScrape(source=source)
+        # sample name -> [(candidate index, part)], part: "value" | "bucket" | "sum" | "count"
+        self.lookup: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self.candidates: list[tuple[Rule, str]] = []
+        for rule in self.rules:
+            for name in rule.names:
+                index = len(self.candidates)
+                self.candidates.append((rule, name))
+                for sample_name, part in _sample_names(rule, name):
+                    self.lookup[sample_name].append((index, part))
+        # candidate index -> labels -> part -> value, and "buckets": {le: value}
+        self.found: dict[int, dict[Labels, dict]] = defaultdict(dict)
+
+    def run(self) -> ParsedScrape:
+        seen: set = set()
+        for sample in samples(self.text):
+            _check_unique(self.text, sample, seen)
+            targets = self.lookup.get(sample.name)
+            if not targets:
+                self.parsed.ignored += 1
+                continue
+            for index, part in targets:
+                self._collect(index, part, sample)
+        for canonical in dict.fromkeys(rule.canonical for rule in self.rules):
+            self._keep_preferred(canonical)
+        return self.parsed
+
+    def _collect(self, index: int, part: str, sample) -> None:
+        rule, _ = self.candidates[index]
+        if not _where_matches(rule, sample.labels):
+            return
+        labels = _series_labels(rule, sample.labels)
+        series = self.found[index].setdefault(labels, {})
+        value = float(sample.value)
+        if part == "bucket":
+            if "le" not in sample.labels:
+                raise ExpositionError(
+                    f"{sample.name} has no le label",
+                    line_of(self.text, sample.name, sample.labels),
+                )
+            try:
+                le = normalize_edge(sample.labels["le"])
+            except ValueError:
+                raise ExpositionError(
+                    f"{sample.name}: le={sample.labels['le']!r} is not a number",
+                    line_of(self.text, sample.name, sample.labels),
+                ) from None
+            series["last_bucket_labels"] = sample.labels
+            series.setdefault("buckets", {})
+            # Collapsed ranks repeat one series: keep the largest reading.
+            series["buckets"][le] = max(value, series["buckets"].get(le, -math.inf))
+        else:
+            series[part] = max(value, series.get(part, -math.inf))
+
+    def _keep_preferred(self, canonical: str) -> None:
+        for index, (rule, name) in enumerate(self.candidates):
+            if rule.canonical != canonical or not self.found.get(index):
+                continue
+            for labels, series in self.found[index].items():
+                self._store(rule, name, labels, series)
+            self._aggregate_gauge(rule)
+            return
+
+    def _store(self, rule: Rule, name: str, labels: Labels, series: dict) -> None:
+        key = (rule.canonical, labels)
+        if rule.kind == "histogram":
+            histogram = self._histogram(rule, name, labels, series)
+            if histogram is None:
+                self.parsed.invalid += 1
+            else:
+                self.parsed.histograms[key] = histogram
+            return
+        value = series.get("sum" if rule.kind == "histogram_sum" else "value")
+        if value is None:
+            return
+        if not math.isfinite(value) or (rule.counter_like and value < 0):
+            self.parsed.invalid += 1
+            return
+        value *= rule.scale
+        if rule.counter_like:
+            self.parsed.counters[key] = value
+        else:
+            self.parsed.gauge_series[key] = value
+
+    def _histogram(
+        self, rule: Rule, name: str, labels: Labels, series: dict
+    ) -> HistogramSeries | None:
+        buckets: dict[float, float] = series.get("buckets", {})
+        if not buckets:
+            return None  # `_sum`/`_count` without buckets: nothing to take quantiles from
+        if not all(math.isfinite(v) and v >= 0 for v in buckets.values()):
+            return None
+        total = buckets.pop(math.inf, None)
+        count = series.get("count")
+        if total is None:
+            if count is None:
+                raise ExpositionError(
+                    f"{name} has no +Inf bucket and no _count",
+                    line_of(self.text, name + "_bucket", series["last_bucket_labels"]),
+                )
+            total = count
+        edges = sorted(buckets)
+        scaled = tuple(normalize_edge(e * rule.scale) for e in edges)
+        total_sum = series.get("sum", 0.0) * rule.scale
+        if not math.isfinite(total_sum):
+            return None
+        return HistogramSeries(
+            edges=scaled,
+            cumulative=(*(buckets[e] for e in edges), total),
+            sum=total_sum,
+            count=count if count is not None and math.isfinite(count) else total,
+        )
+
+    def _aggregate_gauge(self, rule: Rule) -> None:
+        if rule.kind != "gauge":
+            return
+        values = [v for (n, _), v in self.parsed.gauge_series.items() if n == rule.canonical]
+        if values:
+            combine = max if rule.aggregate == "max" else math.fsum
+            self.parsed.gauges[rule.canonical] = combine(values)
+
+
+def _sample_names(rule: Rule, name: str) -> list[tuple[str, str]]:
+    if rule.kind == "histogram":
+        return [(name + "_bucket", "bucket"), (name + "_sum", "sum"), (name + "_count", "count")]
+    if rule.kind == "histogram_sum":
+        return [(name + "_sum", "sum")]
+    if rule.kind == "counter":
+        # prometheus_client renames typed counters to `_total`; untyped ones keep their name.
+        return [(name, "value"), (name + "_total", "value")]
+    return [(name, "value")]
