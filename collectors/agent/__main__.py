@@ -1,0 +1,5 @@
+"""`python -m collectors.agent ...`"""
+
+from .cli import main
+
+raise SystemExit(main())

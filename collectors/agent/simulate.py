@@ -1,0 +1,376 @@
+"""Simulated H100s and a simulated vLLM V1 engine, for the demo and for tests.
+
+The fake engine keeps real cumulative state: every simulated request is observed once into the
+same histograms and counters vLLM V1 exposes (names, labels and bucket edges as in
+`shared/fixtures/vllm/`), and also recorded as a per-request row for the batch's `requests`.
+So counters only grow, histogram counts equal the success counter, and the rows agree with
+the exposition.
+
+A "P99 regression" is injected with a `Slowdown`: a share of requests (default 10%) become
+`factor` times slower, so the tail moves and the median barely does. It can start after a delay
+(`slowdown_after`, seconds since start) or be set at any time (`Simulator.set_slowdown`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .batch import rfc3339
+
+log = logging.getLogger(__name__)
+
+# vLLM V1's own bucket edges (vllm/v1/metrics/loggers.py), as in the fixtures.
+TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
+                5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)  # fmt: skip
+ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0,
+               7.5, 10.0, 20.0, 40.0, 80.0)  # fmt: skip
+REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
+                   60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)  # fmt: skip
+
+DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+H100_NAME = "NVIDIA H100 80GB HBM3"
+H100_MEMORY_BYTES = 81559 * 1024 * 1024  # what NVML reports for an H100 80GB HBM3
+MAX_NUM_SEQS = 256  # vLLM's default batch cap: beyond it requests wait
+KV_CAPACITY_TOKENS = 250_000
+MAX_TOKENS = 512  # requests that reach it finish with reason "length"
+ERROR_RATE = 0.002
+MAX_STEP_S = 300.0  # after a long pause (laptop asleep) simulate at most this much traffic
+
+
+@dataclass
+class Slowdown:
+    """`share` of requests are `factor` times slower (queue, prefill and decode)."""
+
+    factor: float = 1.0
+    share: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        return self.factor != 1.0 and self.share > 0.0
+
+
+class Histogram:
+    """A Prometheus classic histogram: per-bucket counts, rendered cumulative."""
+
+    def __init__(self, edges: tuple[float, ...]) -> None:
+        self.edges = edges
+        self.counts = [0] * (len(edges) + 1)  # the last one is +Inf
+        self.sum = 0.0
+        self.count = 0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.edges, value)] += 1  # `le` is inclusive
+        self.sum += value
+        self.count += 1
+
+    def render(self, name: str, labels: str) -> list[str]:
+        lines = [f"{name}_sum{{{labels}}} {_num(self.sum)}"]
+        running = 0
+        for edge, count in zip((*self.edges, math.inf), self.counts, strict=True):
+            running += count
+            le = "+Inf" if edge == math.inf else repr(float(edge))
+            lines.append(f'{name}_bucket{{{labels},le="{le}"}} {_num(running)}')
+        lines.append(f"{name}_count{{{labels}}} {_num(self.count)}")
+        return lines
+
+
+class FakeVllmEngine:
+    """One vLLM V1 server: Poisson arrivals at a QPS that drifts over the day."""
+
+    def __init__(
+        self,
+        service: str,
+        *,
+        qps: float = 12.0,
+        model_name: str = DEFAULT_MODEL,
+        rng: random.Random,
+        start: float,
+        phase_s: float = 0.0,
+    ) -> None:
+        self.service = service
+        self.base_qps = qps
+        self.model_name = model_name
+        self.rng = rng
+        self.created = float(int(start))
+        self.phase_s = phase_s
+        self.slowdown = Slowdown()
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.success = {"stop": 0, "length": 0}
+        self.ttft = Histogram(TTFT_BUCKETS)
+        self.itl = Histogram(ITL_BUCKETS)
+        self.e2e = Histogram(REQUEST_BUCKETS)
+        self.queue = Histogram(REQUEST_BUCKETS)
+        self.running = 0
+        self.waiting = 0
+        self.kv_usage = 0.0
+        self._last = start
+        self._finished: list[dict[str, Any]] = []
+
+    def qps_at(self, t: float) -> float:
+        """Busier in the (UTC) afternoon, quieter at night, with a slower 10-minute ripple."""
+        t = t + self.phase_s
+        daily = 1.0 + 0.35 * math.sin(2 * math.pi * ((t / 86400.0) - 0.35))
+        ripple = 1.0 + 0.08 * math.sin(2 * math.pi * t / 600.0)
+        return self.base_qps * daily * ripple
+
+    def load_at(self, t: float) -> float:
+        """0-1: this engine's traffic against its daily peak."""
+        return min(1.0, self.qps_at(t) / (self.base_qps * 1.35 * 1.08))
+
+    def advance(self, now: float) -> None:
+        """Simulate the requests that finished since the last call."""
+        start = max(self._last, now - MAX_STEP_S)
+        span = now - start
+        self._last = max(self._last, now)
+        if span <= 0:
+            return
+        qps = self.qps_at(start + span / 2)
+        arrivals = _poisson(self.rng, qps * span)
+        finished = sorted(start + self.rng.random() * span for _ in range(arrivals))
+        e2e_total = queue_total = tokens_total = 0.0
+        for finish in finished:
+            record = self._one_request(finish, qps)
+            e2e_total += record["e2e_ms"] / 1000.0
+            queue_total += record["queue_ms"] / 1000.0
+            tokens_total += record["prompt_tokens"] + record["output_tokens"] / 2
+            self._finished.append(record)
+        # Little's law: in flight = arrival rate x time in system.
+        if arrivals:
+            in_flight = qps * e2e_total / arrivals
+            self.running = min(MAX_NUM_SEQS, round(in_flight))
+            self.waiting = max(0, round(in_flight) - MAX_NUM_SEQS) + round(
+                qps * queue_total / arrivals
+            )
+            self.kv_usage = min(1.0, self.running * (tokens_total / arrivals) / KV_CAPACITY_TOKENS)
+        else:
+            self.running = self.waiting = 0
+            self.kv_usage = 0.0
+
+    def _one_request(self, finish: float, qps: float) -> dict[str, Any]:
+        rng = self.rng
+        slow = self.slowdown.active and rng.random() < self.slowdown.share
+        factor = self.slowdown.factor if slow else 1.0
+        # Busier means longer queues and slower decode steps (bigger batches).
+        pressure = 1.0 + 0.4 * max(0.0, qps / self.base_qps - 1.0)
+        prompt_tokens = int(min(8192, max(16, rng.lognormvariate(math.log(900), 0.5))))
+        output_tokens = int(max(2, rng.lognormvariate(math.log(190), 0.6)))
+        reason = "stop"
+        if output_tokens >= MAX_TOKENS:
+            output_tokens, reason = MAX_TOKENS, "length"
+        queue_s = rng.lognormvariate(math.log(0.02), 1.0) * pressure * factor
+        prefill_s = rng.lognormvariate(math.log(0.17 * math.sqrt(prompt_tokens / 900)), 0.35)
+        ttft_s = queue_s + prefill_s * factor
+        step_s = rng.lognormvariate(math.log(0.030), 0.15) * pressure * factor
+        itls = [step_s * rng.lognormvariate(0.0, 0.12) for _ in range(output_tokens - 1)]
+        decode_s = sum(itls)
+        e2e_s = ttft_s + decode_s
+        ok = rng.random() >= ERROR_RATE
+        if ok:  # vLLM counts finished requests only
+            self.prompt_tokens += prompt_tokens
+            self.generation_tokens += output_tokens
+            self.success[reason] += 1
+            self.ttft.observe(ttft_s)
+            self.queue.observe(queue_s)
+            self.e2e.observe(e2e_s)
+            for itl in itls:
+                self.itl.observe(itl)
+        return {
+            "ts": rfc3339(datetime.fromtimestamp(finish, UTC)),
+            "service": self.service,
+            "ttft_ms": round(ttft_s * 1000.0, 3),
+            "tpot_ms": round(decode_s / (output_tokens - 1) * 1000.0, 3),
+            "e2e_ms": round(e2e_s * 1000.0, 3),
+            "queue_ms": round(queue_s * 1000.0, 3),
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "ok": ok,
+        }
+
+    def take_requests(self, limit: int) -> list[dict[str, Any]]:
+        """The requests finished since the last call; a uniform sample when over `limit`."""
+        finished, self._finished = self._finished, []
+        if len(finished) > limit:
+            finished = sorted(self.rng.sample(finished, limit), key=lambda r: r["ts"])
+        return finished
+
+    def exposition(self) -> str:
+        """`/metrics` as vLLM V1 writes it."""
+        labels = f'engine="0",model_name="{self.model_name}"'
+        lines: list[str] = []
+
+        def metric(name: str, kind: str, help_text: str, samples: list[str]) -> None:
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            lines.extend(samples)
+
+        for name, help_text, value in (
+            ("num_requests_running", "Number of requests in model execution batches.",
+             self.running),
+            ("num_requests_waiting", "Number of requests waiting to be processed.", self.waiting),
+            ("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+             round(self.kv_usage, 4)),
+        ):  # fmt: skip
+            metric(f"vllm:{name}", "gauge", help_text, [f"vllm:{name}{{{labels}}} {_num(value)}"])
+        for short, help_text, value in (
+            ("prompt_tokens", "Number of prefill tokens processed.", self.prompt_tokens),
+            ("generation_tokens", "Number of generation tokens processed.", self.generation_tokens),
+        ):
+            metric(f"vllm:{short}_total", "counter", help_text,
+                   [f"vllm:{short}_total{{{labels}}} {_num(value)}"])  # fmt: skip
+            metric(f"vllm:{short}_created", "gauge", help_text,
+                   [f"vllm:{short}_created{{{labels}}} {_num(self.created)}"])  # fmt: skip
+        metric(
+            "vllm:request_success_total",
+            "counter",
+            "Count of successfully processed requests.",
+            [
+                f'vllm:request_success_total{{{labels},finished_reason="{reason}"}} {_num(count)}'
+                for reason, count in self.success.items()
+            ],
+        )
+        for name, help_text, histogram in (
+            ("vllm:time_to_first_token_seconds",
+             "Histogram of time to first token in seconds.", self.ttft),
+            ("vllm:inter_token_latency_seconds",
+             "Histogram of inter-token latency in seconds.", self.itl),
+            ("vllm:e2e_request_latency_seconds",
+             "Histogram of e2e request latency in seconds.", self.e2e),
+            ("vllm:request_queue_time_seconds",
+             "Histogram of time spent in WAITING phase for request.", self.queue),
+        ):  # fmt: skip
+            metric(name, "histogram", help_text, histogram.render(name, labels))
+        return "\n".join(lines) + "\n"
+
+
+class FakeGpus:
+    """H100-like rows whose busyness follows the engines' load. NVML GPU-Util stays high while
+    SM activity is much lower (decode is memory-bound), as on real inference hosts."""
+
+    def __init__(self, count: int, *, host: str, rng: random.Random) -> None:
+        self.count = count
+        self.rng = rng
+        self.uuids = [
+            f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{host}/gpu{i}')}" for i in range(count)
+        ]
+
+    def read(self, now: float, load: float) -> list[dict[str, Any]]:
+        ts = rfc3339(datetime.fromtimestamp(now, UTC))
+        return [self._one(i, ts, load) for i in range(self.count)]
+
+    def _one(self, index: int, ts: str, load: float) -> dict[str, Any]:
+        noise = self.rng.gauss
+        busy = _clip(load + noise(0, 0.03), 0.05, 1.0)
+        util = _clip(0.62 + 0.36 * busy + noise(0, 0.015), 0.0, 1.0)
+        sm_active = _clip(util * (0.28 + 0.12 * busy) + noise(0, 0.01), 0.0, util)
+        dram_active = _clip(0.35 + 0.45 * busy + noise(0, 0.02), 0.0, 1.0)
+        power_w = min(700.0, 115.0 + 540.0 * busy**0.8 + noise(0, 6.0))
+        used = int(H100_MEMORY_BYTES * 0.9) + int(noise(0, 64)) * 1024 * 1024
+        return {
+            "ts": ts,
+            "index": index,
+            "uuid": self.uuids[index],
+            "name": H100_NAME,
+            "util": round(util, 4),
+            "mem_util": round(_clip(dram_active * 0.85 + noise(0, 0.01), 0.0, 1.0), 4),
+            "mem_used_bytes": min(used, H100_MEMORY_BYTES),
+            "mem_total_bytes": H100_MEMORY_BYTES,
+            "power_w": round(power_w, 1),
+            "temp_c": round(30 + 0.05 * power_w + noise(0, 0.7)),
+            "sm_clock_mhz": 1980 if power_w < 660 else 1830,
+            "sm_active": round(sm_active, 4),
+            "sm_occupancy": round(sm_active * 0.55, 4),
+            "dram_active": round(dram_active, 4),
+        }
+
+
+class Simulator:
+    """Fake GPUs plus one fake vLLM engine per service; `step()` gives one batch's lists."""
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        services: list[str],
+        gpus: int = 2,
+        qps: float = 12.0,
+        slowdown_after: float | None = None,
+        slowdown_factor: float = 4.0,
+        slowdown_share: float = 0.1,
+        max_requests_per_batch: int = 1000,
+        seed: int | None = None,
+        warmup_s: float = 10.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.clock = clock
+        self.rng = random.Random(seed)
+        self.started = clock()
+        # The engines "started" warmup_s ago, so even the first batch carries traffic.
+        start = self.started - warmup_s
+        self.engines = [
+            FakeVllmEngine(slug, qps=qps, rng=self.rng, start=start, phase_s=i * 1800.0)
+            for i, slug in enumerate(services)
+        ]
+        self.gpus = FakeGpus(gpus, host=host, rng=self.rng)
+        self.max_requests_per_batch = max_requests_per_batch
+        self._planned = (
+            None
+            if slowdown_after is None
+            else (self.started + slowdown_after, slowdown_factor, slowdown_share)
+        )
+
+    def set_slowdown(self, factor: float, share: float = 0.1) -> None:
+        """Make `share` of requests `factor` times slower from now on (1.0 restores)."""
+        for engine in self.engines:
+            engine.slowdown = Slowdown(factor=factor, share=share)
+        log.warning("simulator: slowdown x%.2f on %.0f%% of requests", factor, share * 100)
+
+    def step(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Advance to now: (gpus, scrapes, requests)."""
+        now = self.clock()
+        if self._planned is not None and now >= self._planned[0]:
+            _, factor, share = self._planned
+            self._planned = None
+            self.set_slowdown(factor, share)
+        for engine in self.engines:
+            engine.advance(now)
+        ts = rfc3339(datetime.fromtimestamp(now, UTC))
+        scrapes = [
+            {"ts": ts, "service": e.service, "source": "vllm", "exposition": e.exposition()}
+            for e in self.engines
+        ]
+        per_engine = max(1, self.max_requests_per_batch // max(1, len(self.engines)))
+        requests = [r for e in self.engines for r in e.take_requests(per_engine)]
+        load = sum(e.load_at(now) for e in self.engines) / max(1, len(self.engines))
+        return self.gpus.read(now, load), scrapes, requests
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    if mean <= 0:
+        return 0
+    if mean > 50:  # normal approximation; exact enough for traffic
+        return max(0, round(rng.gauss(mean, math.sqrt(mean))))
+    threshold, k, p = math.exp(-mean), 0, 1.0
+    while True:
+        p *= rng.random()
+        if p <= threshold:
+            return k
+        k += 1
+
+
+def _clip(value: float, low: float, high: float) -> float:
+    return min(high, max(low, value))
+
+
+def _num(value: float) -> str:
+    """Prometheus client style: floats always with a fraction (`4000.0`)."""
+    return repr(float(value))
