@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Model
 
-from dossiers.models import Baseline, ConfigVersion, NarrativeRevision, Service
+from dossiers.models import (
+    Baseline,
+    Bottleneck,
+    ConfigVersion,
+    Experiment,
+    NarrativeRevision,
+    Service,
+    Team,
+)
 
 
 def _next_number(queryset, field: str) -> int:
@@ -83,3 +93,80 @@ def baseline_record(
     if make_current:
         baseline_promote(baseline=baseline)
     return baseline
+
+
+def _validated_save(instance: Model, fields: dict[str, Any], *, exclude=()) -> None:
+    """Apply `fields`, validate the whole row (field, model and unique rules), then save.
+
+    A ValidationError leaves the database untouched: nothing is written before full_clean passes.
+    """
+    for name, value in fields.items():
+        setattr(instance, name, value)
+    instance.full_clean(exclude=list(exclude))
+    instance.save()
+
+
+@transaction.atomic
+def service_create(*, team: Team, **fields: Any) -> Service:
+    service = Service(team=team)
+    _validated_save(service, fields)
+    return service
+
+
+@transaction.atomic
+def service_update(*, service: Service, **fields: Any) -> Service:
+    _validated_save(service, fields)
+    return service
+
+
+@transaction.atomic
+def baseline_update(*, baseline: Baseline, **fields: Any) -> Baseline:
+    """Correct a recorded baseline; promotion stays with `baseline_promote`."""
+    fields.pop("is_current", None)
+    _validated_save(baseline, fields, exclude=["is_current"])
+    return baseline
+
+
+def _same_service(service: Service, baselines: Iterable[Baseline], field: str) -> list[Baseline]:
+    baselines = list(baselines)
+    if any(b.service_id != service.pk for b in baselines):
+        raise ValidationError({field: "Evidence must be baselines of this service."})
+    return baselines
+
+
+@transaction.atomic
+def bottleneck_record(
+    *, service: Service, evidence_baselines: Iterable[Baseline] = (), **fields: Any
+) -> Bottleneck:
+    evidence = _same_service(service, evidence_baselines, "evidence_baselines")
+    bottleneck = Bottleneck(service=service)
+    _validated_save(bottleneck, fields)
+    bottleneck.evidence_baselines.set(evidence)
+    return bottleneck
+
+
+@transaction.atomic
+def bottleneck_update(
+    *, bottleneck: Bottleneck, evidence_baselines: Iterable[Baseline] | None = None, **fields: Any
+) -> Bottleneck:
+    evidence = None
+    if evidence_baselines is not None:
+        evidence = _same_service(bottleneck.service, evidence_baselines, "evidence_baselines")
+    _validated_save(bottleneck, fields)
+    if evidence is not None:
+        bottleneck.evidence_baselines.set(evidence)
+    return bottleneck
+
+
+@transaction.atomic
+def experiment_record(*, service: Service, created_by=None, **fields: Any) -> Experiment:
+    """Record an optimization attempt; `clean()` keeps before/after inside this service."""
+    experiment = Experiment(service=service, created_by=created_by)
+    _validated_save(experiment, fields)
+    return experiment
+
+
+@transaction.atomic
+def experiment_update(*, experiment: Experiment, **fields: Any) -> Experiment:
+    _validated_save(experiment, fields)
+    return experiment

@@ -1,0 +1,27 @@
+"""`manage.py export_dossier SLUG [-o FILE]`: the whole dossier as one Markdown file."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from dossiers.markdown_io import export_dossier
+from dossiers.models import Service
+
+
+class Command(BaseCommand):
+    help = "Write a service's dossier as Markdown to stdout or a file."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="The service's slug.")
+        parser.add_argument("-o", "--output", help="Write to this file instead of stdout.")
+
+    def handle(self, *args, slug: str, output: str | None = None, **options):
+        service = Service.objects.select_related("team").filter(slug=slug).first()
+        if service is None:
+            raise CommandError(f"Unknown service slug: '{slug}'.", returncode=2)
+        text = export_dossier(service)
+        if output:
+            Path(output).write_text(text, encoding="utf-8")
+            self.stderr.write(f"Wrote {service.slug}'s dossier to {output}.")
+        else:
+            self.stdout.write(text, ending="")
