@@ -1,5 +1,14 @@
-"""Versioned REST API (/api/v1/). Each app adds its routes here."""
+"""This app's routes under /api/v1/."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from collectors import api_views
+
+urlpatterns = [
+    path("ingest/", api_views.IngestView.as_view(), name="collectors-ingest"),
+    path(
+        "services/<slug:slug>/metrics/",
+        api_views.ServiceMetricsView.as_view(),
+        name="collectors-service-metrics",
+    ),
+]

@@ -1,4 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from collectors import views
 
 app_name = "collectors"
-urlpatterns: list = []
+urlpatterns = [
+    path("hosts/", views.hosts, name="hosts"),
+    path("services/<slug:slug>/", views.service_live, name="service_live"),
+]

@@ -151,6 +151,7 @@ PERFHUB_RAW_RETENTION_DAYS = env_int("PERFHUB_RAW_RETENTION_DAYS", 14)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
+        "collectors.authentication.AgentTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -168,7 +169,14 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TIMEZONE = TIME_ZONE
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Each due pull target becomes its own task (collectors.tasks.pull_host).
+    "collectors-schedule-pulls": {"task": "collectors.tasks.schedule_pulls", "schedule": 15.0},
+    "collectors-rollup": {"task": "collectors.tasks.rollup_pending", "schedule": 60.0},
+    "collectors-prune": {"task": "collectors.tasks.prune", "schedule": 24 * 3600.0},
+    # Alert evaluation aligns to the minute itself; a doubled beat is harmless.
+    "alerts-evaluate": {"task": "alerts.evaluate", "schedule": 60.0},
+}
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "perfhub@localhost")
@@ -189,3 +197,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
+
+# Collectors: per-host minute roll-ups are kept this long (hourly roll-ups are kept); pulls of
+# engine/exporter/agent URLs time out after this many seconds.
+PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS = env_int("PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS", 30)
+PERFHUB_PULL_TIMEOUT_S = env_int("PERFHUB_PULL_TIMEOUT_S", 5)
+
+# Alerts: evaluate windows that closed this long ago (late samples cause no false alarms);
+# "no data" rules look this far back for the hosts a service had.
+PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120)
+PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)

@@ -1,0 +1,342 @@
+"""What machines send, as stored: hosts and their tokens, raw samples, and roll-ups.
+
+Raw tables (`GpuSample`, `RequestSample`, `ScrapeWindow`) are append-only, sized for volume
+(BigAutoField, composite `(host, ts)` / `(service, host, ts)` indexes) and pruned after
+`PERFHUB_RAW_RETENTION_DAYS`. Pages read `ServiceRollup` / `GpuRollup` (1-minute and hourly
+rows), never raw rows for long ranges (DESIGN.md sections 2 and 4).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from dossiers.models import Service
+
+LATENCY_METRICS = ("e2e", "ttft", "tpot", "queue")
+MINUTE = 60
+HOUR = 3600
+RESOLUTIONS = (MINUTE, HOUR)
+
+
+class Host(models.Model):
+    """A GPU host: pushes through an agent, or is pulled from a URL on a schedule."""
+
+    class PullKind(models.TextChoices):
+        AGENT = "agent", "PerfHub agent (batch document)"
+        VLLM = "vllm", "vLLM /metrics"
+        TGI = "tgi", "TGI /metrics"
+        SGLANG = "sglang", "SGLang /metrics"
+        TRITON = "triton", "Triton /metrics"
+        DCGM = "dcgm", "dcgm-exporter /metrics"
+
+    ENGINE_KINDS = (PullKind.VLLM, PullKind.TGI, PullKind.SGLANG, PullKind.TRITON)
+
+    class Status(models.TextChoices):
+        UP = "up", "up"
+        DOWN = "down", "down"
+        UNKNOWN = "unknown", "unknown"
+
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    pull_url = models.URLField(blank=True, help_text="Leave blank for hosts that push.")
+    pull_kind = models.CharField(max_length=10, choices=PullKind.choices, blank=True)
+    pull_service = models.ForeignKey(
+        Service,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="pulled_hosts",
+        help_text="The service an engine scrape belongs to.",
+    )
+    pull_interval_s = models.PositiveIntegerField(default=15)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNKNOWN)
+    last_error = models.TextField(blank=True)
+    last_pull_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(pull_interval_s__gte=5), name="host_pull_interval_at_least_5s"
+            ),
+            models.CheckConstraint(
+                condition=Q(pull_url="") | ~Q(pull_kind=""), name="host_pull_url_needs_kind"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["last_pull_at"], condition=~Q(pull_url=""), name="host_pull_targets"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.pull_url and not self.pull_kind:
+            raise ValidationError({"pull_kind": "Say what the pull URL answers with."})
+        if self.pull_kind in self.ENGINE_KINDS and not self.pull_service_id:
+            raise ValidationError({"pull_service": "An engine scrape belongs to a service."})
+
+
+class AgentToken(models.Model):
+    """A host's credential. The plaintext is shown once; we keep a public prefix and an HMAC."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="tokens")
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64, help_text="HMAC-SHA256 of the token (SECRET_KEY).")
+    label = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.host} token {self.prefix}…"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class IngestBatch(models.Model):
+    """One accepted batch: the idempotency key, and the roll-up work queue.
+
+    `minutes` lists the epoch minutes (ts // 60) the batch touched, so the roll-up task
+    recomputes exactly those minutes for the host.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    batch_id = models.UUIDField()
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="batches")
+    received_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    agent_version = models.CharField(max_length=40, blank=True)
+    counts = models.JSONField(default=dict)
+    minutes = models.JSONField(default=list)
+    claim = models.UUIDField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    rolled_up_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["batch_id"], name="ingestbatch_unique_id")]
+        indexes = [
+            models.Index(
+                fields=["id"], condition=Q(rolled_up_at__isnull=True), name="ingestbatch_pending"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return str(self.batch_id)
+
+
+class GpuSample(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    ts = models.DateTimeField()
+    gpu_index = models.PositiveSmallIntegerField()
+    uuid = models.CharField(max_length=100, blank=True)
+    name = models.CharField(max_length=100, blank=True)
+    util = models.FloatField(null=True)
+    mem_util = models.FloatField(null=True)
+    mem_used_bytes = models.BigIntegerField(null=True)
+    mem_total_bytes = models.BigIntegerField(null=True)
+    power_w = models.FloatField(null=True)
+    temp_c = models.FloatField(null=True)
+    sm_clock_mhz = models.FloatField(null=True)
+    sm_active = models.FloatField(null=True)
+    sm_occupancy = models.FloatField(null=True)
+    dram_active = models.FloatField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["host", "ts"], name="gpusample_host_ts")]
+
+    def __str__(self) -> str:
+        return f"GPU {self.gpu_index} of host {self.host_id} at {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+class RequestSample(models.Model):
+    """One request as the agent saw it (times in ms)."""
+
+    id = models.BigAutoField(primary_key=True)
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    ts = models.DateTimeField()
+    ttft_ms = models.FloatField(null=True)
+    tpot_ms = models.FloatField(null=True)
+    e2e_ms = models.FloatField(null=True)
+    queue_ms = models.FloatField(null=True)
+    prompt_tokens = models.IntegerField(null=True)
+    output_tokens = models.IntegerField(null=True)
+    ok = models.BooleanField(default=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["host", "ts"], name="requestsample_host_ts"),
+            models.Index(fields=["service", "host", "ts"], name="requestsample_svc_host_ts"),
+        ]
+
+    def __str__(self) -> str:
+        return f"request at {self.ts:%Y-%m-%d %H:%M:%S} ({self.e2e_ms} ms)"
+
+
+class ScrapeWindow(models.Model):
+    """The change between two consecutive scrapes of one host + service + source.
+
+    `counters` are increases, `rates` per second, `histograms` bucket deltas
+    ({name: BucketCounts.to_dict()}, seconds), `gauges` the values at the window's end.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=10)
+    start_ts = models.DateTimeField()
+    ts = models.DateTimeField(help_text="End of the window (the later scrape).")
+    seconds = models.FloatField()
+    counters = models.JSONField(default=dict)
+    rates = models.JSONField(default=dict)
+    histograms = models.JSONField(default=dict)
+    gauges = models.JSONField(default=dict)
+    reset_detected = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["host", "ts"], name="scrapewindow_host_ts"),
+            models.Index(fields=["service", "host", "ts"], name="scrapewindow_svc_host_ts"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} window ending {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+class ScrapeState(models.Model):
+    """The latest scrape per host + service + source, kept to compute the next window.
+
+    The exposition text itself is kept (and parsed again next time), so the state does not
+    depend on the parser's in-memory types and survives parser upgrades.
+    """
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=10)
+    ts = models.DateTimeField()
+    exposition = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["host", "service", "source"], name="scrapestate_unique_series"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} state at {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+def _latency_fields() -> dict[str, models.Field]:
+    fields: dict[str, models.Field] = {}
+    for metric in LATENCY_METRICS:
+        fields[f"{metric}_count"] = models.PositiveIntegerField(default=0)
+        fields[f"{metric}_sum"] = models.FloatField(null=True)
+        fields[f"{metric}_min"] = models.FloatField(null=True)
+        fields[f"{metric}_max"] = models.FloatField(null=True)
+        fields[f"{metric}_sketch"] = models.BinaryField(
+            null=True, help_text="Compressed DDSketch of request-level values (ms)."
+        )
+        fields[f"{metric}_buckets"] = models.JSONField(
+            null=True, help_text="Scraped histogram bucket deltas (BucketCounts, seconds)."
+        )
+    return fields
+
+
+class ServiceRollup(models.Model):
+    """One host's traffic for one service over one minute (resolution 60) or hour (3600).
+
+    Rates are recomputed from the additive columns so rows merge exactly:
+    qps = scraped_requests / scraped_seconds when scraped, else requests / request_seconds.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    resolution_s = models.PositiveIntegerField(choices=[(MINUTE, "1 min"), (HOUR, "1 h")])
+    start = models.DateTimeField()
+    # Request-level data pushed by agents.
+    requests = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    request_seconds = models.FloatField(default=0)
+    # Counter increases from scrape windows ending in this period.
+    scraped_requests = models.FloatField(default=0)
+    scraped_prompt_tokens = models.FloatField(default=0)
+    scraped_generation_tokens = models.FloatField(default=0)
+    scraped_seconds = models.FloatField(default=0)
+    # Derived rates (per second), kept for cheap reads.
+    qps = models.FloatField(null=True)
+    prompt_tps = models.FloatField(null=True)
+    generation_tps = models.FloatField(null=True)
+    # Gauge means over the scrapes in the period.
+    gauge_samples = models.PositiveIntegerField(default=0)
+    running_mean = models.FloatField(null=True)
+    waiting_mean = models.FloatField(null=True)
+    kv_cache_mean = models.FloatField(null=True)
+
+    locals().update(_latency_fields())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["service", "host", "resolution_s", "start"],
+                name="servicerollup_unique_period",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["service", "resolution_s", "start"], name="servicerollup_svc_res"),
+            models.Index(fields=["host", "resolution_s", "start"], name="servicerollup_host_res"),
+        ]
+
+    def __str__(self) -> str:
+        return f"service {self.service_id} host {self.host_id} {self.start:%H:%M}"
+
+
+class GpuRollup(models.Model):
+    """One GPU over one minute or hour: means (util, SM, DRAM, power) and memory high-water."""
+
+    id = models.BigAutoField(primary_key=True)
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    gpu_index = models.PositiveSmallIntegerField()
+    resolution_s = models.PositiveIntegerField(choices=[(MINUTE, "1 min"), (HOUR, "1 h")])
+    start = models.DateTimeField()
+    samples = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=100, blank=True)
+    util_mean = models.FloatField(null=True)
+    mem_util_mean = models.FloatField(null=True)
+    sm_active_mean = models.FloatField(null=True)
+    sm_occupancy_mean = models.FloatField(null=True)
+    dram_active_mean = models.FloatField(null=True)
+    power_mean = models.FloatField(null=True)
+    mem_used_max = models.BigIntegerField(null=True)
+    mem_total_bytes = models.BigIntegerField(null=True)
+    temp_max = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["host", "gpu_index", "resolution_s", "start"],
+                name="gpurollup_unique_period",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["host", "resolution_s", "start"], name="gpurollup_host_res")
+        ]
+
+    def __str__(self) -> str:
+        return f"GPU {self.gpu_index} host {self.host_id} {self.resolution_s}s {self.start:%H:%M}"

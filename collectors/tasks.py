@@ -1,0 +1,45 @@
+"""Celery tasks: take ids, call a service (STYLE.md point 6). Scheduled in CELERY_BEAT_SCHEDULE."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from collectors.services import pull, retention, rollups
+
+
+@shared_task(name="collectors.tasks.rollup_pending", ignore_result=True)
+def rollup_pending() -> int:
+    return rollups.rollup_pending()
+
+
+@shared_task(name="collectors.tasks.prune", ignore_result=True)
+def prune() -> dict:
+    return retention.prune()
+
+
+@shared_task(name="collectors.tasks.schedule_pulls", ignore_result=True)
+def schedule_pulls() -> int:
+    """One task per due target, so a slow or dead target never delays the others."""
+    host_ids = pull.due_pull_hosts()
+    for host_id in host_ids:
+        pull_host.delay(host_id)
+    return len(host_ids)
+
+
+@shared_task(
+    name="collectors.tasks.pull_host",
+    bind=True,
+    autoretry_for=(pull.PullError,),
+    retry_backoff=2,
+    retry_backoff_max=10,
+    max_retries=2,
+    soft_time_limit=30,
+    time_limit=45,
+    acks_late=True,
+)
+def pull_host(self, host_id: int) -> dict:
+    """Pull one target. A failure is recorded on the host (down + error), then retried."""
+    outcome = pull.pull_host(host_id=host_id)
+    if not outcome.ok:
+        raise pull.PullError(outcome.error)
+    return {"host_id": host_id, "counts": outcome.result.counts if outcome.result else {}}

@@ -1,0 +1,19 @@
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_schema_lists_the_ingest_path_with_its_request_shape(client):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    schema = response.json()
+    post = schema["paths"]["/api/v1/ingest/"]["post"]
+    assert set(post["responses"]) >= {"200", "202", "400", "401", "403", "413"}
+    ref = post["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    batch = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
+    assert {"batch_id", "host", "gpus", "scrapes", "requests"} <= set(batch["properties"])
+
+
+def test_the_schema_lists_the_metrics_path(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    assert "/api/v1/services/{slug}/metrics/" in schema["paths"]
