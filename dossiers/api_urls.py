@@ -1,5 +1,14 @@
 """This app's routes under /api/v1/."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from dossiers import loadtest_api
+
+urlpatterns: list = [
+    path(
+        "services/<slug:slug>/loadtests/",
+        loadtest_api.LoadTestImportView.as_view(),
+        name="api-loadtests",
+    ),
+    path("services/<slug:slug>/gate/", loadtest_api.GateView.as_view(), name="api-gate"),
+]

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
 
-from dossiers.models import Baseline, Bottleneck, ConfigVersion, NarrativeRevision, Service
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
+
+from analysis import cost
+from dossiers.models import (
+    LATENCY_METRICS,
+    PERCENTILES,
+    Baseline,
+    Bottleneck,
+    ConfigVersion,
+    Experiment,
+    MeasuredRun,
+    NarrativeRevision,
+    Service,
+)
 
 
 def current_baseline(service: Service) -> Baseline | None:
@@ -37,3 +52,344 @@ def fleet_services() -> QuerySet[Service]:
             )
         )
     )
+
+
+# --- Pages --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SloCheck:
+    """One SLO target beside the current baseline's P99: status is ok, missed or no data."""
+
+    metric: str
+    label: str
+    target_ms: float | None
+    measured_ms: float | None
+
+    @property
+    def status(self) -> str:
+        if self.target_ms is None or self.measured_ms is None:
+            return "no data"
+        return "ok" if self.measured_ms <= self.target_ms else "missed"
+
+
+SLO_LABELS = {"e2e": "end-to-end", "ttft": "TTFT", "tpot": "TPOT"}
+
+
+def slo_checks(service: Service, baseline: Baseline | None) -> list[SloCheck]:
+    return [
+        SloCheck(
+            metric,
+            label,
+            service.slo_for(metric),
+            baseline.latency(metric, "p99") if baseline else None,
+        )
+        for metric, label in SLO_LABELS.items()
+    ]
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    service: Service
+    baseline: Baseline | None
+    e2e: SloCheck
+    economics: cost.Economics | None
+    open_bottlenecks: int
+    updated: datetime
+
+    @property
+    def p99_ms(self) -> float | None:
+        return self.e2e.measured_ms
+
+    @property
+    def cost_per_mtok(self) -> float | None:
+        return self.economics.cost_per_mtok if self.economics else None
+
+    @property
+    def margin(self) -> float | None:
+        return self.economics.margin if self.economics else None
+
+
+FLEET_SORTS = {
+    "name": lambda row: row.service.name.lower(),
+    "team": lambda row: row.service.team.name.lower(),
+    "p99": lambda row: row.p99_ms,
+    "cost": lambda row: row.cost_per_mtok,
+    "margin": lambda row: row.margin,
+    "bottlenecks": lambda row: row.open_bottlenecks,
+    "updated": lambda row: row.updated,
+}
+
+
+def fleet_rows(*, q: str = "", sort: str = "name") -> list[FleetRow]:
+    """The fleet table: one row per service matching `q`, sorted by `sort` (`-` for descending).
+
+    Two queries whatever the fleet's size; cost and margin are computed in Python, so sorting
+    happens here too. Rows without a value for the sort key go last in both directions.
+    """
+    services = Service.objects.select_related("team").annotate(
+        open_bottlenecks=Subquery(
+            Bottleneck.objects.filter(service=OuterRef("pk"), status__in=Bottleneck.OPEN_STATUSES)
+            .values("service")
+            .annotate(n=Count("pk"))
+            .values("n")[:1]
+        ),
+        last_revision_at=Subquery(
+            NarrativeRevision.objects.filter(service=OuterRef("pk"))
+            .order_by("-created_at")
+            .values("created_at")[:1]
+        ),
+    )
+    if q := q.strip():
+        services = services.filter(
+            Q(name__icontains=q)
+            | Q(slug__icontains=q)
+            | Q(model_name__icontains=q)
+            | Q(engine__icontains=q)
+            | Q(team__name__icontains=q)
+        )
+    services = services.prefetch_related(
+        Prefetch(
+            "baselines",
+            queryset=Baseline.objects.filter(is_current=True),
+            to_attr="current_baselines",
+        )
+    )
+    rows = []
+    for service in services:
+        baseline = service.current_baselines[0] if service.current_baselines else None
+        updated = max(
+            t
+            for t in (
+                service.updated_at,
+                service.last_revision_at,
+                baseline.created_at if baseline else None,
+            )
+            if t is not None
+        )
+        rows.append(
+            FleetRow(
+                service=service,
+                baseline=baseline,
+                e2e=slo_checks(service, baseline)[0],
+                economics=baseline.economics(service) if baseline else None,
+                open_bottlenecks=service.open_bottlenecks or 0,
+                updated=updated,
+            )
+        )
+    descending = sort.startswith("-")
+    key = FLEET_SORTS.get(sort.lstrip("-"), FLEET_SORTS["name"])
+    present = [row for row in rows if key(row) is not None]
+    missing = [row for row in rows if key(row) is None]
+    return sorted(present, key=key, reverse=descending) + missing
+
+
+@dataclass(frozen=True)
+class EconomicsView:
+    """Cost per Mtok on both token bases (output only, input+output); the service's own first."""
+
+    basis: str
+    output: cost.Economics | None
+    total: cost.Economics | None
+
+    @property
+    def primary(self) -> cost.Economics | None:
+        return self.total if self.basis == Service.TokenBasis.TOTAL else self.output
+
+
+def economics_view(service: Service, baseline: Baseline | None) -> EconomicsView:
+    if baseline is None:
+        return EconomicsView(service.token_basis, None, None)
+    return EconomicsView(
+        service.token_basis,
+        baseline.economics(service, Service.TokenBasis.OUTPUT),
+        baseline.economics(service, Service.TokenBasis.TOTAL),
+    )
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    metric: str
+    label: str
+    cells: list[tuple[str, float | None, bool]]  # (percentile, ms, enough requests)
+
+
+# A percentile rests on the tail beyond it: below 1 / (1 - q) requests it is not measured at all.
+MIN_REQUESTS = {"p50": 2, "p90": 10, "p95": 20, "p99": 100, "p999": 1000}
+
+
+def latency_table(run: MeasuredRun) -> list[LatencyRow]:
+    labels = {"e2e": "End-to-end", "ttft": "TTFT (first token)", "tpot": "TPOT (per output token)"}
+    rows = []
+    for metric in LATENCY_METRICS:
+        cells = []
+        for p in PERCENTILES:
+            enough = run.request_count is None or run.request_count >= MIN_REQUESTS[p]
+            cells.append((p, run.latency(metric, p), enough))
+        rows.append(LatencyRow(metric, labels[metric], cells))
+    return rows
+
+
+@dataclass
+class Dossier:
+    """Everything the dossier and onboarding pages show, read in a fixed number of queries."""
+
+    service: Service
+    can_edit: bool
+    narrative: NarrativeRevision | None
+    revisions: list[NarrativeRevision]
+    baseline: Baseline | None
+    baselines: list[Baseline]
+    slo: list[SloCheck]
+    economics: EconomicsView
+    latency: list[LatencyRow]
+    bottlenecks: list[Bottleneck]
+    experiments: list[Experiment]
+    config: ConfigVersion | None
+    previous_config: ConfigVersion | None
+    bottlenecks_by_layer: list[tuple[str, list[Bottleneck]]] = field(default_factory=list)
+
+    @property
+    def config_json(self) -> str:
+        return json.dumps(self.config.config, indent=2, sort_keys=True) if self.config else ""
+
+    @property
+    def config_diff(self) -> list[str]:
+        return self.config.diff_from(self.previous_config) if self.config else []
+
+    @property
+    def open_bottlenecks(self) -> list[Bottleneck]:
+        return [b for b in self.bottlenecks if b.is_open]
+
+
+def dossier(service: Service, *, user) -> Dossier:
+    """Read one service's dossier. `service` should come with its team selected."""
+    revisions = list(service.revisions.select_related("author").defer("body")[:50])
+    narrative = current_narrative(service)
+    baselines = list(service.baselines.select_related("config_version"))
+    baseline = next((b for b in baselines if b.is_current), None)
+    bottlenecks = list(
+        service.bottlenecks.prefetch_related(
+            Prefetch("evidence_baselines", queryset=Baseline.objects.only("pk", "label"))
+        )
+    )
+    experiments = list(
+        service.experiments.select_related(
+            "before__config_version", "after__config_version", "created_by"
+        )
+    )
+    config = service.config_versions.filter(is_current=True).select_related("author").first()
+    previous = None
+    if config is not None:
+        previous = (
+            service.config_versions.filter(version__lt=config.version).order_by("-version").first()
+        )
+    by_layer = [
+        (label, [b for b in bottlenecks if b.layer == value])
+        for value, label in Bottleneck.Layer.choices
+    ]
+    return Dossier(
+        service=service,
+        can_edit=service.can_edit(user),
+        narrative=narrative,
+        revisions=revisions,
+        baseline=baseline,
+        baselines=baselines,
+        slo=slo_checks(service, baseline),
+        economics=economics_view(service, baseline),
+        latency=latency_table(baseline) if baseline else [],
+        bottlenecks=bottlenecks,
+        experiments=experiments,
+        config=config,
+        previous_config=previous,
+        bottlenecks_by_layer=[(label, items) for label, items in by_layer if items],
+    )
+
+
+def revision_pair(
+    service: Service, a: str | None, b: str | None
+) -> tuple[NarrativeRevision | None, NarrativeRevision | None]:
+    """The two revisions to diff: numbers from the query string, else the newest two."""
+    return _pair(service.revisions.all(), "number", a, b)
+
+
+def config_pair(
+    service: Service, a: str | None, b: str | None
+) -> tuple[ConfigVersion | None, ConfigVersion | None]:
+    return _pair(service.config_versions.all(), "version", a, b)
+
+
+def _pair(queryset, field_name: str, a: str | None, b: str | None):
+    def number(raw: str | None) -> int | None:
+        try:
+            return int(raw) if raw not in (None, "") else None
+        except ValueError:
+            return None
+
+    na, nb = number(a), number(b)
+    if na is None or nb is None:
+        newest = list(queryset.order_by(f"-{field_name}")[:2])
+        if nb is None:
+            nb = getattr(newest[0], field_name) if newest else None
+        if na is None:
+            na = getattr(newest[1], field_name) if len(newest) > 1 else nb
+    found = {
+        getattr(obj, field_name): obj for obj in queryset.filter(**{f"{field_name}__in": [na, nb]})
+    }
+    return found.get(na), found.get(nb)
+
+
+# --- Load tests, gate runs and fleet economics (issue 4) -------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetEconomics:
+    """One service's economics for the fleet index, from its current baseline."""
+
+    service: Service
+    cost_per_mtok: float | None  # allocation basis, in the service's billed tokens
+    margin: float | None
+    gpu_hours_per_day: float  # every reserved GPU: replicas x GPUs per replica x 24
+    cost_per_day: float  # those hours at the service's GPU price
+
+
+def fleet_economics() -> dict[int, FleetEconomics]:
+    """Economics per service id, in 2 queries (services, current baselines)."""
+    services = Service.objects.prefetch_related(
+        Prefetch(
+            "baselines",
+            queryset=Baseline.objects.filter(is_current=True),
+            to_attr="current_baselines",
+        )
+    )
+    result = {}
+    for service in services:
+        baseline = service.current_baselines[0] if service.current_baselines else None
+        econ = baseline.economics(service) if baseline else None
+        hours = cost.gpu_hours_per_day(gpus=service.total_gpus)
+        result[service.pk] = FleetEconomics(
+            service=service,
+            cost_per_mtok=econ.cost_per_mtok if econ else None,
+            margin=econ.margin if econ else None,
+            gpu_hours_per_day=hours,
+            cost_per_day=hours * float(service.gpu_hour_price),
+        )
+    return result
+
+
+def gate_runs_for_service(
+    service: Service, start: datetime | None = None, end: datetime | None = None
+) -> QuerySet:
+    """The service's release-gate runs, newest first, within [start, end) when given.
+
+    For the dossier timeline: each row has `verdict`, `created_at`, `candidate`, `baseline`,
+    `result["summary"]` (absent when refused: `reasons` then) and `get_absolute_url()`.
+    """
+    runs = service.gate_runs.select_related(
+        "service", "candidate__service", "baseline__service"
+    ).defer("table", "candidate__extra")
+    if start is not None:
+        runs = runs.filter(created_at__gte=start)
+    if end is not None:
+        runs = runs.filter(created_at__lt=end)
+    return runs
