@@ -1,0 +1,163 @@
+"""Formatting for dossier pages: numbers people can read, units stated once in headers."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+from django.utils.http import urlencode
+
+register = template.Library()
+
+DASH = "—"
+
+METRIC_LABELS = {
+    "qps": "QPS",
+    "output_tps": "Output tokens/s",
+    "input_tps": "Input tokens/s",
+    "gpu_util": "GPU-Util",
+    "sm_active": "SM active",
+    "dram_active": "DRAM active",
+}
+for _metric, _name in (("e2e", "E2E"), ("ttft", "TTFT"), ("tpot", "TPOT")):
+    for _p in ("p50", "p90", "p95", "p99", "p999"):
+        METRIC_LABELS[f"{_metric}_{_p}_ms"] = f"{_name} {_p.upper()} (ms)"
+RATIO_METRICS = {"gpu_util", "sm_active", "dram_active"}
+
+
+def _missing(value) -> bool:
+    # A template resolving an attribute of None hands filters "" (string_if_invalid).
+    return value is None or value == ""
+
+
+@register.filter
+def ms(value: float | None) -> str:
+    """Milliseconds with precision that fits the size: 1,840 / 42.5 / 8.31."""
+    if _missing(value):
+        return DASH
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+@register.filter
+def num(value: float | int | None, digits: int = 1) -> str:
+    if _missing(value):
+        return DASH
+    value = float(value)
+    if value.is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.{int(digits)}f}"
+
+
+@register.filter
+def ratio(value: float | None) -> str:
+    """A 0-1 ratio as a whole percentage."""
+    return DASH if _missing(value) else f"{value * 100:.0f}%"
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    """A fraction (e.g. a margin) as a percentage with one decimal."""
+    return DASH if _missing(value) else f"{value * 100:.1f}%"
+
+
+@register.filter
+def money(value: float | None) -> str:
+    if _missing(value):
+        return DASH
+    value = float(value)
+    return f"{value:,.2f}" if abs(value) >= 0.1 else f"{value:,.4f}"
+
+
+@register.filter
+def gigabytes(value: int | None) -> str:
+    """Bytes in decimal GB (the seed's KV cache example: 21,474,836,480 bytes -> 21.5 GB)."""
+    return DASH if _missing(value) else f"{value / 1e9:,.1f} GB"
+
+
+@register.filter
+def signed_percent(value: float | None) -> str:
+    return DASH if _missing(value) else f"{value * 100:+.1f}%"
+
+
+@register.filter
+def metric_label(name: str) -> str:
+    return METRIC_LABELS.get(name, name)
+
+
+@register.filter
+def metric_value(value: float | None, name: str) -> str:
+    if name in RATIO_METRICS:
+        return ratio(value)
+    if name.endswith("_ms"):
+        return ms(value)
+    return num(value)
+
+
+@register.filter
+def margin_class(value: float | None) -> str:
+    if _missing(value):
+        return ""
+    return "neg" if value < 0 else "low" if value < 0.2 else "pos"
+
+
+@register.simple_tag
+def slo_badge(status: str) -> str:
+    css = {"ok": "ok", "missed": "bad"}.get(status, "none")
+    text = {"ok": "SLO met", "missed": "SLO missed"}.get(status, "no data")
+    return format_html('<span class="badge badge-{}">{}</span>', css, text)
+
+
+@register.simple_tag
+def status_badge(value: str, label: str = "") -> str:
+    """A badge for a bottleneck status or an experiment verdict."""
+    css = {
+        "suspected": "warn",
+        "confirmed": "bad",
+        "mitigated": "ok",
+        "wont_fix": "none",
+        "adopted": "ok",
+        "reverted": "bad",
+        "inconclusive": "warn",
+        "pending": "none",
+    }.get(value, "none")
+    return format_html('<span class="badge badge-{}">{}</span>', css, label or value)
+
+
+@register.simple_tag(takes_context=True)
+def sort_header(context, key: str, label: str, numeric: bool = False) -> str:
+    """A fleet column header that sorts by `key`, toggling direction, keeping the search."""
+    current = context.get("sort", "name")
+    q = context.get("q", "")
+    active = current.lstrip("-") == key
+    descending = current.startswith("-")
+    target = f"-{key}" if active and not descending else key
+    params = {"sort": target}
+    if q:
+        params["q"] = q
+    arrow = (" ↓" if descending else " ↑") if active else ""
+    aria = ("descending" if descending else "ascending") if active else "none"
+    return format_html(
+        '<th scope="col" class="{}" aria-sort="{}"><a href="?{}">{}{}</a></th>',
+        "num" if numeric else "",
+        aria,
+        urlencode(params),
+        label,
+        arrow,
+    )
+
+
+@register.filter
+def delta_tables(deltas) -> dict:
+    """Shape an experiment's deltas for reading: a latency grid (metric x percentile, as the
+    relative change) and the other metrics (throughput, utilization) as before/after rows."""
+    by_name = {d.metric: d for d in deltas}
+    latency = []
+    for metric, label in (("e2e", "E2E"), ("ttft", "TTFT"), ("tpot", "TPOT")):
+        cells = [by_name.get(f"{metric}_{p}_ms") for p in ("p50", "p90", "p95", "p99", "p999")]
+        if any(cells):
+            latency.append((label, cells))
+    other = [d for d in deltas if not d.metric.endswith("_ms")]
+    return {"latency": latency, "other": other}

@@ -1,0 +1,220 @@
+"""The dossier page, its onboarding view, baseline detail, revision and config history."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from dossiers import services
+from dossiers.models import Bottleneck
+
+from .conftest import baseline_values
+
+
+def dossier_url(service):
+    return reverse("dossiers:dossier", args=[service.slug])
+
+
+def test_it_shows_the_summary_header_with_slo_status_and_economics(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert "Llama-2-7b-chat" in page
+    assert "vLLM 0.6.3" in page
+    assert "SLO missed" in page  # e2e P99 2,250 ms against 2,000
+    assert "SLO met" in page  # TTFT P99 300 ms against 500
+    assert "1.39" in page  # 10/h, 1 GPU, 2,000 output tokens/s
+    assert "72.2%" in page
+
+
+def test_it_renders_the_narrative_markdown_with_tables(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert "<h1>Chat 7B</h1>" in page
+    assert "<td>1</td>" in page
+
+
+def test_it_never_lets_a_script_in_the_narrative_through(owner_client, service, owner):
+    services.narrative_revise(
+        service=service, body='<script>alert("x")</script>\n\n<b onclick="evil()">hi</b>'
+    )
+    page = owner_client.get(dossier_url(service)).content.decode()
+    assert 'alert("x")' not in page
+    assert "evil()" not in page
+
+
+def test_it_shows_the_full_latency_table_and_utilization_note(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    for label in ("P50", "P90", "P95", "P99", "P999", "TTFT", "TPOT", "End-to-end"):
+        assert label in page
+    assert "GPU-Util alone lies" in page
+    assert "SM active" in page and "DRAM active" in page
+    assert "21.5 GB" in page
+
+
+def test_it_warns_when_an_experiment_changed_more_than_one_variable(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert "More than one variable changed:" in page
+    assert "gpu_memory_utilization" in page
+
+
+def test_it_shows_measured_deltas_of_an_experiment(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert "Output tokens/s" in page
+    assert "+100.0%" in page  # output tokens/s 1,000 -> 2,000
+
+
+def test_it_shows_the_current_config_and_its_diff_to_the_previous(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert "Changes from v1" in page
+    assert '<span class="d-add">+  &quot;max_num_seqs&quot;: 16' in page
+
+
+def test_it_lists_narrative_revisions(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert "say who uses it" in page
+
+
+def test_it_leaves_a_place_for_live_panels(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert 'id="live-panels"' in page
+
+
+def test_it_shows_edit_links_to_owners_only(client, owner, outsider, full_dossier):
+    url = dossier_url(full_dossier["service"])
+    client.force_login(owner)
+    assert "Edit narrative" in client.get(url).content.decode()
+    client.force_login(outsider)
+    page = client.get(url).content.decode()
+    assert "Edit narrative" not in page
+    assert "Import" not in page
+
+
+def test_it_answers_404_for_an_unknown_service(owner_client):
+    assert owner_client.get("/services/no-such-service/").status_code == 404
+
+
+def test_the_dossier_page_reads_in_a_constant_number_of_queries(owner_client, owner, full_dossier):
+    service = full_dossier["service"]
+    url = dossier_url(service)
+    owner_client.get(url)  # warm up: the first request of a session reads more
+    with CaptureQueriesContext(connection) as few:
+        assert owner_client.get(url).status_code == 200
+    before = full_dossier["before"]
+    for i in range(8):
+        extra = services.baseline_record(
+            service=service, label=f"extra {i}", **baseline_values(qps=i + 1)
+        )
+        b = Bottleneck.objects.create(
+            service=service,
+            title=f"b{i}",
+            layer=Bottleneck.Layer.HARDWARE,
+            kind=Bottleneck.Kind.COMPUTE,
+            symptom="s",
+            identified_on=before.measured_at.date(),
+        )
+        b.evidence_baselines.set([before, extra])
+        full_dossier["experiment"].pk = None  # a copy per round
+        full_dossier["experiment"].after = extra
+        full_dossier["experiment"].save()
+        services.narrative_revise(service=service, body=f"r{i}", summary=f"s{i}", author=owner)
+        services.config_version_create(service=service, config={"max_num_seqs": i}, author=owner)
+    with CaptureQueriesContext(connection) as many:
+        assert owner_client.get(url).status_code == 200
+    assert len(many) == len(few)
+
+
+def test_the_onboarding_view_is_ordered_for_a_new_hire(owner_client, full_dossier):
+    service = full_dossier["service"]
+    page = owner_client.get(reverse("dossiers:onboarding", args=[service.slug])).content.decode()
+    headings = [
+        "What the service is",
+        "How it performs",
+        "Where it hurts",
+        "What was tried",
+        "What is configured now",
+        "Glossary",
+    ]
+    positions = [page.index(f"</span> {h}</h2>") for h in headings]
+    assert positions == sorted(positions)
+
+
+def test_the_onboarding_glossary_explains_the_metrics(owner_client, full_dossier):
+    service = full_dossier["service"]
+    page = owner_client.get(reverse("dossiers:onboarding", args=[service.slug])).content.decode()
+    for term in (
+        "TTFT",
+        "TPOT",
+        "QPS",
+        "Tokens/s",
+        "KV cache",
+        "SM active",
+        "allocation",
+        "Margin",
+    ):
+        assert f"<dt>{term}" in page or term in page.split('id="glossary"')[1]
+
+
+def test_the_baseline_page_shows_workload_results_and_citations(owner_client, full_dossier):
+    service, before = full_dossier["service"], full_dossier["before"]
+    page = owner_client.get(reverse("dossiers:baseline", args=[service.slug, before.pk]))
+    text = page.content.decode()
+    assert "batch 8" in text
+    assert "concurrency 16" in text
+    assert "Tokenizer runs serially on the CPU" in text
+    assert "Make current" in text
+
+
+def test_the_baseline_of_another_service_is_not_found_here(
+    owner_client, full_dossier, make_service
+):
+    other = make_service("other-svc")
+    run = other.baselines.get()
+    url = reverse("dossiers:baseline", args=[full_dossier["service"].slug, run.pk])
+    assert owner_client.get(url).status_code == 404
+
+
+def test_the_revision_history_diffs_any_two_revisions(owner_client, full_dossier):
+    url = reverse("dossiers:revisions", args=[full_dossier["service"].slug])
+    page = owner_client.get(url, {"a": 1, "b": 2}).content.decode()
+    assert "r1 → r2" in page
+    assert '<tr class="d-replace">' in page
+    assert "Serves chat for the support bot." in page
+
+
+def test_the_revision_history_defaults_to_the_newest_two(owner_client, full_dossier):
+    url = reverse("dossiers:revisions", args=[full_dossier["service"].slug])
+    assert "r1 → r2" in owner_client.get(url).content.decode()
+
+
+def test_the_revision_history_says_when_a_revision_does_not_exist(owner_client, full_dossier):
+    url = reverse("dossiers:revisions", args=[full_dossier["service"].slug])
+    assert "No such revision." in owner_client.get(url, {"a": 1, "b": 99}).content.decode()
+
+
+def test_the_config_versions_page_diffs_any_two(owner_client, full_dossier):
+    url = reverse("dossiers:configs", args=[full_dossier["service"].slug])
+    page = owner_client.get(url, {"a": 2, "b": 1}).content.decode()
+    assert "v2 → v1" in page
+    assert '<span class="d-remove">-  &quot;gpu_memory_utilization&quot;: 0.95,</span>' in page
+
+
+@pytest.mark.parametrize(
+    "name", ["dossier", "onboarding", "revisions", "configs", "export_markdown"]
+)
+def test_anonymous_visitors_are_sent_to_login(client, service, name):
+    response = client.get(reverse(f"dossiers:{name}", args=[service.slug]))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+def test_it_points_placeholders_at_fragment_urls_from_settings(
+    owner_client, full_dossier, settings
+):
+    settings.PERFHUB_DOSSIER_FRAGMENTS = {
+        "live_panels": "/dashboards/services/{slug}/live/",
+        "timeline": "/dashboards/services/{slug}/timeline/",
+    }
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert (
+        'id="live-panels" class="live-panels" data-fragment="/dashboards/services/chat-7b/live/"'
+        in page
+    )
+    assert 'data-fragment="/dashboards/services/chat-7b/timeline/"' in page
