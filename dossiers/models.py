@@ -470,11 +470,11 @@ class Experiment(models.Model):
     value_from = models.CharField("from", max_length=200)
     value_to = models.CharField("to", max_length=200)
     before = models.ForeignKey(
-        Baseline, on_delete=models.PROTECT, related_name="experiments_before"
+        Baseline, on_delete=models.RESTRICT, related_name="experiments_before"
     )
     after = models.ForeignKey(
         Baseline,
-        on_delete=models.PROTECT,
+        on_delete=models.RESTRICT,
         related_name="experiments_after",
         null=True,
         blank=True,

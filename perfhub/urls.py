@@ -15,5 +15,6 @@ urlpatterns = [
     path("collectors/", include("collectors.urls")),
     path("alerts/", include("alerts.urls")),
     path("dashboards/", include("dashboards.urls")),
+    path("", include("dossiers.loadtest_urls")),
     path("", include("dossiers.urls")),
 ]

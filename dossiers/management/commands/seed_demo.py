@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand
 
 from dossiers import demo
+from dossiers.demo_loadtests import add_demo_loadtests
 
 
 class Command(BaseCommand):
@@ -18,6 +19,7 @@ class Command(BaseCommand):
     def handle(self, *args, rebuild: bool = False, **options):
         self.stdout.write("Building the demo fleet:")
         result = demo.build_demo(stdout=self.stdout, rebuild=rebuild)
+        add_demo_loadtests(list(result.services.values()))
         self.stdout.write(
             self.style.SUCCESS(
                 f"{len(result.created)} service(s) built, {len(result.skipped)} already there."
