@@ -13,6 +13,8 @@ import math
 from datetime import datetime, timedelta
 
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import exceptions, serializers
 
 from collectors import exposition
@@ -23,6 +25,7 @@ MAX_FUTURE = timedelta(minutes=5)
 SOURCES = ("vllm", "tgi", "sglang", "triton", "dcgm")
 
 
+@extend_schema_field(OpenApiTypes.DATETIME)
 class Rfc3339Field(serializers.Field):
     """An RFC 3339 timestamp with its offset, at most 5 minutes in the future."""
 

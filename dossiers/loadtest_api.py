@@ -16,6 +16,8 @@ can tell "regressed" (200 + verdict) from "could not judge" (422) from "bad file
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
@@ -54,6 +56,21 @@ class OptionsSerializer(serializers.Serializer):
     )
     baseline = serializers.BooleanField(required=False, default=False)
     run = serializers.IntegerField(required=False, min_value=1)
+
+
+_FILE_BODY = {
+    "multipart/form-data": {
+        "type": "object",
+        "properties": {"file": {"type": "string", "format": "binary"}},
+        "required": ["file"],
+    },
+    "application/json": OpenApiTypes.OBJECT,
+}
+_OPTIONS = [
+    OpenApiParameter("format", str, enum=["vllm-bench", "genai-perf", "guidellm", "llmperf"]),
+    OpenApiParameter("baseline", bool, description="Promote the imported run to baseline."),
+    OpenApiParameter("run", int, description="With several runs in one file: which (1-based)."),
+]
 
 
 class _FileEndpoint(APIView):
@@ -98,6 +115,16 @@ def _too_large() -> Response:
 
 
 class LoadTestImportView(_FileEndpoint):
+    @extend_schema(
+        request=_FILE_BODY,
+        parameters=_OPTIONS,
+        responses={
+            201: OpenApiResponse(OpenApiTypes.OBJECT, description="Runs stored."),
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="Already imported."),
+            400: OpenApiResponse(description="The file is not a known load-test format."),
+            413: OpenApiResponse(description="The file is too large."),
+        },
+    )
     def post(self, request, slug: str) -> Response:
         service = self.service(request, slug)
         content, filename, options, error = self.upload(request)
@@ -142,6 +169,17 @@ def gate_run_body(gate_run: GateRun, request) -> dict:
 
 
 class GateView(_FileEndpoint):
+    @extend_schema(
+        request=_FILE_BODY,
+        parameters=_OPTIONS[:1],
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="Verdict: pass or regression."),
+            400: OpenApiResponse(description="The file is not a known load-test format."),
+            422: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="Refused: no comparable baseline."
+            ),
+        },
+    )
     def post(self, request, slug: str) -> Response:
         service = self.service(request, slug)
         content, filename, options, error = self.upload(request)
