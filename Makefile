@@ -35,7 +35,7 @@ test: install
 	$(BIN)/python -m pytest
 	@if [ -n "$$DATABASE_URL" ]; then \
 	  echo "== again on the SQLite default (browser tests skipped) =="; \
-	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -m "not browser and not postgres"; \
+	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -m "not browser and not postgres and not e2e"; \
 	fi
 
 lint: install
