@@ -34,26 +34,6 @@ def current_narrative(service: Service) -> NarrativeRevision | None:
     return service.revisions.select_related("author").first()
 
 
-def fleet_services() -> QuerySet[Service]:
-    """Every service with its team, current baseline and open bottleneck count, in 2 queries."""
-    return (
-        Service.objects.select_related("team")
-        .annotate(
-            open_bottlenecks=Count(
-                "bottlenecks",
-                filter=Q(bottlenecks__status__in=Bottleneck.OPEN_STATUSES),
-            )
-        )
-        .prefetch_related(
-            Prefetch(
-                "baselines",
-                queryset=Baseline.objects.filter(is_current=True),
-                to_attr="current_baselines",
-            )
-        )
-    )
-
-
 # --- Pages --------------------------------------------------------------------------------
 
 
@@ -109,6 +89,15 @@ class FleetRow:
     def margin(self) -> float | None:
         return self.economics.margin if self.economics else None
 
+    @property
+    def gpu_hours_per_day(self) -> float:
+        """Every reserved GPU, busy or idle: replicas x GPUs per replica x 24."""
+        return cost.gpu_hours_per_day(gpus=self.service.total_gpus)
+
+    @property
+    def cost_per_day(self) -> float:
+        return self.gpu_hours_per_day * float(self.service.gpu_hour_price)
+
 
 FLEET_SORTS = {
     "name": lambda row: row.service.name.lower(),
@@ -116,6 +105,7 @@ FLEET_SORTS = {
     "p99": lambda row: row.p99_ms,
     "cost": lambda row: row.cost_per_mtok,
     "margin": lambda row: row.margin,
+    "gpu_hours": lambda row: row.gpu_hours_per_day,
     "bottlenecks": lambda row: row.open_bottlenecks,
     "updated": lambda row: row.updated,
 }
@@ -340,41 +330,6 @@ def _pair(queryset, field_name: str, a: str | None, b: str | None):
 
 
 # --- Load tests, gate runs and fleet economics (issue 4) -------------------------------------
-
-
-@dataclass(frozen=True)
-class FleetEconomics:
-    """One service's economics for the fleet index, from its current baseline."""
-
-    service: Service
-    cost_per_mtok: float | None  # allocation basis, in the service's billed tokens
-    margin: float | None
-    gpu_hours_per_day: float  # every reserved GPU: replicas x GPUs per replica x 24
-    cost_per_day: float  # those hours at the service's GPU price
-
-
-def fleet_economics() -> dict[int, FleetEconomics]:
-    """Economics per service id, in 2 queries (services, current baselines)."""
-    services = Service.objects.prefetch_related(
-        Prefetch(
-            "baselines",
-            queryset=Baseline.objects.filter(is_current=True),
-            to_attr="current_baselines",
-        )
-    )
-    result = {}
-    for service in services:
-        baseline = service.current_baselines[0] if service.current_baselines else None
-        econ = baseline.economics(service) if baseline else None
-        hours = cost.gpu_hours_per_day(gpus=service.total_gpus)
-        result[service.pk] = FleetEconomics(
-            service=service,
-            cost_per_mtok=econ.cost_per_mtok if econ else None,
-            margin=econ.margin if econ else None,
-            gpu_hours_per_day=hours,
-            cost_per_day=hours * float(service.gpu_hour_price),
-        )
-    return result
 
 
 def gate_runs_for_service(

@@ -1,4 +1,4 @@
-"""The demo sweep, fleet_economics() and gate_runs_for_service()."""
+"""The demo sweep, the fleet economics and gate_runs_for_service()."""
 
 from datetime import timedelta
 from decimal import Decimal
@@ -33,10 +33,10 @@ def test_adding_the_demo_twice_imports_nothing_new(thirteen_b):
     assert LoadTest.objects.filter(service=thirteen_b).count() == 7
 
 
-def test_fleet_economics_gives_cost_margin_and_gpu_hours(make_service, django_assert_num_queries):
-    service = make_service("svc-a", replicas=3)  # baseline: 2,000 output tok/s, 10/GPU-hour
+def test_fleet_rows_give_cost_margin_and_gpu_hours(make_service, django_assert_num_queries):
+    make_service("svc-a", replicas=3)  # baseline: 2,000 output tok/s, 10/GPU-hour
     with django_assert_num_queries(2):
-        row = selectors.fleet_economics()[service.pk]
+        [row] = selectors.fleet_rows()
     assert round(row.cost_per_mtok, 2) == 1.39 and round(row.margin * 100) == 72
     assert (row.gpu_hours_per_day, row.cost_per_day) == (72.0, 720.0)
 

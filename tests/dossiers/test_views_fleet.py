@@ -117,3 +117,10 @@ def test_it_sends_anonymous_visitors_to_login(client):
     response = client.get(FLEET)
     assert response.status_code == 302
     assert response["Location"] == f"{reverse('login')}?next=/"
+
+
+def test_it_shows_gpu_hours_per_day_for_every_reserved_gpu(owner_client, make_service):
+    make_service("chat-8b", replicas=3, gpus_per_replica=2)
+    response = owner_client.get(FLEET)
+    assert response.context["rows"][0].gpu_hours_per_day == 144
+    assert ">144</td>" in response.content.decode()
