@@ -1,4 +1,14 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from dashboards import views
 
 app_name = "dashboards"
-urlpatterns: list = []
+
+S = "services/<slug:slug>/"
+urlpatterns = [
+    path("", views.fleet, name="fleet"),
+    path(S, views.service, name="service"),
+    path(S + "panels.json", views.service_panels, name="service_panels"),
+    path(S + "timeline/", views.service_timeline, name="service_timeline"),
+    path(S + "loadtests/compare/", views.loadtest_compare, name="loadtest_compare"),
+]

@@ -1,0 +1,463 @@
+"""A service's live charts, from `collectors.selectors.service_metrics` (roll-ups only).
+
+Each function takes the `ServiceDashboard` the selector built and returns a Figure; with no
+data it returns an empty figure whose text says why.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+import plotly.graph_objects as go
+
+from analysis import cost
+from analysis.percentiles import Percentile, minimum_count
+from collectors.selectors import GpuPoint
+from dashboards.figures.common import (
+    BASELINE_FILL,
+    BASELINE_LINE,
+    PERCENTILE_COLORS,
+    SERIES_COLORS,
+    SLO_COLOR,
+    Panel,
+    add_note,
+    add_time_markers,
+    arr,
+    empty_figure,
+    layout,
+    one_or_many,
+    ts,
+)
+from dashboards.selectors import ServiceDashboard
+from dossiers.models import Service
+
+LATENCY_LABELS = {"e2e": "End-to-end latency", "ttft": "Time to first token (TTFT)"}
+LATENCY_LABELS["tpot"] = "Time per output token (TPOT)"
+SHOWN_PERCENTILES = ("p50", "p90", "p99", "p999")
+SCRAPED_HISTOGRAMS = {"e2e": "e2e", "ttft": "TTFT", "tpot": "inter-token"}
+GB = 1024**3
+MUTED_LINE = "#6b7385"
+
+
+def _no_samples(d: ServiceDashboard) -> str:
+    hosts = f" on {', '.join(d.hosts)}" if d.hosts else ""
+    return (
+        f"No samples from any agent{hosts} in this range — "
+        f"is an agent pushing for {d.service.slug}?"
+    )
+
+
+def _x_range(d: ServiceDashboard) -> tuple[datetime, datetime]:
+    return (d.start, d.end)
+
+
+def _percentile_hover(label: str, p: Percentile) -> str:
+    if p.value is None and p.above_last_edge is not None:
+        text = f"{label.upper()} > {p.above_last_edge:.1f} ms (above the last bucket edge)"
+    else:
+        text = f"{label.upper()} {p.value:.1f} ms"
+    text += f"<br>rests on {p.count:,} requests"
+    if p.method == "bucket-bounded" and p.lower is not None and p.upper is not None:
+        text += f"<br>bucket-bounded: {p.lower:.1f} to {p.upper:.1f} ms"
+    if not p.sufficient:
+        text += f"<br><b>insufficient data</b> (needs {minimum_count(p.q):,})"
+    return text
+
+
+def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
+    """P50, P90, P99, P999 of `metric` over time, with the SLO line and the baseline band.
+
+    Percentiles come merged per point (never averaged); each point's hover names the request
+    count it rests on, and points below the minimum count are drawn as open markers.
+    """
+    title = f"{LATENCY_LABELS[metric]}, percentiles"
+    y_title = f"{metric.upper() if metric != 'e2e' else 'end-to-end'} (ms)"
+    if not d.metrics.points:
+        return empty_figure(title, _no_samples(d), y_title=y_title)
+    series = {
+        label: [(pt.t, next(p for p in pt.latency[metric] if p.label == label))
+                for pt in d.metrics.points]
+        for label in SHOWN_PERCENTILES
+    }  # fmt: skip
+    if not any(p.value is not None or p.above_last_edge for _, p in series["p50"]):
+        return empty_figure(
+            title,
+            f"Traffic arrived, but no {metric.upper()} latency: agents pushed no request timings"
+            f" and the engine's /metrics has no {SCRAPED_HISTOGRAMS[metric]} histogram.",
+            y_title=y_title,
+        )
+    fig = go.Figure(layout=layout(title, y_title=y_title, x_range=_x_range(d)))
+    _add_baseline_band(fig, d, metric)
+    for label, items in series.items():
+        xs, ys, hover, symbols = [], [], [], []
+        for t, p in items:
+            xs.append(ts(t))
+            y = p.value if p.value is not None else p.above_last_edge
+            ys.append(y)
+            hover.append(_percentile_hover(label, p) if y is not None else "no data")
+            if p.value is None and p.above_last_edge is not None:
+                symbols.append("triangle-up-open")
+            else:
+                symbols.append("circle" if p.sufficient else "circle-open")
+        fig.add_trace(
+            go.Scatter(
+                name=label.upper(),
+                x=arr(xs),
+                y=arr(ys),
+                mode="lines+markers",
+                line={"color": PERCENTILE_COLORS[label], "width": 2 if label == "p99" else 1.5},
+                marker={"symbol": one_or_many(symbols), "size": 5},
+                hovertext=arr(hover),
+                hoverinfo="text+x",
+                connectgaps=False,
+            )
+        )
+    slo = d.service.slo_for(metric)
+    if slo is not None:
+        fig.add_trace(
+            go.Scatter(
+                name=f"SLO: P99 ≤ {slo:g} ms",
+                x=[ts(d.start), ts(d.end)],
+                y=[slo, slo],
+                mode="lines",
+                line={"color": SLO_COLOR, "dash": "dash", "width": 1.5},
+                hoverinfo="name",
+            )
+        )
+    if any(not p.sufficient for _, p in series["p99"] if p.value is not None):
+        fig.add_trace(
+            go.Scatter(
+                name="open marker: too few requests",
+                x=[None],
+                y=[None],
+                mode="markers",
+                marker={"symbol": "circle-open", "color": "#6b7385", "size": 8},
+                hoverinfo="skip",
+            )
+        )
+    add_time_markers(fig, d.markers)
+    return fig
+
+
+def _add_baseline_band(fig: go.Figure, d: ServiceDashboard, metric: str) -> None:
+    """The current baseline's P50..P99 as a shaded band: where the service lived when measured."""
+    b = d.baseline
+    if b is None:
+        return
+    low, high = b.latency(metric, "p50"), b.latency(metric, "p99")
+    if high is None:
+        return
+    low = high if low is None else low
+    x = [ts(d.start), ts(d.end)]
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=[low, low],
+            mode="lines",
+            line={"width": 0},
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup="baseline",
+            name="baseline P50",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            name=f"Baseline P50 to P99 ({b.label})",
+            x=x,
+            y=[high, high],
+            mode="lines",
+            fill="tonexty",
+            fillcolor=BASELINE_FILL,
+            line={"color": BASELINE_LINE, "width": 1},
+            legendgroup="baseline",
+            hovertext=f"baseline {b.label}: P50 {low:.1f} ms, P99 {high:.1f} ms",
+            hoverinfo="text",
+        )
+    )
+
+
+def throughput_figure(d: ServiceDashboard) -> go.Figure:
+    """QPS on the left axis, prompt and generated tokens per second on the right."""
+    title = "Throughput: requests and tokens per second"
+    points = d.metrics.points
+    if not points:
+        return empty_figure(title, _no_samples(d), y_title="requests/s")
+    if all(p.qps is None and p.generation_tps is None for p in points):
+        return empty_figure(
+            title,
+            "Latency arrived but no request or token counts: the engine's /metrics has no"
+            " request/token counters and agents pushed no requests.",
+            y_title="requests/s",
+        )
+    fig = go.Figure(
+        layout=layout(title, y_title="requests/s", y2_title="tokens/s", x_range=_x_range(d))
+    )
+    x = arr(ts(p.t) for p in points)
+    fig.add_trace(
+        go.Scatter(
+            name="QPS (requests/s)",
+            x=x,
+            y=arr(p.qps for p in points),
+            mode="lines",
+            line={"color": SERIES_COLORS[0], "width": 2},
+            hovertemplate="%{y:.2f} req/s<extra>QPS</extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            name="generated tokens/s",
+            x=x,
+            y=arr(p.generation_tps for p in points),
+            mode="lines",
+            yaxis="y2",
+            line={"color": SERIES_COLORS[1], "width": 1.5},
+            hovertemplate="%{y:,.0f} tok/s<extra>generated</extra>",
+        )
+    )
+    if any(p.prompt_tps is not None for p in points):
+        fig.add_trace(
+            go.Scatter(
+                name="prompt tokens/s",
+                x=x,
+                y=arr(p.prompt_tps for p in points),
+                mode="lines",
+                yaxis="y2",
+                line={"color": SERIES_COLORS[2], "width": 1.5, "dash": "dot"},
+                hovertemplate="%{y:,.0f} tok/s<extra>prompt</extra>",
+            )
+        )
+    add_time_markers(fig, d.markers)
+    return fig
+
+
+def _mean_by_time(gpus: list[GpuPoint], attr: str) -> dict[datetime, tuple[float, int]]:
+    """Mean of one GPU field per point over the GPUs reporting it, with how many did."""
+    acc: dict[datetime, list[float]] = defaultdict(list)
+    for g in gpus:
+        value = getattr(g, attr)
+        if value is not None:
+            acc[g.t].append(value)
+    return {t: (sum(v) / len(v), len(v)) for t, v in acc.items()}
+
+
+def _no_gpu_samples(d: ServiceDashboard) -> str:
+    return (
+        f"No GPU samples from the hosts serving {d.service.slug} in this range — is the agent"
+        " running on them with NVML (or dcgm-exporter) access?"
+    )
+
+
+def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
+    """ "Is the GPU really busy": GPU-Util beside SM active and DRAM bandwidth utilization.
+
+    GPU-Util is the share of time any kernel ran; a memory-bound kernel shows 100% while the
+    SMs idle, so the SM and DRAM series are what say how busy the GPU really is.
+    """
+    title = "Is the GPU really busy? GPU-Util vs SM active vs DRAM bandwidth"
+    if not d.metrics.gpus:
+        return empty_figure(title, _no_gpu_samples(d), y_title="% of time / capacity")
+    fig = go.Figure(layout=layout(title, y_title="% (mean over GPUs)", x_range=_x_range(d)))
+    fig.update_yaxes(range=[0, 105])
+    series = (
+        ("util", "GPU-Util (any kernel running)", SERIES_COLORS[0], "solid"),
+        ("sm_active", "SM active", SERIES_COLORS[2], "solid"),
+        ("sm_occupancy", "SM occupancy", SERIES_COLORS[3], "dot"),
+        ("dram_active", "DRAM bandwidth utilization", SERIES_COLORS[1], "solid"),
+    )
+    missing = []
+    for attr, name, color, dash in series:
+        means = _mean_by_time(d.metrics.gpus, attr)
+        if not means:
+            if attr != "sm_occupancy":
+                missing.append(name)
+            continue
+        times = sorted(means)
+        fig.add_trace(
+            go.Scatter(
+                name=name,
+                x=arr(ts(t) for t in times),
+                y=arr(means[t][0] * 100 for t in times),
+                customdata=arr(means[t][1] for t in times),
+                mode="lines",
+                line={"color": color, "width": 2 if attr == "util" else 1.5, "dash": dash},
+                hovertemplate="%{y:.0f}% (mean of %{customdata} GPUs)<extra>" + name + "</extra>",
+            )
+        )
+    if missing:
+        add_note(
+            fig,
+            f"{' and '.join(missing)} not reported by these GPUs (needs DCGM profiling metrics"
+            " or NVML GPM on Hopper): GPU-Util alone overstates how busy the GPU is.",
+        )
+    add_time_markers(fig, d.markers)
+    return fig
+
+
+def memory_figure(d: ServiceDashboard) -> go.Figure:
+    """GPU memory used (high-water mark, % of total) and the engine's KV cache usage."""
+    title = "Memory: GPU memory used and KV cache usage"
+    kv = [(p.t, p.kv_cache_usage) for p in d.metrics.points if p.kv_cache_usage is not None]
+    used: dict[datetime, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for g in d.metrics.gpus:
+        if g.mem_used_bytes is not None and g.mem_total_bytes:
+            acc = used[g.t]
+            acc[0] += g.mem_used_bytes
+            acc[1] += g.mem_total_bytes
+            acc[2] += 1
+    if not kv and not used:
+        reason = _no_samples(d) if not d.metrics.points else _no_gpu_samples(d)
+        return empty_figure(title, reason, y_title="% used")
+    fig = go.Figure(layout=layout(title, y_title="% used", x_range=_x_range(d)))
+    fig.update_yaxes(range=[0, 105])
+    if used:
+        times = sorted(used)
+        fig.add_trace(
+            go.Scatter(
+                name="GPU memory used (peak, all GPUs)",
+                x=arr(ts(t) for t in times),
+                y=arr(used[t][0] / used[t][1] * 100 for t in times),
+                hovertext=arr(
+                    f"{used[t][0] / GB:.1f} of {used[t][1] / GB:.1f} GB on {used[t][2]} GPUs"
+                    for t in times
+                ),
+                hoverinfo="text+x",
+                mode="lines",
+                line={"color": SERIES_COLORS[3], "width": 2},
+            )
+        )
+    if kv:
+        fig.add_trace(
+            go.Scatter(
+                name="KV cache usage (engine)",
+                x=arr(ts(t) for t, _ in kv),
+                y=arr(v * 100 for _, v in kv),
+                mode="lines",
+                line={"color": SERIES_COLORS[4], "width": 2},
+                hovertemplate="%{y:.0f}%<extra>KV cache</extra>",
+            )
+        )
+    else:
+        add_note(fig, "The engine reports no KV cache usage gauge (vLLM: gpu_cache_usage_perc).")
+    add_time_markers(fig, d.markers)
+    return fig
+
+
+def _tokens_per_second(p, basis: str) -> float | None:
+    if p.generation_tps is None:
+        return None
+    if basis == Service.TokenBasis.TOTAL:
+        return p.generation_tps + (p.prompt_tps or 0.0)
+    return p.generation_tps
+
+
+def economics_figure(d: ServiceDashboard) -> go.Figure:
+    """Cost per million tokens (allocation basis) and margin over time, from the token rate."""
+    service = d.service
+    tokens = "input + output" if service.token_basis == Service.TokenBasis.TOTAL else "output"
+    title = f"Cost per million {tokens} tokens (allocation basis) and margin"
+    y_title = f"{service.currency} per Mtok"
+    rows = []
+    for p in d.metrics.points:
+        tps = _tokens_per_second(p, service.token_basis)
+        if tps and tps > 0:
+            rows.append((p.t, tps))
+    if not rows:
+        reason = _no_samples(d) if not d.metrics.points else (
+            "No token rate in this range, so no cost per Mtok: the engine's /metrics has no"
+            " generation token counter and agents pushed no output token counts."
+        )  # fmt: skip
+        return empty_figure(title, reason, y_title=y_title)
+    price = None if service.price_per_mtok is None else float(service.price_per_mtok)
+    gpus = d.gpus
+    econ = [
+        cost.economics(
+            gpu_hour_price=float(service.gpu_hour_price),
+            gpus=gpus,
+            tokens_per_second=tps,
+            price_per_mtok=price,
+        )
+        for _, tps in rows
+    ]
+    fig = go.Figure(
+        layout=layout(
+            title,
+            y_title=y_title,
+            y2_title="margin (%)" if price else None,
+            x_range=_x_range(d),
+        )
+    )
+    x = arr(ts(t) for t, _ in rows)
+    fig.add_trace(
+        go.Scatter(
+            name="cost per Mtok",
+            x=x,
+            y=arr(e.cost_per_mtok for e in econ),
+            customdata=arr(round(tps) for _, tps in rows),
+            mode="lines",
+            line={"color": SERIES_COLORS[0], "width": 2},
+            hovertemplate=f"%{{y:.2f}} {service.currency} at %{{customdata:,}} tok/s on {gpus}"
+            " GPUs<extra>cost per Mtok</extra>",
+        )
+    )
+    if price:
+        fig.add_trace(
+            go.Scatter(
+                name=f"price charged ({price:g} {service.currency}/Mtok)",
+                x=[ts(d.start), ts(d.end)],
+                y=[price, price],
+                mode="lines",
+                line={"color": MUTED_LINE, "dash": "dash", "width": 1.5},
+                hoverinfo="name",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                name="margin (%)",
+                x=x,
+                y=arr(e.margin_percent for e in econ),
+                mode="lines",
+                yaxis="y2",
+                line={"color": SERIES_COLORS[1], "width": 1.5},
+                hovertemplate="%{y:.0f}%<extra>margin</extra>",
+            )
+        )
+        lowest = min(e.margin_percent for e in econ)
+        fig.update_layout(yaxis2={"range": [min(0.0, lowest * 1.1), 100], "dtick": 20})
+    else:
+        add_note(fig, "No price per Mtok is set for this service, so there is no margin.")
+    base = d.baseline.economics(service) if d.baseline else None
+    if base is not None:
+        fig.add_trace(
+            go.Scatter(
+                name=f"baseline cost ({base.cost_per_mtok:.2f} {service.currency}/Mtok)",
+                x=[ts(d.start), ts(d.end)],
+                y=[base.cost_per_mtok, base.cost_per_mtok],
+                mode="lines",
+                line={"color": BASELINE_LINE, "dash": "dot", "width": 1.5},
+                hoverinfo="name",
+            )
+        )
+    add_time_markers(fig, d.markers)
+    return fig
+
+
+PANELS = {
+    "latency-e2e": (lambda d: latency_figure(d, "e2e"), True),
+    "latency-ttft": (lambda d: latency_figure(d, "ttft"), False),
+    "latency-tpot": (lambda d: latency_figure(d, "tpot"), False),
+    "throughput": (throughput_figure, False),
+    "gpu-busy": (gpu_busy_figure, False),
+    "memory": (memory_figure, False),
+    "economics": (economics_figure, False),
+}
+
+
+def service_panels(d: ServiceDashboard, only: list[str] | None = None) -> list[Panel]:
+    """The service dashboard's charts in reading order; `only` picks some by id."""
+    return [
+        Panel(panel_id, build(d), wide=wide)
+        for panel_id, (build, wide) in PANELS.items()
+        if only is None or panel_id in only
+    ]

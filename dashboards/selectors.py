@@ -1,0 +1,479 @@
+"""Reads that cross apps for the dashboards: a service's live series with its baseline and
+events, the fleet overview, and the dossier timeline.
+
+Everything comes from roll-ups (`collectors.selectors` or `ServiceRollup` / `GpuRollup` rows,
+never raw samples) and from a fixed number of queries whatever the number of services, hosts
+or minutes in the range (the tests hold each page to a budget).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+
+from ddsketch import DDSketch
+from django.db.models import Count, Prefetch
+from django.db.models.functions import TruncDate
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+
+from alerts.models import AlertEvent, AlertInstance
+from alerts.selectors import alert_history_for_service, recent_history_for_service
+from analysis import cost, sketches
+from analysis.alerting import State
+from analysis.percentiles import Percentile
+from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
+from collectors.selectors import ServiceMetrics, latency_percentiles, service_metrics
+from collectors.services.rollups import Traffic
+from dossiers.models import (
+    Baseline,
+    ConfigVersion,
+    Experiment,
+    GateRun,
+    LoadTest,
+    LoadTestSketch,
+    MeasuredRun,
+    Service,
+)
+from dossiers.selectors import current_baseline
+
+# Alert history kinds worth a line on a chart; the timeline lists every transition but these
+# are the ones a reader of a latency chart needs ("it fired here, it resolved there").
+CHART_ALERT_KINDS = (AlertEvent.Kind.FIRING, AlertEvent.Kind.RESOLVED)
+MAX_MARKERS = 60
+HOST_LOOKBACK = timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """Something that happened to the service at a moment: drawn on charts, listed in the
+    timeline. `tone` picks the colour: bad (firing), ok (resolved, pass), info, warn."""
+
+    kind: str  # "alert" | "deploy" | "experiment" | "gate"
+    at: datetime
+    title: str
+    detail: str = ""
+    url: str = ""
+    tone: str = "info"
+
+
+def _link(name: str, *args) -> str:
+    """The URL, or "" while the page it names is not wired (alerts and load-test pages)."""
+    try:
+        return reverse(name, args=args)
+    except NoReverseMatch:
+        return ""
+
+
+def _midnight(d: date) -> datetime:
+    return datetime.combine(d, time.min, tzinfo=UTC)
+
+
+def _alert_markers(events: list[AlertEvent]) -> list[Marker]:
+    tones = {
+        AlertEvent.Kind.FIRING: "bad",
+        AlertEvent.Kind.RESOLVED: "ok",
+        AlertEvent.Kind.PENDING: "warn",
+        AlertEvent.Kind.NO_DATA: "warn",
+        AlertEvent.Kind.INSUFFICIENT_DATA: "warn",
+        AlertEvent.Kind.ERROR: "bad",
+    }
+    markers = []
+    for event in events:
+        detail = event.reason
+        if event.value is not None and event.threshold is not None:
+            detail = f"value {event.value:.4g} vs threshold {event.threshold:.4g}. {detail}"
+        url = _link("alerts:alert_detail", event.instance_id) if event.instance_id else ""
+        markers.append(
+            Marker(
+                kind="alert",
+                at=event.at,
+                title=f"{event.rule.name}: {event.get_kind_display()}",
+                detail=detail.strip(),
+                url=url,
+                tone=tones.get(event.kind, "info"),
+            )
+        )
+    return markers
+
+
+def _deploy_markers(configs: list[ConfigVersion], slug: str) -> list[Marker]:
+    url = reverse("dossiers:configs", args=[slug])
+    return [
+        Marker(
+            kind="deploy",
+            at=c.created_at,
+            title=f"Config v{c.version} deployed",
+            detail=c.note,
+            url=f"{url}?b={c.version}",
+        )
+        for c in configs
+    ]
+
+
+def _experiment_markers(experiments: list[Experiment]) -> list[Marker]:
+    tones = {"adopted": "ok", "reverted": "bad", "pending": "warn", "inconclusive": "info"}
+    return [
+        Marker(
+            kind="experiment",
+            at=_midnight(e.run_on),
+            title=f"Experiment: {e.title}",
+            detail=f"{e.variable_key}: {e.value_from} → {e.value_to} ({e.get_verdict_display()})",
+            url=reverse("dossiers:dossier", args=[e.service.slug]) + "#timeline",
+            tone=tones.get(e.verdict, "info"),
+        )
+        for e in experiments
+    ]
+
+
+def _gate_markers(runs: list[GateRun]) -> list[Marker]:
+    tones = {"pass": "ok", "regression": "bad", "refused": "warn"}
+    markers = []
+    for run in runs:
+        markers.append(
+            Marker(
+                kind="gate",
+                at=run.created_at,
+                title=f"Release gate: {run.get_verdict_display()}",
+                detail=f"candidate {run.candidate.label}",
+                url=_link("loadtests:gate_run", run.service.slug, run.pk),
+                tone=tones.get(run.verdict, "info"),
+            )
+        )
+    return markers
+
+
+def time_markers(*, service: Service, start: datetime, end: datetime) -> list[Marker]:
+    """Alerts firing/resolving, deploys and experiments in [start, end], oldest first.
+
+    Three queries. At most MAX_MARKERS (the newest), so a flapping rule cannot bury a chart.
+    """
+    events = [
+        e for e in alert_history_for_service(service, start, end) if e.kind in CHART_ALERT_KINDS
+    ][-MAX_MARKERS:]
+    configs = list(
+        ConfigVersion.objects.filter(service=service, created_at__gte=start, created_at__lte=end)
+    )
+    experiments = list(
+        Experiment.objects.filter(
+            service=service, run_on__gte=start.date(), run_on__lte=end.date()
+        ).select_related("service")
+    )
+    markers = (
+        _alert_markers(events)
+        + _deploy_markers(configs, service.slug)
+        + _experiment_markers(experiments)
+    )
+    return sorted(markers, key=lambda m: m.at)[-MAX_MARKERS:]
+
+
+def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
+    """The dossier timeline: alert transitions, deploys, experiments, gate runs, newest first.
+
+    Four queries, each bounded by `limit`.
+    """
+    events = recent_history_for_service(service, timezone.now(), limit)
+    configs = list(ConfigVersion.objects.filter(service=service).order_by("-created_at")[:limit])
+    experiments = list(Experiment.objects.filter(service=service).select_related("service")[:limit])
+    runs = list(
+        GateRun.objects.filter(service=service)
+        .select_related("candidate", "service")
+        .order_by("-created_at")[:limit]
+    )
+    markers = (
+        _alert_markers(events)
+        + _deploy_markers(configs, service.slug)
+        + _experiment_markers(experiments)
+        + _gate_markers(runs)
+    )
+    return sorted(markers, key=lambda m: m.at, reverse=True)[:limit]
+
+
+# ---------------------------------------------------------------------------------------------
+# One service
+
+
+@dataclass
+class ServiceDashboard:
+    service: Service
+    start: datetime
+    end: datetime
+    hosts: list[str] | None  # the filter; None: all hosts
+    available_hosts: list[str]
+    metrics: ServiceMetrics
+    baseline: Baseline | None
+    markers: list[Marker]
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the costs are charged for: those seen on the filtered hosts, else the service's."""
+        if self.hosts is not None:
+            seen = {(g.host, g.gpu_index) for g in self.metrics.gpus}
+            if seen:
+                return len(seen)
+        return self.service.total_gpus
+
+
+def service_hosts(*, service: Service, now: datetime) -> list[str]:
+    """Hosts that served the service in the last 30 days (from hourly roll-ups), one query."""
+    return list(
+        Host.objects.filter(
+            pk__in=ServiceRollup.objects.filter(
+                service=service, resolution_s=HOUR, start__gte=now - HOST_LOOKBACK
+            ).values("host_id")
+        )
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+
+
+def service_dashboard(
+    *, service: Service, start: datetime, end: datetime, hosts: list[str] | None = None
+) -> ServiceDashboard:
+    """Everything the service dashboard draws; a fixed number of queries."""
+    return ServiceDashboard(
+        service=service,
+        start=start,
+        end=end,
+        hosts=hosts,
+        available_hosts=service_hosts(service=service, now=end),
+        metrics=service_metrics(service=service, start=start, end=end, hosts=hosts),
+        baseline=current_baseline(service),
+        markers=time_markers(service=service, start=start, end=end),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The fleet
+
+
+@dataclass(frozen=True)
+class FleetService:
+    service: Service
+    p99: dict[str, Percentile]  # e2e, ttft, tpot over the range, merged across hosts
+    requests: int
+    tokens_per_second: float | None  # the whole service, on its token basis
+    economics: cost.Economics | None
+    economics_source: str  # "live", "baseline" or "" (none)
+    open_alerts: int
+    baseline: Baseline | None
+
+    @property
+    def dossier_url(self) -> str:
+        return self.service.get_absolute_url()
+
+    @property
+    def dashboard_url(self) -> str:
+        return reverse("dashboards:service", args=[self.service.slug])
+
+    def slo_status(self, metric: str = "e2e") -> str:
+        target = self.service.slo_for(metric)
+        p = self.p99.get(metric)
+        if target is None or p is None or p.value is None:
+            return "no data"
+        return "ok" if p.value <= target else "missed"
+
+
+@dataclass(frozen=True)
+class GpuHoursDay:
+    day: date
+    service_slug: str
+    service_name: str
+    gpu_hours: float
+
+
+@dataclass
+class FleetDashboard:
+    start: datetime
+    end: datetime
+    services: list[FleetService]
+    gpu_hours: list[GpuHoursDay] = field(default_factory=list)
+    gpu_hours_start: date | None = None
+
+    @property
+    def open_alerts(self) -> int:
+        return sum(s.open_alerts for s in self.services)
+
+
+def _tokens_per_second(traffic_by_host: dict[int, Traffic], basis: str) -> float | None:
+    # Rates add across hosts (each host's rate over the time it reported).
+    total = None
+    for traffic in traffic_by_host.values():
+        gen = traffic.generation_tps
+        if gen is None:
+            continue
+        rate = gen + (traffic.prompt_tps or 0.0) if basis == Service.TokenBasis.TOTAL else gen
+        total = rate if total is None else total + rate
+    return total
+
+
+def _economics(service: Service, tps: float | None) -> cost.Economics | None:
+    if not tps or tps <= 0:
+        return None
+    return cost.economics(
+        gpu_hour_price=float(service.gpu_hour_price),
+        gpus=service.total_gpus,
+        tokens_per_second=tps,
+        price_per_mtok=None if service.price_per_mtok is None else float(service.price_per_mtok),
+    )
+
+
+def fleet_dashboard(*, start: datetime, end: datetime, gpu_days: int = 7) -> FleetDashboard:
+    """Every service's P99 and economics over [start, end), open alerts, GPU-hours per day.
+
+    Six queries whatever the number of services or hosts: services (+ current baselines),
+    roll-up rows, open alert counts, GPU-hour counts, and the host -> service attribution.
+    Ranges up to 6 h read minute rows, longer ones hourly rows.
+    """
+    services = list(
+        Service.objects.select_related("team").prefetch_related(
+            Prefetch(
+                "baselines",
+                queryset=Baseline.objects.filter(is_current=True),
+                to_attr="current_baselines",
+            )
+        )
+    )
+    source = MINUTE if end - start <= timedelta(hours=6) else HOUR
+    floor = datetime.fromtimestamp(int(start.timestamp()) // source * source, tz=UTC)
+    traffic: dict[int, dict[int, Traffic]] = defaultdict(lambda: defaultdict(Traffic))
+    for row in ServiceRollup.objects.filter(
+        resolution_s=source, start__gte=floor, start__lt=end
+    ).iterator(chunk_size=2000):
+        traffic[row.service_id][row.host_id].add_row(row)
+    open_alerts = dict(
+        AlertInstance.objects.filter(state=State.FIRING)
+        .values_list("service_id")
+        .annotate(n=Count("id"))
+        .values_list("service_id", "n")
+    )
+
+    rows = []
+    for service in services:
+        by_host = traffic.get(service.pk, {})
+        merged = Traffic()
+        for t in by_host.values():
+            merged.requests += t.requests
+            for metric, items in t.sketches.items():
+                merged.sketches[metric] += items
+            for metric, items in t.buckets.items():
+                merged.buckets[metric] += items
+        p99 = {m: latency_percentiles(merged, m, qs=(0.99,))[0] for m in ("e2e", "ttft", "tpot")}
+        baseline = service.current_baselines[0] if service.current_baselines else None
+        tps = _tokens_per_second(by_host, service.token_basis)
+        economics, source_label = _economics(service, tps), "live"
+        if economics is None and baseline is not None:
+            economics, source_label = baseline.economics(service), "baseline"
+        rows.append(
+            FleetService(
+                service=service,
+                p99=p99,
+                requests=merged.requests,
+                tokens_per_second=tps,
+                economics=economics,
+                economics_source=source_label if economics else "",
+                open_alerts=open_alerts.get(service.pk, 0),
+                baseline=baseline,
+            )
+        )
+    days_start = (end - timedelta(days=gpu_days - 1)).date()
+    return FleetDashboard(
+        start=start,
+        end=end,
+        services=rows,
+        gpu_hours=gpu_hours_per_day(services=services, start=_midnight(days_start), end=end),
+        gpu_hours_start=days_start,
+    )
+
+
+def gpu_hours_per_day(
+    *, services: list[Service], start: datetime, end: datetime
+) -> list[GpuHoursDay]:
+    """GPU-hours per day per service, from hourly GPU roll-ups (two queries).
+
+    A GPU that reported in an hour counts that hour (allocation basis: a reserved GPU is paid
+    for the hour). GPUs belong to hosts, not services: a host's GPU-hours go to the services
+    it served that day, split evenly when it served several.
+    """
+    by_pk = {s.pk: s for s in services}
+    counts = (
+        GpuRollup.objects.filter(resolution_s=HOUR, start__gte=start, start__lt=end)
+        .annotate(day=TruncDate("start"))
+        .values_list("host_id", "day")
+        .annotate(n=Count("id"))
+    )
+    served: dict[tuple[int, date], set[int]] = defaultdict(set)
+    for host_id, day, service_id in (
+        ServiceRollup.objects.filter(resolution_s=HOUR, start__gte=start, start__lt=end)
+        .annotate(day=TruncDate("start"))
+        .values_list("host_id", "day", "service_id")
+        .distinct()
+    ):
+        served[(host_id, day)].add(service_id)
+    hours: dict[tuple[date, int], float] = defaultdict(float)
+    for host_id, day, n in counts:
+        owners = [pk for pk in served.get((host_id, day), ()) if pk in by_pk]
+        for pk in owners:
+            hours[(day, pk)] += n / len(owners)
+    ordered = sorted(hours.items(), key=lambda kv: (kv[0][0], by_pk[kv[0][1]].name))
+    return [GpuHoursDay(day, by_pk[pk].slug, by_pk[pk].name, value) for (day, pk), value in ordered]
+
+
+# ---------------------------------------------------------------------------------------------
+# Load tests: baseline vs candidate
+
+
+@dataclass(frozen=True)
+class RunSide:
+    role: str  # "baseline" or "candidate"
+    label: str
+    run: MeasuredRun
+    sketches: dict[str, DDSketch]  # per-request distributions by family (ms)
+
+
+@dataclass(frozen=True)
+class LoadTestComparison:
+    service: Service
+    baseline: RunSide
+    candidate: RunSide
+
+
+def _sketches(load_test_id: int | None, by_test: dict[int, dict[str, DDSketch]]) -> dict:
+    return by_test.get(load_test_id, {}) if load_test_id else {}
+
+
+def loadtest_choices(*, service: Service, limit: int = 100) -> tuple[list, list]:
+    """(baselines, load tests) of the service to pick from, newest first; two queries."""
+    baselines = list(service.baselines.only("pk", "label", "measured_at", "is_current"))
+    tests = list(service.load_tests.only("pk", "label", "measured_at", "format")[:limit])
+    return baselines, tests
+
+
+def loadtest_comparison(
+    *, service: Service, candidate_id: int, baseline_id: int | None = None
+) -> LoadTestComparison | None:
+    """The candidate load test beside a baseline (default: the current one); None if either
+    is missing. Per-request sketches come from the baseline's source load test, if it has one.
+    Three queries."""
+    candidate = LoadTest.objects.filter(service=service, pk=candidate_id).first()
+    baselines = service.baselines.all()
+    if baseline_id is not None:
+        baseline = baselines.filter(pk=baseline_id).first()
+    else:
+        baseline = baselines.filter(is_current=True).first()
+    if candidate is None or baseline is None:
+        return None
+    ids = [candidate.pk] + ([baseline.source_load_test_id] if baseline.source_load_test_id else [])
+    by_test: dict[int, dict[str, DDSketch]] = defaultdict(dict)
+    for item in LoadTestSketch.objects.filter(load_test_id__in=ids):
+        by_test[item.load_test_id][item.family] = sketches.loads(bytes(item.sketch))
+    return LoadTestComparison(
+        service=service,
+        baseline=RunSide(
+            "baseline", baseline.label, baseline, _sketches(baseline.source_load_test_id, by_test)
+        ),
+        candidate=RunSide(
+            "candidate", candidate.label, candidate, _sketches(candidate.pk, by_test)
+        ),
+    )

@@ -1,0 +1,178 @@
+"""Dashboard pages and the fragments the dossier embeds. Thin: parse the request, call a
+selector, build figures, render.
+
+- `service` is the page; its charts come from `service_panels` (JSON), the same endpoint the
+  dossier's live panels fetch. `service_timeline` is an HTML fragment for the dossier.
+- `fleet` and `loadtest_compare` embed their figures in the page as JSON (`json_script`),
+  drawn by static/js/panels.js: no inline script anywhere.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import json_script
+from django.views.decorators.http import require_GET
+from plotly.utils import PlotlyJSONEncoder
+
+from dashboards import selectors
+from dashboards.figures.common import panels_json, panels_payload
+from dashboards.figures.fleet import fleet_panels
+from dashboards.figures.loadtests import comparison_panels
+from dashboards.figures.service import PANELS
+from dashboards.figures.service import service_panels as build_service_panels
+from dashboards.ranges import PRESETS, RangeError, TimeRange, parse_range
+from dossiers.permissions import service_for_reading
+
+RESOLUTION_LABELS = {60: "1 min", 300: "5 min", 3600: "1 h"}
+
+
+def _hosts(request: HttpRequest) -> list[str] | None:
+    hosts = [h.strip() for h in request.GET.getlist("host") if h.strip()]
+    return hosts or None
+
+
+def _range_or_default(request: HttpRequest) -> tuple[TimeRange, str]:
+    """The requested range, or the default with the error to show (pages never 400)."""
+    try:
+        return parse_range(request.GET), ""
+    except RangeError as exc:
+        return parse_range({}), f"{exc.field}: {exc.message} Showing the last 24 h instead."
+
+
+@login_required
+@require_GET
+def service(request: HttpRequest, slug: str) -> HttpResponse:
+    svc = service_for_reading(slug)
+    time_range, error = _range_or_default(request)
+    hosts = _hosts(request)
+    query = [*time_range.query().items(), *[("host", h) for h in hosts or []]]
+    return render(
+        request,
+        "dashboards/service.html",
+        {
+            "service": svc,
+            "range": time_range,
+            "range_error": error,
+            "presets": [(key, label) for key, (label, _) in PRESETS.items()],
+            "hosts": hosts or [],
+            "available_hosts": selectors.service_hosts(service=svc, now=timezone.now()),
+            "resolution": RESOLUTION_LABELS[time_range.resolution_s],
+            "panels_url": reverse("dashboards:service_panels", args=[slug])
+            + "?"
+            + urlencode(query),
+            "timeline_url": reverse("dashboards:service_timeline", args=[slug]),
+        },
+    )
+
+
+@login_required
+@require_GET
+def service_panels(request: HttpRequest, slug: str) -> HttpResponse:
+    """The service's charts as JSON: {"panels": [{id, wide, empty, figure}], ...}.
+
+    `?range=` as the page; `?host=` (repeatable); `?only=latency-e2e,gpu-busy` for a subset.
+    """
+    svc = service_for_reading(slug)
+    try:
+        time_range = parse_range(request.GET)
+    except RangeError as exc:
+        return JsonResponse({exc.field: [exc.message]}, status=400)
+    only = [p for p in request.GET.get("only", "").split(",") if p] or None
+    if only is not None and (unknown := [p for p in only if p not in PANELS]):
+        return JsonResponse(
+            {"only": [f"Unknown panel {unknown[0]!r}; one of {', '.join(PANELS)}."]}, status=400
+        )
+    d = selectors.service_dashboard(
+        service=svc, start=time_range.start, end=time_range.end, hosts=_hosts(request)
+    )
+    body = panels_json(
+        build_service_panels(d, only),
+        service=svc.slug,
+        heading=f"Live: {time_range.label}",
+        range=time_range.query(),
+        resolution_s=d.metrics.resolution_s,
+        dashboard_url=reverse("dashboards:service", args=[slug])
+        + "?"
+        + urlencode(time_range.query()),
+    )
+    return HttpResponse(body, content_type="application/json")
+
+
+@login_required
+@require_GET
+def service_timeline(request: HttpRequest, slug: str) -> HttpResponse:
+    """HTML fragment: alerts, deploys, experiments and gate runs, newest first."""
+    svc = service_for_reading(slug)
+    return render(
+        request,
+        "dashboards/timeline.html",
+        {"service": svc, "entries": selectors.timeline(service=svc)},
+    )
+
+
+FLEET_PRESETS = ("1h", "24h", "7d")
+
+
+@login_required
+@require_GET
+def fleet(request: HttpRequest) -> HttpResponse:
+    time_range, error = _range_or_default(request)
+    data = selectors.fleet_dashboard(start=time_range.start, end=time_range.end)
+    panels = panels_payload(fleet_panels(data, span=time_range.label))
+    return render(
+        request,
+        "dashboards/fleet.html",
+        {
+            "fleet": data,
+            "range": time_range,
+            "range_error": error,
+            "presets": [(key, PRESETS[key][0]) for key in FLEET_PRESETS],
+            "panels_json": json_script(panels, "fleet-panels", encoder=PlotlyJSONEncoder),
+        },
+    )
+
+
+@login_required
+@require_GET
+def loadtest_compare(request: HttpRequest, slug: str) -> HttpResponse:
+    """Baseline vs candidate: `?candidate=<load test id>&baseline=<baseline id>` (default:
+    the current baseline)."""
+    svc = service_for_reading(slug)
+    baselines, tests = selectors.loadtest_choices(service=svc)
+
+    def _id(name: str) -> int | None:
+        raw = request.GET.get(name, "")
+        return int(raw) if raw.isdigit() else None
+
+    candidate_id, baseline_id = _id("candidate"), _id("baseline")
+    comparison = None
+    if candidate_id is not None:
+        comparison = selectors.loadtest_comparison(
+            service=svc, candidate_id=candidate_id, baseline_id=baseline_id
+        )
+    panels = ""
+    if comparison is not None:
+        panels = json_script(
+            panels_payload(comparison_panels(comparison)),
+            "compare-panels",
+            encoder=PlotlyJSONEncoder,
+        )
+    return render(
+        request,
+        "dashboards/loadtest_compare.html",
+        {
+            "service": svc,
+            "baselines": baselines,
+            "tests": tests,
+            "candidate_id": candidate_id,
+            "baseline_id": baseline_id,
+            "comparison": comparison,
+            "panels_json": panels,
+        },
+    )

@@ -1,0 +1,128 @@
+"""End to end in headless Chromium: the dashboards draw their Plotly charts, with no console
+error and no page error. Set PERFHUB_SCREENSHOTS=<dir> to keep a screenshot of each page."""
+
+import os
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop vs the ORM
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from dossiers.models import ConfigVersion
+from tests.dashboards.conftest import make_baseline, make_load_test, make_service, seed_traffic
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+PLOT = ".js-plotly-plot .main-svg"
+
+
+@pytest.fixture
+def browser_page():
+    from playwright.sync_api import sync_playwright
+
+    executable = os.environ.get("PERFHUB_CHROMIUM", "/usr/bin/chromium")
+    if not Path(executable).exists():
+        pytest.skip(f"no Chromium at {executable}")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        problems: list[str] = []
+        page.on(
+            "console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else 0
+        )
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+        yield page, problems
+        browser.close()
+
+
+@pytest.fixture
+def seeded(team, service, owner):
+    now = timezone.now()
+    make_baseline(service)
+    seed_traffic(service=service, start=now - timedelta(minutes=50), minutes=45)
+    seed_traffic(
+        service=service, host="gpu-host-2", start=now - timedelta(minutes=50), minutes=45,
+        e2e_ms=1600, sm_active=None, dram_active=None,
+    )  # fmt: skip
+    other = make_service(team, "embed-1b", slo_p99_e2e_ms=300)
+    seed_traffic(service=other, host="gpu-host-3", start=now - timedelta(minutes=50), minutes=45,
+                 e2e_ms=250, tokens_per_second=900)  # fmt: skip
+    ConfigVersion.objects.create(service=service, version=1, config={"max_num_seqs": 16})
+    return service
+
+
+def _login(page, base_url):
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "pw-alice-123")
+    page.click("button[type=submit]")
+    page.wait_for_load_state("networkidle")
+
+
+def _shoot(page, name):
+    if folder := os.environ.get("PERFHUB_SCREENSHOTS"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def test_fleet_and_service_dashboards_draw_charts_without_errors(browser_page, live_server, seeded):
+    page, problems = browser_page
+    _login(page, live_server.url)
+
+    page.goto(f"{live_server.url}/dashboards/?range=1h")
+    page.wait_for_selector(PLOT, timeout=15000)
+    assert page.locator(".js-plotly-plot").count() == 3
+    _shoot(page, "fleet")
+
+    page.goto(f"{live_server.url}/dashboards/services/chat-7b/?range=1h")
+    page.wait_for_selector(PLOT, timeout=15000)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 7")
+    page.wait_for_selector(".dash-timeline", timeout=5000)
+    _shoot(page, "service")
+
+    assert problems == []
+
+
+def test_an_empty_service_dashboard_draws_its_empty_states(browser_page, live_server, owner,
+                                                           service):  # fmt: skip
+    page, problems = browser_page
+    _login(page, live_server.url)
+    page.goto(f"{live_server.url}/dashboards/services/chat-7b/")
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 7")
+    assert page.get_by_text("is an agent pushing for chat-7b?").count() >= 1
+    _shoot(page, "service-empty")
+    assert problems == []
+
+
+def test_the_load_test_comparison_draws_bars_and_histograms(browser_page, live_server, owner,
+                                                             service):  # fmt: skip
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    source = make_load_test(service, "v0.6.3 run", e2e=list(rng.lognormal(6.7, 0.4, 2000)))
+    make_baseline(service, source_load_test=source)
+    candidate = make_load_test(
+        service, "v0.7.0 rc1", e2e=list(rng.lognormal(6.9, 0.5, 2000)), e2e_p50_ms=1000.0,
+        e2e_p90_ms=1500.0, e2e_p99_ms=2200.0, ttft_p50_ms=180.0, ttft_p99_ms=420.0,
+    )  # fmt: skip
+    page, problems = browser_page
+    _login(page, live_server.url)
+    url = f"{live_server.url}/dashboards/services/chat-7b/loadtests/compare/?candidate="
+    page.goto(f"{url}{candidate.pk}")
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 4")
+    _shoot(page, "compare")
+    assert problems == []

@@ -1,0 +1,65 @@
+"""Baseline vs candidate load-test comparison figures."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from dashboards.figures.common import is_empty
+from dashboards.figures.loadtests import comparison_panels, histogram_figure, percentiles_figure
+from dashboards.selectors import loadtest_comparison
+from tests.dashboards.conftest import make_baseline, make_load_test
+
+pytestmark = pytest.mark.django_db
+
+
+def test_percentile_bars_put_baseline_and_candidate_side_by_side(service):
+    make_baseline(service)
+    candidate = make_load_test(service)
+    c = loadtest_comparison(service=service, candidate_id=candidate.pk)
+    fig = percentiles_figure(c, "e2e")
+    assert [t.name for t in fig.data] == [
+        "baseline: vLLM 0.6.3, batch 16",
+        "candidate: candidate 0.7.0",
+    ]
+    assert list(fig.data[0].x) == ["P50", "P90", "P95", "P99", "P999"]
+    assert list(fig.data[1].y) == [900.0, 1300.0, None, 1700.0, None]
+    assert fig.layout.barmode == "group"
+
+
+def test_histograms_come_from_the_per_request_sketches_as_shares(service):
+    source = make_load_test(service, "baseline run", e2e=[100.0] * 50 + [200.0] * 50)
+    make_baseline(service, source_load_test=source)
+    candidate = make_load_test(service, e2e=[400.0] * 10)
+    c = loadtest_comparison(service=service, candidate_id=candidate.pk)
+    fig = histogram_figure(c, "e2e")
+    baseline, cand = fig.data
+    assert sum(baseline.y) == pytest.approx(100.0)
+    assert len(baseline.x) == 2  # two values, two bins
+    assert list(cand.y) == [pytest.approx(100.0)]
+    assert fig.layout.xaxis.type == "log"
+    assert [p.id for p in comparison_panels(c)][-1] == "histogram-e2e"
+
+
+def test_histogram_without_per_request_values_says_so(service):
+    make_baseline(service)
+    c = loadtest_comparison(service=service, candidate_id=make_load_test(service).pk)
+    assert "Neither run kept per-request values" in is_empty(histogram_figure(c, "e2e"))
+
+
+def test_a_candidate_of_another_service_is_not_compared(service, team):
+    from tests.dashboards.conftest import make_service
+
+    other = make_service(team, "embed-1b")
+    make_baseline(service)
+    assert loadtest_comparison(service=service, candidate_id=make_load_test(other).pk) is None
+
+
+def test_the_compare_page_draws_the_chosen_runs(client, owner, service):
+    make_baseline(service)
+    candidate = make_load_test(service)
+    client.force_login(owner)
+    url = reverse("dashboards:loadtest_compare", args=["chat-7b"])
+    response = client.get(f"{url}?candidate={candidate.pk}")
+    assert response.status_code == 200
+    assert b'id="compare-panels"' in response.content

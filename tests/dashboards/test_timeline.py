@@ -1,0 +1,66 @@
+"""The dossier timeline and the chart markers: alerts, deploys, experiments, gate runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from alerts.models import AlertEvent, Rule
+from dashboards.selectors import time_markers, timeline
+from dossiers.models import ConfigVersion, Experiment, GateRun, LoadTest
+from tests.dashboards.conftest import make_baseline
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def rule(service):
+    return Rule.objects.create(service=service, name="P99 e2e", kind=Rule.Kind.P99_E2E, threshold=1)
+
+
+def _event(rule, kind, at, **extra):
+    return AlertEvent.objects.create(rule=rule, service=rule.service, kind=kind, at=at, **extra)
+
+
+def test_the_timeline_merges_everything_newest_first(service, rule):
+    baseline = make_baseline(service)
+    _event(rule, "firing", T0, value=2500, threshold=2000)
+    config = ConfigVersion.objects.create(service=service, version=3, config={}, note="batch 32")
+    ConfigVersion.objects.filter(pk=config.pk).update(created_at=T0 + timedelta(hours=1))
+    Experiment.objects.create(
+        service=service, title="Batch 32", hypothesis="h", variable_key="max_num_seqs",
+        value_from="16", value_to="32", before=baseline, run_on=(T0 - timedelta(days=1)).date(),
+    )  # fmt: skip
+    candidate = LoadTest.objects.create(
+        service=service, label="rc1", format="vllm_bench", content_sha256="0" * 64,
+        run_index=0, measured_at=T0,
+    )  # fmt: skip
+    run = GateRun.objects.create(
+        service=service, candidate=candidate, baseline=baseline, verdict="regression", source="cli"
+    )
+    GateRun.objects.filter(pk=run.pk).update(created_at=T0 + timedelta(hours=2))
+    entries = timeline(service=service)
+    assert [(e.kind, e.title) for e in entries] == [
+        ("gate", "Release gate: regression"),
+        ("deploy", "Config v3 deployed"),
+        ("alert", "P99 e2e: firing"),
+        ("experiment", "Experiment: Batch 32"),
+    ]
+    assert entries[2].tone == "bad"
+    assert entries[2].detail.startswith("value 2500 vs threshold 2000")
+
+
+def test_charts_mark_alerts_that_fired_and_resolved_but_not_pending_ones(service, rule):
+    _event(rule, "pending", T0)
+    _event(rule, "firing", T0 + timedelta(minutes=5))
+    _event(rule, "resolved", T0 + timedelta(minutes=20))
+    markers = time_markers(service=service, start=T0, end=T0 + timedelta(hours=1))
+    assert [(m.kind, m.tone) for m in markers] == [("alert", "bad"), ("alert", "ok")]
+
+
+def test_chart_markers_stay_inside_the_range(service, rule):
+    _event(rule, "firing", T0 - timedelta(hours=2))
+    assert time_markers(service=service, start=T0, end=T0 + timedelta(hours=1)) == []
