@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.fleet, name="fleet"),
     path(S, views.service, name="service"),
     path(S + "panels.json", views.service_panels, name="service_panels"),
+    path(S + "live/", views.service_live_fragment, name="service_live_fragment"),
     path(S + "timeline/", views.service_timeline, name="service_timeline"),
     path(S + "loadtests/compare/", views.loadtest_compare, name="loadtest_compare"),
 ]

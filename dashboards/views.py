@@ -106,6 +106,13 @@ def service_panels(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
+def service_live_fragment(request: HttpRequest, slug: str) -> HttpResponse:
+    """HTML fragment for the dossier page: the key live charts, drawn by panels.js."""
+    return render(request, "dashboards/live_fragment.html", {"service": service_for_reading(slug)})
+
+
+@login_required
+@require_GET
 def service_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     """HTML fragment: alerts, deploys, experiments and gate runs, newest first."""
     svc = service_for_reading(slug)

@@ -198,6 +198,12 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
 
+# Fragments other apps serve for the dossier page, fetched by URL so dossiers imports neither.
+PERFHUB_DOSSIER_FRAGMENTS = {
+    "live_panels": "/dashboards/services/{slug}/live/",
+    "timeline": "/dashboards/services/{slug}/timeline/",
+}
+
 # Collectors: per-host minute roll-ups are kept this long (hourly roll-ups are kept); pulls of
 # engine/exporter/agent URLs time out after this many seconds.
 PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS = env_int("PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS", 30)

@@ -116,5 +116,10 @@
   }
 
   window.PerfHubPanels = { scan: scan };
-  document.addEventListener("DOMContentLoaded", function () { scan(document); });
+  // Also loaded late, inside a fragment the dossier fetches: then the DOM is already there.
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { scan(document); });
+  } else {
+    scan(document);
+  }
 })();

@@ -126,3 +126,14 @@ def test_the_load_test_comparison_draws_bars_and_histograms(browser_page, live_s
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 4")
     _shoot(page, "compare")
     assert problems == []
+
+
+def test_the_dossier_page_embeds_live_charts_and_the_timeline(browser_page, live_server, seeded):
+    page, problems = browser_page
+    _login(page, live_server.url)
+    page.goto(f"{live_server.url}/services/chat-7b/")
+    page.wait_for_selector(f"#live-panels {PLOT}", timeout=15000)
+    page.wait_for_function("document.querySelectorAll('#live-panels .js-plotly-plot').length === 3")
+    page.wait_for_selector("#dossier-timeline-extra .dash-timeline", timeout=5000)
+    _shoot(page, "dossier")
+    assert problems == []
