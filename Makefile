@@ -46,8 +46,12 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# Benchmarks print ratios against a reference run in the same process (DESIGN.md section 8).
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/perfhub_bench
 bench: install
-	$(BIN)/python bench/ingest.py
+	createdb -h 127.0.0.1 -U postgres perfhub_bench 2>/dev/null || true
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/ingest.py
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/dashboard.py
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache
