@@ -1,0 +1,59 @@
+"""The alert detail chart: the rule's value per evaluation against its thresholds (Plotly)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from alerts.models import AlertInstance
+
+
+def value_chart_html(instance: AlertInstance) -> str | None:
+    """An HTML fragment (plotly.js loaded by the page), or None when nothing was recorded."""
+    points = instance.series or []
+    if not points:
+        return None
+    rule = instance.rule
+    times = [datetime.fromtimestamp(p[0], tz=UTC) for p in points]
+    values = [p[1] for p in points]
+    unit = rule.unit
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=times, y=values, mode="lines+markers", name="value"))
+    fig.add_trace(
+        go.Scatter(
+            x=[times[0], times[-1]],
+            y=[instance.threshold] * 2,
+            mode="lines",
+            name="threshold",
+            line={"color": "#b42318", "dash": "dash"},
+        )
+    )
+    resolve = rule.thresholds().resolve
+    if resolve != instance.threshold:
+        fig.add_trace(
+            go.Scatter(
+                x=[times[0], times[-1]],
+                y=[resolve] * 2,
+                mode="lines",
+                name="resolve threshold",
+                line={"color": "#1e7a46", "dash": "dot"},
+            )
+        )
+    fig.update_layout(
+        title=f"{rule.name}: value per evaluation",
+        xaxis_title="time (UTC)",
+        yaxis_title=f"value ({unit})",
+        height=360,
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        legend={"orientation": "h", "y": -0.25},
+        template="plotly_white",
+    )
+    return pio.to_html(
+        fig,
+        include_plotlyjs=False,
+        full_html=False,
+        config={"displaylogo": False, "responsive": True},
+        div_id=f"alert-chart-{instance.pk}",
+    )

@@ -1,0 +1,419 @@
+"""Alert rules, their live instances and history, receivers, silences and the notification log.
+
+Invariants in the database: one live (pending or firing) instance per fingerprint, one
+notification per receiver + group + evaluation time, one log row per receiver + group.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+from analysis.alerting import Direction, Health, State, Thresholds
+from dossiers.models import Service, Team
+
+
+class Severity(models.TextChoices):
+    INFO = "info", "info"
+    WARNING = "warning", "warning"
+    CRITICAL = "critical", "critical"
+
+
+class Rule(models.Model):
+    class Kind(models.TextChoices):
+        P99_E2E = "p99_e2e", "P99 end-to-end latency above (ms)"
+        P99_TTFT = "p99_ttft", "P99 TTFT above (ms)"
+        P99_TPOT = "p99_tpot", "P99 TPOT above (ms)"
+        GPU_WAITING = "gpu_waiting", "GPU waiting: utilization below (0-1) while requests queue"
+        SM_GAP = "sm_gap", "SM active / GPU-Util below (ratio) while the GPU looks busy"
+        KV_CACHE = "kv_cache", "KV cache usage above (0-1)"
+        COST_VS_BASELINE = "cost_vs_baseline", "Cost per Mtok above baseline by (%)"
+        MARGIN = "margin", "Margin below (0-1)"
+        NO_DATA = "no_data", "No data from a host or the service for (seconds)"
+
+    LATENCY_KINDS = {Kind.P99_E2E: "e2e", Kind.P99_TTFT: "ttft", Kind.P99_TPOT: "tpot"}
+    BELOW_KINDS = (Kind.GPU_WAITING, Kind.SM_GAP, Kind.MARGIN)
+    UNITS = {
+        Kind.P99_E2E: "ms",
+        Kind.P99_TTFT: "ms",
+        Kind.P99_TPOT: "ms",
+        Kind.GPU_WAITING: "ratio",
+        Kind.SM_GAP: "ratio",
+        Kind.KV_CACHE: "ratio",
+        Kind.COST_VS_BASELINE: "%",
+        Kind.MARGIN: "ratio",
+        Kind.NO_DATA: "s",
+    }
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="alert_rules")
+    name = models.CharField(max_length=120)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    threshold = models.FloatField()
+    resolve_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Hysteresis: a firing alert resolves only past this value. Blank: the threshold.",
+    )
+    window_s = models.PositiveIntegerField(
+        "window (s)", default=300, validators=[MinValueValidator(60)]
+    )
+    for_s = models.PositiveIntegerField("for (s)", default=300)
+    keep_firing_for_s = models.PositiveIntegerField("keep firing for (s)", default=0)
+    min_requests = models.PositiveIntegerField(
+        "minimum requests",
+        default=100,
+        help_text="Latency and cost rules: below this many requests the window is insufficient.",
+    )
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
+    labels = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    is_default = models.BooleanField(default=False, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    # Evaluation bookkeeping: `last_evaluated_at` is the per-rule claim of an evaluation time.
+    last_evaluated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    health = models.CharField(
+        max_length=20,
+        choices=[(h.value, h.value.replace("_", " ")) for h in Health],
+        default=Health.OK,
+        editable=False,
+    )
+    health_reason = models.CharField(max_length=300, blank=True, editable=False)
+    last_value = models.FloatField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["service__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["service", "name"], name="alertrule_unique_name"),
+            models.CheckConstraint(condition=Q(window_s__gte=60), name="alertrule_window_min"),
+        ]
+        indexes = [models.Index(fields=["enabled", "last_evaluated_at"], name="alertrule_due")]
+
+    def __str__(self) -> str:
+        return f"{self.service}: {self.name}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("alerts:rule_edit", args=[self.pk])
+
+    @property
+    def direction(self) -> Direction:
+        return Direction.BELOW if self.kind in self.BELOW_KINDS else Direction.ABOVE
+
+    @property
+    def unit(self) -> str:
+        return self.UNITS.get(self.kind, "")
+
+    def format_value(self, value: float | None) -> str:
+        """A value in the rule's unit, as people read it: "2,150 ms", "31%", "+12.5%"."""
+        if value is None:
+            return "—"
+        if self.unit == "ratio":
+            return f"{value:.0%}"
+        if self.unit == "%":
+            return f"{value:+.1f}%"
+        if self.unit == "s":
+            return f"{value:,.0f} s"
+        return f"{value:,.4g} {self.unit}" if abs(value) < 1000 else f"{value:,.0f} {self.unit}"
+
+    @property
+    def threshold_display(self) -> str:
+        return self.format_value(self.threshold)
+
+    @property
+    def resolve_display(self) -> str:
+        return self.format_value(self.thresholds().resolve)
+
+    @property
+    def last_value_display(self) -> str:
+        return self.format_value(self.last_value)
+
+    def thresholds(self) -> Thresholds:
+        return Thresholds(
+            direction=self.direction,
+            threshold=self.threshold,
+            resolve_threshold=self.resolve_threshold,
+            for_s=self.for_s,
+            keep_firing_for_s=self.keep_firing_for_s,
+        )
+
+    def clean(self) -> None:
+        errors = {}
+        if self.kind and self.threshold is not None:
+            try:
+                self.thresholds()
+            except ValueError as exc:
+                errors["resolve_threshold"] = str(exc).split(": ", 1)[-1]
+        if not isinstance(self.labels, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in (self.labels or {}).items()
+        ):
+            errors["labels"] = 'Labels are a JSON object of strings, e.g. {"team": "infra"}.'
+        elif any(not LABEL_NAME.match(k) for k in self.labels):
+            errors["labels"] = "Label names are letters, digits and underscores."
+        if errors:
+            raise ValidationError(errors)
+
+
+LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class AlertInstanceQuerySet(models.QuerySet):
+    def live(self) -> AlertInstanceQuerySet:
+        return self.filter(state__in=AlertInstance.LIVE_STATES)
+
+
+class AlertInstance(models.Model):
+    """One alert of one rule for one identity (the service, or one host of it)."""
+
+    LIVE_STATES = (State.PENDING, State.FIRING)
+    SERIES_MAX_POINTS = 1440
+
+    id = models.BigAutoField(primary_key=True)
+    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="instances")
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="alert_instances")
+    fingerprint = models.CharField(max_length=16)
+    labels = models.JSONField(default=dict)
+    annotations = models.JSONField(default=dict)
+    state = models.CharField(
+        max_length=10, choices=[(s.value, s.value) for s in State], default=State.PENDING
+    )
+    value = models.FloatField(null=True)
+    threshold = models.FloatField()
+    pending_since = models.DateTimeField(null=True)
+    fired_at = models.DateTimeField(null=True)
+    last_active_at = models.DateTimeField(null=True)
+    resolved_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True, help_text="Resolved, or pending cancelled.")
+    last_evaluated_at = models.DateTimeField()
+    series = models.JSONField(default=list, help_text="[[epoch seconds, value], ...] while live.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AlertInstanceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["fingerprint"],
+                condition=Q(state__in=["pending", "firing"]),
+                name="alertinstance_one_live_per_fingerprint",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["service", "state"], name="alertinstance_svc_state"),
+            models.Index(fields=["fingerprint", "-created_at"], name="alertinstance_fp_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule.name} [{self.state}]"
+
+    def get_absolute_url(self) -> str:
+        return reverse("alerts:alert_detail", args=[self.pk])
+
+    @property
+    def is_live(self) -> bool:
+        return self.state in self.LIVE_STATES
+
+    @property
+    def value_display(self) -> str:
+        return self.rule.format_value(self.value)
+
+    @property
+    def identity(self) -> str:
+        """The labels that tell this alert from its rule's others (e.g. the host)."""
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.labels.items()) if k == "host")
+
+
+class AlertEvent(models.Model):
+    """History: every state change of an instance and every change of a rule's health."""
+
+    class Kind(models.TextChoices):
+        PENDING = "pending", "pending"
+        FIRING = "firing", "firing"
+        RESOLVED = "resolved", "resolved"
+        INACTIVE = "inactive", "pending cancelled"
+        NO_DATA = "no_data", "no data"
+        INSUFFICIENT_DATA = "insufficient_data", "insufficient data"
+        ERROR = "error", "evaluation error"
+        OK = "ok", "data back"
+
+    id = models.BigAutoField(primary_key=True)
+    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="events")
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="alert_events")
+    instance = models.ForeignKey(
+        AlertInstance, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    at = models.DateTimeField()
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    value = models.FloatField(null=True)
+    threshold = models.FloatField(null=True)
+    count = models.PositiveIntegerField(null=True)
+    reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["service", "at"], name="alertevent_svc_at")]
+
+    def __str__(self) -> str:
+        return f"{self.rule.name} {self.kind} at {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def value_display(self) -> str:
+        return self.rule.format_value(self.value)
+
+
+class Receiver(models.Model):
+    """Where a team's alerts go: an Alertmanager-style webhook, or email."""
+
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook", "webhook (Alertmanager body)"
+        EMAIL = "email", "email"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_receivers")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    url = models.URLField(blank=True, max_length=500)
+    emails = models.CharField(max_length=500, blank=True, help_text="Comma-separated addresses.")
+    send_resolved = models.BooleanField(default=True)
+    repeat_interval_s = models.PositiveIntegerField(
+        "repeat every (s)", default=4 * 3600, validators=[MinValueValidator(60)]
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="receiver_unique_name"),
+            models.CheckConstraint(
+                condition=~Q(kind="webhook") | ~Q(url=""), name="receiver_webhook_needs_url"
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind="email") | ~Q(emails=""), name="receiver_email_needs_address"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team}: {self.name}"
+
+    @property
+    def email_list(self) -> list[str]:
+        return [e.strip() for e in self.emails.split(",") if e.strip()]
+
+    def clean(self) -> None:
+        if self.kind == self.Kind.WEBHOOK and not self.url:
+            raise ValidationError({"url": "A webhook receiver needs a URL."})
+        if self.kind == self.Kind.EMAIL and not self.email_list:
+            raise ValidationError({"emails": "An email receiver needs at least one address."})
+
+
+class Silence(models.Model):
+    """Mutes a team's alerts whose labels match every matcher, between two times."""
+
+    OPERATORS = ("=", "!=", "=~")
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_silences")
+    matchers = models.JSONField(help_text='[{"name": "service", "op": "=", "value": "chat-7b"}]')
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    comment = models.CharField(max_length=300)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-ends_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ends_at__gt=models.F("starts_at")), name="silence_ends_after_start"
+            )
+        ]
+        indexes = [models.Index(fields=["team", "ends_at"], name="silence_team_ends")]
+
+    def __str__(self) -> str:
+        return f"silence {self.matchers_text}"
+
+    @property
+    def matchers_text(self) -> str:
+        return ", ".join(f'{m["name"]}{m["op"]}"{m["value"]}"' for m in self.matchers or [])
+
+    def clean(self) -> None:
+        from analysis.silences import parse_matchers
+
+        if not isinstance(self.matchers, list) or not self.matchers:
+            raise ValidationError({"matchers": "At least one matcher."})
+        try:
+            parse_matchers(self.matchers)
+        except ValueError as exc:
+            raise ValidationError({"matchers": str(exc)}) from None
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            raise ValidationError({"ends_at": "The silence must end after it starts."})
+
+
+class NotificationLog(models.Model):
+    """What a receiver was last told about a group: the dedup state (Alertmanager's nflog)."""
+
+    receiver = models.ForeignKey(Receiver, on_delete=models.CASCADE, related_name="logs")
+    group_key = models.CharField(max_length=200)
+    firing = models.JSONField(default=list, help_text="Fingerprints last notified as firing.")
+    last_sent_at = models.DateTimeField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["receiver", "group_key"], name="nflog_unique_group")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.receiver} {self.group_key}"
+
+
+class Notification(models.Model):
+    """One message to one receiver; sent after commit by a task that claims it."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        SENDING = "sending", "sending"
+        SENT = "sent", "sent"
+        RETRYING = "retrying", "failed, will retry"
+        FAILED = "failed", "failed"
+
+    id = models.BigAutoField(primary_key=True)
+    receiver = models.ForeignKey(Receiver, on_delete=models.CASCADE, related_name="notifications")
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    rule = models.ForeignKey(Rule, null=True, on_delete=models.SET_NULL, related_name="+")
+    group_key = models.CharField(max_length=200)
+    evaluated_at = models.DateTimeField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    alert_status = models.CharField(max_length=10)  # firing | resolved, as in the body
+    payload = models.JSONField()
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True)
+    sent_at = models.DateTimeField(null=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["receiver", "group_key", "evaluated_at"],
+                name="notification_once_per_evaluation",
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=Q(status__in=["queued", "retrying"]),
+                name="notification_unsent",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alert_status} to {self.receiver} ({self.status})"

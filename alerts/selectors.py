@@ -1,0 +1,91 @@
+"""Reads that feed alert pages and, later, the dossier timeline."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+
+from alerts.models import AlertEvent, AlertInstance, Notification, Receiver, Rule, Silence
+from dossiers.models import Service
+
+
+def alert_history_for_service(service: Service, start: datetime, end: datetime) -> list[AlertEvent]:
+    """Every state change and health change of the service's alerts in [start, end), oldest
+    first, with rule and instance loaded (one query): what the dossier timeline draws."""
+    return list(
+        AlertEvent.objects.filter(service=service, at__gte=start, at__lt=end)
+        .select_related("rule", "instance")
+        .order_by("at", "id")
+    )
+
+
+_STATE_ORDER = Case(
+    When(state="firing", then=Value(0)),
+    When(state="pending", then=Value(1)),
+    default=Value(2),
+    output_field=IntegerField(),
+)
+
+
+def alert_list(*, service: Service | None = None, include_ended: bool = True, limit: int = 200):
+    """Alerts, firing first, then pending, then recently ended (one query)."""
+    qs: QuerySet[AlertInstance] = AlertInstance.objects.select_related("rule", "service")
+    if service is not None:
+        qs = qs.filter(service=service)
+    if not include_ended:
+        qs = qs.live()
+    return list(
+        qs.annotate(state_order=_STATE_ORDER).order_by("state_order", "-last_evaluated_at")[:limit]
+    )
+
+
+def alert_detail(pk: int) -> AlertInstance:
+    return AlertInstance.objects.select_related("rule", "service__team").get(pk=pk)
+
+
+def alert_events(instance: AlertInstance) -> list[AlertEvent]:
+    return list(instance.events.order_by("at", "id"))
+
+
+def instance_notifications(instance: AlertInstance, limit: int = 50) -> list[Notification]:
+    """Notifications of the instance's group (rule), newest first, with receivers (one query)."""
+    return list(
+        Notification.objects.filter(rule_id=instance.rule_id)
+        .select_related("receiver")
+        .order_by("-created_at")[:limit]
+    )
+
+
+def rules_for_list(service: Service | None = None) -> list[Rule]:
+    qs = Rule.objects.select_related("service__team")
+    if service is not None:
+        qs = qs.filter(service=service)
+    return list(qs.order_by("service__name", "name"))
+
+
+def receivers_with_failures() -> list[Receiver]:
+    return list(Receiver.objects.select_related("team").order_by("team__name", "name"))
+
+
+def recent_notifications(limit: int = 100) -> list[Notification]:
+    return list(
+        Notification.objects.select_related("receiver", "service").order_by("-created_at")[:limit]
+    )
+
+
+def silences(now: datetime) -> dict[str, list[Silence]]:
+    """Active (and upcoming) silences, and recently expired ones (one query)."""
+    out: dict[str, list[Silence]] = {"active": [], "expired": []}
+    for s in Silence.objects.select_related("team", "created_by").order_by("-ends_at")[:200]:
+        out["active" if s.ends_at > now else "expired"].append(s)
+    return out
+
+
+def recent_history_for_service(service: Service, now: datetime, limit: int = 20):
+    """The newest events of the service (one query), newest first."""
+    return list(
+        AlertEvent.objects.filter(service=service, at__lte=now)
+        .select_related("rule")
+        .order_by("-at", "-id")[:limit]
+    )

@@ -1,0 +1,416 @@
+"""Writes: default rules, the evaluation of every due rule, silences.
+
+`evaluate_all(now)` is the one entry point of evaluation (the Celery beat task and the demo
+runner both call it). Per call: align `now` to the minute (t), claim every enabled rule not yet
+evaluated at t (a conditional claim: rows locked with SKIP LOCKED and stamped with t in the
+same transaction, so a retried or doubled evaluation finds nothing to do), read the closed
+window `[t - window - lag, t - lag)` for all claimed services at once, step each alert through
+the pure state machine, write instances, history and health, and plan notifications, which
+are sent after commit.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from alerts import bulk, notifications, rules, sources
+from alerts.models import AlertEvent, AlertInstance, Rule, Severity, Silence
+from analysis.alerting import Health, InstanceState, Observation, State, step
+from dossiers.models import Service, Team
+
+
+def evaluation_lag() -> timedelta:
+    return timedelta(seconds=getattr(settings, "PERFHUB_ALERTS_EVALUATION_LAG_S", 120))
+
+
+def no_data_lookback() -> timedelta:
+    return timedelta(seconds=getattr(settings, "PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600))
+
+
+def align_to_minute(now: datetime) -> datetime:
+    return now.replace(second=0, microsecond=0)
+
+
+# ---------------------------------------------------------------------------- default rules
+
+
+def default_rule_specs(service: Service) -> list[dict]:
+    """The rules every service starts with, from its SLOs, price and the usual GPU pitfalls."""
+    specs = []
+    for metric, kind, label in (
+        ("e2e", Rule.Kind.P99_E2E, "end-to-end"),
+        ("ttft", Rule.Kind.P99_TTFT, "TTFT"),
+        ("tpot", Rule.Kind.P99_TPOT, "TPOT"),
+    ):
+        slo = service.slo_for(metric)
+        if slo:
+            specs.append(
+                {
+                    "name": f"P99 {label} above SLO",
+                    "kind": kind,
+                    "threshold": slo,
+                    "resolve_threshold": round(slo * 0.9, 3),
+                    "window_s": 300,
+                    "for_s": 300,
+                    "keep_firing_for_s": 120,
+                    "min_requests": 100,
+                    "severity": Severity.CRITICAL,
+                }
+            )
+    specs += [
+        {
+            "name": "GPU waiting while requests queue",
+            "kind": Rule.Kind.GPU_WAITING,
+            "threshold": 0.5,
+            "resolve_threshold": 0.6,
+            "window_s": 300,
+            "for_s": 600,
+            "severity": Severity.WARNING,
+        },
+        {
+            "name": "SM active far below GPU-Util",
+            "kind": Rule.Kind.SM_GAP,
+            "threshold": 0.4,
+            "resolve_threshold": 0.5,
+            "window_s": 900,
+            "for_s": 1800,
+            "severity": Severity.INFO,
+        },
+        {
+            "name": "KV cache near full",
+            "kind": Rule.Kind.KV_CACHE,
+            "threshold": 0.95,
+            "resolve_threshold": 0.9,
+            "window_s": 300,
+            "for_s": 300,
+            "severity": Severity.WARNING,
+        },
+        {
+            "name": "Cost per Mtok above baseline",
+            "kind": Rule.Kind.COST_VS_BASELINE,
+            "threshold": 25.0,
+            "resolve_threshold": 15.0,
+            "window_s": 3600,
+            "for_s": 3600,
+            "severity": Severity.WARNING,
+        },
+        {
+            "name": "No data",
+            "kind": Rule.Kind.NO_DATA,
+            "threshold": 600.0,
+            "resolve_threshold": 120.0,
+            "window_s": 300,
+            "for_s": 0,
+            "min_requests": 0,
+            "severity": Severity.WARNING,
+        },
+    ]
+    if service.price_per_mtok:
+        specs.append(
+            {
+                "name": "Margin below target",
+                "kind": Rule.Kind.MARGIN,
+                "threshold": 0.2,
+                "resolve_threshold": 0.25,
+                "window_s": 3600,
+                "for_s": 3600,
+                "severity": Severity.WARNING,
+            }
+        )
+    return specs
+
+
+def ensure_default_rules(service: Service) -> list[Rule]:
+    """Create the default rules the service lacks (by name); returns the ones created."""
+    existing = set(service.alert_rules.values_list("name", flat=True))
+    new = [
+        Rule(service=service, is_default=True, **spec)
+        for spec in default_rule_specs(service)
+        if spec["name"] not in existing
+    ]
+    Rule.objects.bulk_create(new, ignore_conflicts=True)
+    return new
+
+
+def _ensure_defaults_for_new_services() -> None:
+    """Services with no rule at all (new ones) get the defaults. Disable a rule to mute it."""
+    for service in Service.objects.filter(alert_rules__isnull=True).select_related("team"):
+        ensure_default_rules(service)
+
+
+# ------------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class EvaluationReport:
+    evaluated_at: datetime
+    rules: int = 0
+    changes: list[tuple[int, str]] = field(default_factory=list)  # (instance id, new state)
+    notifications: list[int] = field(default_factory=list)
+
+
+def _claim_rules(t: datetime, rule_ids: list[int] | None) -> list[Rule]:
+    qs = Rule.objects.filter(enabled=True).filter(
+        Q(last_evaluated_at__isnull=True) | Q(last_evaluated_at__lt=t)
+    )
+    if rule_ids is not None:
+        qs = qs.filter(pk__in=rule_ids)
+    if connection.features.has_select_for_update_skip_locked:
+        qs = qs.select_for_update(skip_locked=True, of=("self",))
+    claimed = list(qs.select_related("service__team").order_by("pk"))
+    if claimed:
+        Rule.objects.filter(pk__in=[r.pk for r in claimed]).update(last_evaluated_at=t)
+    return claimed
+
+
+def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
+    end = t - evaluation_lag()
+    inputs = rules.Inputs(window_end=end, no_data_lookback_s=no_data_lookback().total_seconds())
+    by_window: dict[int, set[int]] = defaultdict(set)
+    metrics_by_window: dict[int, set[str]] = defaultdict(set)
+    no_data_services: set[int] = set()
+    cost_services: dict[int, Service] = {}
+    for rule in claimed:
+        if rule.kind == Rule.Kind.NO_DATA:
+            no_data_services.add(rule.service_id)
+            continue
+        by_window[rule.window_s].add(rule.service_id)
+        if rule.kind in Rule.LATENCY_KINDS:
+            metrics_by_window[rule.window_s].add(Rule.LATENCY_KINDS[rule.kind])
+        if rule.kind == Rule.Kind.COST_VS_BASELINE:
+            cost_services[rule.service_id] = rule.service
+    for window_s, service_ids in by_window.items():
+        start = end - timedelta(seconds=window_s)
+        inputs.windows[window_s] = sources.service_windows(
+            service_ids, start, end, metrics=metrics_by_window[window_s]
+        )
+    if no_data_services:
+        inputs.last_data = sources.last_data(no_data_services, end - no_data_lookback(), end)
+    if cost_services:
+        inputs.baseline_costs = sources.baseline_costs(cost_services.values())
+    return inputs
+
+
+def _annotations(rule: Rule, obs: Observation) -> dict[str, str]:
+    cmp = "above" if rule.direction == "above" else "below"
+    return {
+        "summary": f"{rule.service.name}: {rule.name} ({rule.format_value(obs.value)}, "
+        f"{cmp} {rule.threshold_display})",
+        "description": obs.reason,
+        "dossier_url": settings.SITE_URL.rstrip("/") + rule.service.get_absolute_url(),
+    }
+
+
+def _instance_state(inst: AlertInstance | None) -> InstanceState:
+    if inst is None:
+        return InstanceState()
+    return InstanceState(
+        state=State(inst.state),
+        pending_since=inst.pending_since,
+        fired_at=inst.fired_at,
+        last_active_at=inst.last_active_at,
+        resolved_at=inst.resolved_at,
+    )
+
+
+def _health_of(observations: list[Observation]) -> tuple[Health, str, Observation | None]:
+    """A rule's health from its observations: the worst one (error > no data > insufficient)."""
+    if not observations:
+        return Health.NO_DATA, "no data", None
+    order = [Health.ERROR, Health.NO_DATA, Health.INSUFFICIENT_DATA, Health.OK]
+    worst = min(observations, key=lambda o: order.index(o.health))
+    return worst.health, worst.reason, worst
+
+
+HEALTH_EVENT = {
+    Health.OK: AlertEvent.Kind.OK,
+    Health.NO_DATA: AlertEvent.Kind.NO_DATA,
+    Health.INSUFFICIENT_DATA: AlertEvent.Kind.INSUFFICIENT_DATA,
+    Health.ERROR: AlertEvent.Kind.ERROR,
+}
+
+
+def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = None):
+    """Evaluate every due rule at `now` aligned to the minute. Safe to call twice."""
+    t = align_to_minute(now or timezone.now())
+    _ensure_defaults_for_new_services()
+    report = EvaluationReport(evaluated_at=t)
+    with transaction.atomic():
+        claimed = _claim_rules(t, rule_ids)
+        report.rules = len(claimed)
+        if not claimed:
+            return report
+        inputs = _read_inputs(claimed, t)
+        live = {
+            inst.fingerprint: inst for inst in AlertInstance.objects.live().filter(rule__in=claimed)
+        }
+        live_by_rule: dict[int, list[AlertInstance]] = defaultdict(list)
+        for inst in live.values():
+            live_by_rule[inst.rule_id].append(inst)
+        new_instances: list[AlertInstance] = []
+        touched: list[AlertInstance] = []
+        events: list[AlertEvent] = []
+        pending_events: list[tuple[AlertInstance, AlertEvent]] = []
+
+        for rule in claimed:
+            try:
+                observed = rules.observe(rule, inputs)
+            except Exception as exc:  # one broken rule must not stop the others
+                observed = [
+                    ({"service": rule.service.slug}, Observation(Health.ERROR, reason=str(exc)))
+                ]
+            seen_fps = set()
+            for identity, obs in observed:
+                fp = rules.fingerprint(rule.pk, identity)
+                seen_fps.add(fp)
+                _advance(rule, identity, fp, obs, live.get(fp), t, new_instances, touched,
+                         events, pending_events)  # fmt: skip
+            # Live alerts the rule no longer observes (a host gone quiet beyond the lookback).
+            for inst in live_by_rule.get(rule.pk, []):
+                fp = inst.fingerprint
+                if fp not in seen_fps:
+                    obs = (
+                        rules.silent_for_lookback(inputs)
+                        if rule.kind == Rule.Kind.NO_DATA
+                        else Observation(Health.NO_DATA, reason="no longer observed")
+                    )
+                    _advance(rule, inst.labels, fp, obs, inst, t, new_instances, touched,
+                             events, pending_events)  # fmt: skip
+            health, reason, worst = _health_of([o for _, o in observed])
+            if health != rule.health:
+                events.append(
+                    AlertEvent(
+                        rule=rule,
+                        service_id=rule.service_id,
+                        at=t,
+                        kind=HEALTH_EVENT[health],
+                        value=worst.value if worst else None,
+                        count=worst.count if worst else None,
+                        threshold=rule.threshold,
+                        reason=reason[:300],
+                    )
+                )
+            rule.health = health
+            rule.health_reason = reason[:300]
+            known = [o.value for _, o in observed if o.known]
+            rule.last_value = known[0] if len(known) == 1 else (max(known) if known else None)
+
+        AlertInstance.objects.bulk_create(new_instances)
+        for inst, event in pending_events:
+            event.instance_id = inst.pk
+        bulk.update_rows(
+            touched,
+            [
+                "state", "value", "threshold", "pending_since", "fired_at", "last_active_at",
+                "resolved_at", "ended_at", "last_evaluated_at", "series", "annotations", "labels",
+            ],
+        )  # fmt: skip
+        AlertEvent.objects.bulk_create(events)
+        bulk.update_rows(claimed, ["health", "health_reason", "last_value"])
+        report.changes = [(e.instance_id, e.kind) for e in events if e.instance_id]
+        report.notifications = notifications.plan(claimed, t)
+    return report
+
+
+def _advance(
+    rule: Rule,
+    identity: dict[str, str],
+    fp: str,
+    obs: Observation,
+    inst: AlertInstance | None,
+    t: datetime,
+    new_instances: list,
+    touched: list,
+    events: list,
+    pending_events: list,
+) -> None:
+    """Step one alert; stage its row and, on a state change, its history event."""
+    result = step(rule.thresholds(), _instance_state(inst), obs, t)
+    if inst is None and not result.state.live:
+        return  # nothing to remember for an alert that never started
+    if inst is None:
+        labels = {**rules.base_labels(rule), **identity}
+        inst = AlertInstance(
+            rule=rule,
+            service_id=rule.service_id,
+            fingerprint=fp,
+            labels=labels,
+            threshold=rule.threshold,
+            last_evaluated_at=t,
+        )
+        new_instances.append(inst)
+    else:
+        touched.append(inst)
+        inst.labels = {**rules.base_labels(rule), **identity}
+    s = result.state
+    inst.state = s.state
+    inst.pending_since = s.pending_since or inst.pending_since
+    inst.fired_at = s.fired_at
+    inst.last_active_at = s.last_active_at
+    inst.resolved_at = s.resolved_at
+    inst.threshold = rule.threshold
+    inst.last_evaluated_at = t
+    if obs.known:
+        inst.value = obs.value
+        inst.annotations = _annotations(rule, obs)
+        series = list(inst.series or [])
+        series.append([int(t.timestamp()), obs.value])
+        inst.series = series[-AlertInstance.SERIES_MAX_POINTS :]
+    if s.state in (State.RESOLVED, State.INACTIVE):
+        inst.ended_at = t
+    if result.changed:
+        event = AlertEvent(
+            rule=rule,
+            service_id=rule.service_id,
+            instance=inst if inst.pk else None,
+            at=t,
+            kind=s.state.value,
+            value=obs.value,
+            count=obs.count,
+            threshold=rule.threshold if s.state != State.RESOLVED else rule.thresholds().resolve,
+            reason=result.reason[:300],
+        )
+        events.append(event)
+        if inst.pk is None:
+            pending_events.append((inst, event))
+
+
+# --------------------------------------------------------------------------------- silences
+
+
+def silence_create(
+    *,
+    team: Team,
+    matchers: list[dict],
+    starts_at: datetime,
+    ends_at: datetime,
+    comment: str,
+    user=None,
+) -> Silence:
+    silence = Silence(
+        team=team,
+        matchers=matchers,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        comment=comment,
+        created_by=user,
+    )
+    silence.full_clean()
+    silence.save()
+    return silence
+
+
+def silence_expire(*, silence: Silence, now: datetime | None = None) -> Silence:
+    """End a silence now (kept as history). A silence that has not started yet is cut to zero."""
+    now = now or timezone.now()
+    if silence.ends_at > now:
+        silence.ends_at = max(now, silence.starts_at + timedelta(microseconds=1))
+        silence.save(update_fields=["ends_at"])
+    return silence

@@ -1,0 +1,155 @@
+"""Evaluation over real roll-up rows: lifecycle, hysteresis, health, idempotency, queries."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from alerts import services
+from alerts.models import AlertInstance, Rule
+from tests.alerts.conftest import evaluation_time, feed
+
+pytestmark = pytest.mark.django_db
+
+
+def kinds(rule):
+    return list(rule.events.order_by("at", "id").values_list("kind", flat=True))
+
+
+def test_a_breach_shorter_than_for_never_fires(timeline, p99_rule):
+    timeline.run([1000, 3000, 3000, 1000, 1000])
+    assert kinds(p99_rule) == ["pending", "inactive"]
+    assert not AlertInstance.objects.filter(state="firing").exists()
+
+
+def test_a_lasting_breach_fires_once_and_resolves_once(timeline, p99_rule):
+    timeline.run([1000] + [3000] * 6 + [1000] * 3)
+    assert kinds(p99_rule) == ["pending", "firing", "resolved"]
+    instance = AlertInstance.objects.get()
+    assert instance.state == "resolved"
+    assert instance.fired_at - instance.pending_since == timedelta(seconds=180)
+
+
+def test_the_history_records_value_threshold_and_reason(timeline, p99_rule):
+    timeline.run([3000] * 4)
+    firing = p99_rule.events.get(kind="firing")
+    assert firing.value == pytest.approx(3000, rel=0.02)
+    assert firing.threshold == 2000
+    assert firing.count == 120
+    assert "for 180s" in firing.reason
+
+
+def test_a_value_hovering_at_the_threshold_does_not_flap(timeline, p99_rule):
+    timeline.run([2100] * 4 + [1950, 2050, 1950, 2050, 1950, 2050])
+    assert kinds(p99_rule) == ["pending", "firing"]
+    assert AlertInstance.objects.get().state == "firing"
+
+
+def test_without_hysteresis_the_same_series_would_flap(timeline, p99_rule):
+    Rule.objects.filter(pk=p99_rule.pk).update(resolve_threshold=None, for_s=0)
+    timeline.run([2100, 1950, 2050, 1950])
+    assert kinds(p99_rule) == ["firing", "resolved", "firing", "resolved"]
+
+
+def test_keep_firing_for_holds_the_alert(timeline, p99_rule):
+    Rule.objects.filter(pk=p99_rule.pk).update(for_s=0, keep_firing_for_s=150)
+    timeline.run([3000, 1000, 1000])
+    assert AlertInstance.objects.get().state == "firing"
+    timeline.tick(3, e2e_ms=1000)
+    assert kinds(p99_rule) == ["firing", "resolved"]
+
+
+def test_one_live_instance_per_fingerprint(timeline, p99_rule):
+    timeline.run([3000] * 4)
+    live = AlertInstance.objects.get(state="firing")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AlertInstance.objects.create(
+            rule=p99_rule,
+            service=live.service,
+            fingerprint=live.fingerprint,
+            state="pending",
+            threshold=1,
+            last_evaluated_at=live.last_evaluated_at,
+        )
+
+
+def test_a_second_evaluation_of_the_same_minute_does_nothing(timeline, p99_rule):
+    first = timeline.tick(0, e2e_ms=3000)
+    second = timeline.tick(0)
+    assert (first.rules, second.rules) == (1, 0)
+    assert kinds(p99_rule) == ["pending"]
+
+
+def test_evaluation_times_align_to_the_minute(timeline, p99_rule):
+    feed(timeline.service, timeline.host, 0, e2e_ms=3000)
+    at = evaluation_time(0)
+    assert services.evaluate_all(at + timedelta(seconds=1)).rules == 1
+    assert services.evaluate_all(at + timedelta(seconds=59)).rules == 0
+    assert Rule.objects.get().last_evaluated_at == at
+
+
+def test_it_reads_only_closed_windows(timeline, p99_rule):
+    Rule.objects.filter(pk=p99_rule.pk).update(for_s=0)
+    feed(timeline.service, timeline.host, 0, e2e_ms=1000)
+    feed(timeline.service, timeline.host, 1, e2e_ms=9000)  # inside the lag: not yet read
+    services.evaluate_all(evaluation_time(0))
+    assert not AlertInstance.objects.exists()
+
+
+def test_no_data_is_a_health_state_recorded_once(timeline, p99_rule):
+    timeline.tick(0)
+    timeline.tick(1)
+    p99_rule.refresh_from_db()
+    assert p99_rule.health == "no_data"
+    assert kinds(p99_rule) == ["no_data"]
+
+
+def test_too_few_requests_is_insufficient_data(timeline, p99_rule):
+    timeline.tick(0, e2e_ms=3000, requests=40)
+    p99_rule.refresh_from_db()
+    assert p99_rule.health == "insufficient_data"
+    assert "40 requests" in p99_rule.health_reason
+    assert not AlertInstance.objects.exists()
+
+
+def test_health_recovers_with_an_ok_event(timeline, p99_rule):
+    timeline.tick(0)
+    timeline.tick(1, e2e_ms=1000)
+    assert kinds(p99_rule) == ["no_data", "ok"]
+
+
+def test_a_firing_alert_keeps_firing_through_missing_data(timeline, p99_rule):
+    Rule.objects.filter(pk=p99_rule.pk).update(for_s=0)
+    timeline.tick(0, e2e_ms=3000)
+    timeline.tick(1)
+    assert AlertInstance.objects.get().state == "firing"
+
+
+def test_the_history_selector_returns_a_services_events(timeline, p99_rule, service):
+    from alerts.selectors import alert_history_for_service
+
+    timeline.run([3000] * 4 + [1000])
+    events = alert_history_for_service(service, evaluation_time(0), evaluation_time(10))
+    assert [e.kind for e in events] == ["pending", "firing", "resolved"]
+
+
+def test_evaluation_queries_do_not_grow_with_services(team, host, make_services):
+    from dossiers.models import Service
+
+    def count_queries(n, minute):
+        make_services(n)
+        for s in Service.objects.all():
+            for m in (minute, minute + 1):
+                feed(s, host, m, e2e_ms=1000, gpu={"util": 0.9, "sm_active": 0.5},
+                     gauges={"requests_waiting": 0, "kv_cache_usage": 0.5})  # fmt: skip
+        # The first run creates the default rules; the second, measured, is the steady state.
+        services.evaluate_all(evaluation_time(minute))
+        with CaptureQueriesContext(connection) as ctx:
+            services.evaluate_all(evaluation_time(minute + 1))
+        return len(ctx.captured_queries)
+
+    few = count_queries(2, 0)
+    many = count_queries(10, 2)
+    assert Rule.objects.count() == 12 * 9  # every default rule of 12 services
+    assert many == few <= 20
