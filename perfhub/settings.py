@@ -176,6 +176,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "collectors-prune": {"task": "collectors.tasks.prune", "schedule": 24 * 3600.0},
     # Alert evaluation aligns to the minute itself; a doubled beat is harmless.
     "alerts-evaluate": {"task": "alerts.evaluate", "schedule": 60.0},
+    "alerts-requeue-stuck": {"task": "alerts.requeue_stuck_notifications", "schedule": 300.0},
 }
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
