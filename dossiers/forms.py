@@ -38,25 +38,7 @@ class DateInput(forms.DateInput):
         super().__init__(format="%Y-%m-%d", **kwargs)
 
 
-SERVICE_FIELDS = [
-    "name",
-    "summary",
-    "model_name",
-    "model_params_b",
-    "quantization",
-    "engine",
-    "engine_version",
-    "gpu_model",
-    "gpus_per_replica",
-    "replicas",
-    "slo_p99_e2e_ms",
-    "slo_p99_ttft_ms",
-    "slo_p99_tpot_ms",
-    "gpu_hour_price",
-    "currency",
-    "price_per_mtok",
-    "token_basis",
-]
+SERVICE_FIELDS = list(Service.EDITABLE_FIELDS)
 
 
 class ServiceSettingsForm(NoColonMixin, forms.ModelForm):

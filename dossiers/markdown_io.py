@@ -48,6 +48,7 @@ from dossiers import selectors, services
 from dossiers.models import (
     LATENCY_METRICS,
     PERCENTILES,
+    RUN_FIELD_NAMES,
     Baseline,
     Bottleneck,
     ConfigVersion,
@@ -71,51 +72,10 @@ SECTIONS = (
 REQUIRED_SECTIONS = ("Service", "Narrative")
 
 # Service fields in file order. slug and team are written for the reader, never imported.
-SERVICE_FIELDS = (
-    "slug",
-    "team",
-    "name",
-    "summary",
-    "model_name",
-    "model_params_b",
-    "quantization",
-    "engine",
-    "engine_version",
-    "gpu_model",
-    "gpus_per_replica",
-    "replicas",
-    "slo_p99_e2e_ms",
-    "slo_p99_ttft_ms",
-    "slo_p99_tpot_ms",
-    "gpu_hour_price",
-    "currency",
-    "price_per_mtok",
-    "token_basis",
-    "gate_overrides",
-)
+SERVICE_FIELDS = ("slug", "team", *Service.EDITABLE_FIELDS, "gate_overrides")
 SERVICE_READ_ONLY = {"slug", "team"}
 
-BASELINE_FIELDS = (
-    "measured_at",
-    "concurrency",
-    "request_rate",
-    "prompt_tokens_mean",
-    "prompt_tokens_std",
-    "output_tokens_mean",
-    "output_tokens_std",
-    "duration_s",
-    "code_version",
-    "engine_version",
-    "request_count",
-    "qps",
-    "input_tps",
-    "output_tps",
-    "gpu_util",
-    "sm_active",
-    "dram_active",
-    "mem_weights_bytes",
-    "mem_kv_bytes",
-)
+BASELINE_FIELDS = RUN_FIELD_NAMES
 BOTTLENECK_FIELDS = ("layer", "kind", "status", "identified_on", "resolved_on")
 EXPERIMENT_FIELDS = ("run_on", "variable_key", "value_from", "value_to", "verdict")
 

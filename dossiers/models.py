@@ -143,6 +143,28 @@ class Service(models.Model):
 
     objects = ServiceQuerySet.as_manager()
 
+    # What an owner edits on the settings form and a Markdown dossier carries (slug and team
+    # are chosen at creation).
+    EDITABLE_FIELDS = (
+        "name",
+        "summary",
+        "model_name",
+        "model_params_b",
+        "quantization",
+        "engine",
+        "engine_version",
+        "gpu_model",
+        "gpus_per_replica",
+        "replicas",
+        "slo_p99_e2e_ms",
+        "slo_p99_ttft_ms",
+        "slo_p99_tpot_ms",
+        "gpu_hour_price",
+        "currency",
+        "price_per_mtok",
+        "token_basis",
+    )
+
     class Meta:
         ordering = ["name"]
         constraints = [
@@ -248,6 +270,29 @@ class ConfigVersion(models.Model):
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
 LATENCY_METRICS = ("e2e", "ttft", "tpot")
+LATENCY_FIELD_NAMES = tuple(f"{m}_{p}_ms" for m in LATENCY_METRICS for p in PERCENTILES)
+# A measured run's columns other than the latency percentiles, in reading order.
+RUN_FIELD_NAMES = (
+    "measured_at",
+    "concurrency",
+    "request_rate",
+    "prompt_tokens_mean",
+    "prompt_tokens_std",
+    "output_tokens_mean",
+    "output_tokens_std",
+    "duration_s",
+    "code_version",
+    "engine_version",
+    "request_count",
+    "qps",
+    "input_tps",
+    "output_tps",
+    "gpu_util",
+    "sm_active",
+    "dram_active",
+    "mem_weights_bytes",
+    "mem_kv_bytes",
+)
 
 
 def _latency_fields() -> dict[str, models.FloatField]:

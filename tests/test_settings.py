@@ -18,7 +18,9 @@ PRODUCTION_ENV = {
 
 
 def _manage(*args: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE for Playwright; a deployment never would.
+    dropped = {"DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    base = {k: v for k, v in os.environ.items() if k not in dropped}
     base["PERFHUB_VAR_DIR"] = str(tmp_path)
     return subprocess.run(
         [sys.executable, "manage.py", *args],

@@ -20,6 +20,7 @@ from dossiers.loadtest_formats import LoadTestFormatError, ParsedRun, parse_load
 from dossiers.models import (
     LATENCY_METRICS,
     PERCENTILES,
+    RUN_FIELD_NAMES,
     Baseline,
     LoadTest,
     LoadTestSketch,
@@ -199,27 +200,7 @@ def _promote_index(
     return baseline_run - 1
 
 
-MEASURED_FIELDS = (
-    "measured_at",
-    "concurrency",
-    "request_rate",
-    "prompt_tokens_mean",
-    "prompt_tokens_std",
-    "output_tokens_mean",
-    "output_tokens_std",
-    "duration_s",
-    "code_version",
-    "engine_version",
-    "request_count",
-    "qps",
-    "input_tps",
-    "output_tps",
-    "gpu_util",
-    "sm_active",
-    "dram_active",
-    "mem_weights_bytes",
-    "mem_kv_bytes",
-)
+MEASURED_FIELDS = RUN_FIELD_NAMES
 
 
 def measured_values(run) -> dict:

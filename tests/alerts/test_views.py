@@ -52,7 +52,7 @@ def test_the_detail_page_draws_the_value_against_the_threshold(owner_client, fir
     response = owner_client.get(reverse("alerts:alert_detail", args=[fired.pk]))
     assert response.status_code == 200
     html = response.content.decode()
-    assert "js/plotly.min.js" in html
+    assert "plotly/plotly.min.js" in html
     assert f'id="alert-chart-{fired.pk}"' in html
     assert '"name":"threshold"' in html
     assert '"name":"resolve threshold"' in html

@@ -26,9 +26,21 @@ def redis_worker(settings):
         pytest.skip("needs Redis at 127.0.0.1:6379")
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "result_backend")}
     app.conf.update(broker_url=BROKER, task_always_eager=False, result_backend=None)
+    _drop_cached_connections()
     with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
         yield
     app.conf.update(saved)
+    _drop_cached_connections()
+
+
+def _drop_cached_connections() -> None:
+    """A producer pool or backend made earlier (by another test, for another broker URL)
+    would keep publishing there: make the app build them again from its current config."""
+    if app._pool is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    app.amqp._producer_pool = None
+    app.__dict__.pop("backend", None)
 
 
 def wait_for(predicate, timeout=15.0):

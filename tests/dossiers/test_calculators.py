@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.dossiers.test_loadtests_urlconf")]
+pytestmark = pytest.mark.django_db
 
 SEED_COST = {"gpu_hour_price": 10, "gpus": 1, "tokens_per_second": 2000, "price_per_mtok": 5}
 SEED_KV = {

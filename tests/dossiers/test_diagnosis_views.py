@@ -8,7 +8,7 @@ from dossiers.loadtests import import_loadtest_file
 from dossiers.models import Bottleneck
 from tests.dossiers.conftest import baseline_values
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.dossiers.test_loadtests_urlconf")]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

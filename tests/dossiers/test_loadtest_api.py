@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from dossiers.models import Baseline, GateRun, LoadTest
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.dossiers.test_loadtests_urlconf")]
+pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/services/chat-7b/loadtests/"
 GATE = "/api/v1/services/chat-7b/gate/"

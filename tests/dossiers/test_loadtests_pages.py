@@ -7,7 +7,7 @@ from django.urls import reverse
 from dossiers.loadtests import import_loadtest_file, run_gate
 from dossiers.models import Baseline, LoadTest
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.dossiers.test_loadtests_urlconf")]
+pytestmark = pytest.mark.django_db
 
 
 def content(fixtures_dir, name):
