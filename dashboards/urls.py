@@ -11,5 +11,9 @@ urlpatterns = [
     path(S + "panels.json", views.service_panels, name="service_panels"),
     path(S + "live/", views.service_live_fragment, name="service_live_fragment"),
     path(S + "timeline/", views.service_timeline, name="service_timeline"),
+    path(S + "diagnosis/", views.service_diagnosis, name="service_diagnosis"),
+    path(
+        S + "diagnosis/confirm/", views.service_diagnosis_confirm, name="service_diagnosis_confirm"
+    ),
     path(S + "loadtests/compare/", views.loadtest_compare, name="loadtest_compare"),
 ]

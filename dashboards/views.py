@@ -11,23 +11,24 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import json_script
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboards import selectors
+from dashboards import diagnosis, selectors
 from dashboards.figures.common import panels_json, panels_payload
 from dashboards.figures.fleet import fleet_panels
 from dashboards.figures.loadtests import comparison_panels
 from dashboards.figures.service import PANELS
 from dashboards.figures.service import service_panels as build_service_panels
 from dashboards.ranges import PRESETS, RangeError, TimeRange, parse_range
-from dossiers.permissions import service_for_reading
+from dossiers.permissions import service_for_editing, service_for_reading
 
 RESOLUTION_LABELS = {60: "1 min", 300: "5 min", 3600: "1 h"}
 
@@ -67,6 +68,9 @@ def service(request: HttpRequest, slug: str) -> HttpResponse:
             + "?"
             + urlencode(query),
             "timeline_url": reverse("dashboards:service_timeline", args=[slug]),
+            "diagnosis_url": reverse("dashboards:service_diagnosis", args=[slug])
+            + "?"
+            + urlencode(query),
         },
     )
 
@@ -183,3 +187,65 @@ def loadtest_compare(request: HttpRequest, slug: str) -> HttpResponse:
             "panels_json": panels,
         },
     )
+
+
+@login_required
+@require_GET
+def service_diagnosis(request: HttpRequest, slug: str) -> HttpResponse:
+    """The symptom-table rules over the range (`?range=` as the dashboard; `?host=`)."""
+    svc = service_for_reading(slug)
+    hosts = _hosts(request)
+    context = {
+        "service": svc,
+        "presets": [(key, label) for key, (label, _) in PRESETS.items()],
+        "hosts": hosts or [],
+        "available_hosts": selectors.service_hosts(service=svc, now=timezone.now()),
+    }
+    try:
+        time_range = parse_range(request.GET)
+    except RangeError as exc:
+        context.update(range=parse_range({}), range_error=f"{exc.field}: {exc.message}")
+        return render(request, "dashboards/diagnosis.html", context, status=400)
+    found = diagnosis.window_diagnosis(
+        service=svc, start=time_range.start, end=time_range.end, hosts=hosts
+    )
+    query = [*time_range.query().items(), *[("host", h) for h in hosts or []]]
+    context.update(
+        range=time_range,
+        diagnosis=found,
+        resolution=RESOLUTION_LABELS[found.resolution_s],
+        can_edit=svc.can_edit(request.user),
+        dashboard_url=reverse("dashboards:service", args=[slug]) + "?" + urlencode(query),
+    )
+    return render(request, "dashboards/diagnosis.html", context)
+
+
+@login_required
+@require_POST
+def service_diagnosis_confirm(request: HttpRequest, slug: str) -> HttpResponse:
+    """Confirm one proposal: the form names the rule and the exact window it was shown for."""
+    svc = service_for_editing(request.user, slug)
+    rule = request.POST.get("rule", "")
+    if rule not in diagnosis.RULE_NAMES:
+        return HttpResponseBadRequest(
+            f"rule: {rule!r} is not one of {', '.join(diagnosis.RULE_NAMES)}.",
+            content_type="text/plain",
+        )
+    try:
+        start, end = diagnosis.window_from_form(request.POST)
+    except RangeError as exc:
+        return HttpResponseBadRequest(f"{exc.field}: {exc.message}", content_type="text/plain")
+    hosts = [h.strip() for h in request.POST.getlist("host") if h.strip()] or None
+    try:
+        bottleneck = diagnosis.confirm_window_proposal(
+            service=svc, start=start, end=end, rule=rule, hosts=hosts, user=request.user
+        )
+    except diagnosis.UnknownProposal as exc:
+        messages.error(request, f"Nothing confirmed: {exc}.")
+        window = TimeRange("custom", start, end)
+        back = [*window.query().items(), *[("host", h) for h in hosts or []]]
+        return redirect(
+            reverse("dashboards:service_diagnosis", args=[slug]) + "?" + urlencode(back)
+        )
+    messages.success(request, f"Bottleneck “{bottleneck.title}” recorded as confirmed.")
+    return redirect(f"{svc.get_absolute_url()}#bottleneck-{bottleneck.pk}")
