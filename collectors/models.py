@@ -210,6 +210,12 @@ class ScrapeWindow(models.Model):
         indexes = [
             models.Index(fields=["host", "ts"], name="scrapewindow_host_ts"),
             models.Index(fields=["service", "host", "ts"], name="scrapewindow_svc_host_ts"),
+            # Restarts are rare: diagnosis finds a service's latest one without a scan.
+            models.Index(
+                fields=["service", "ts"],
+                condition=models.Q(reset_detected=True),
+                name="scrapewindow_resets",
+            ),
         ]
 
     def __str__(self) -> str:
