@@ -5,6 +5,6 @@ WORKDIR /app
 COPY requirements.lock pyproject.toml ./
 RUN pip install --no-cache-dir -r requirements.lock
 COPY . .
-RUN SECRET_KEY=build-only python manage.py collectstatic --no-input
+RUN SECRET_KEY=build-only STATIC_MANIFEST=true python manage.py collectstatic --no-input
 EXPOSE 8000
 CMD ["gunicorn", "perfhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]

@@ -32,6 +32,7 @@ run: demo
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m pytest
 	@if [ -n "$$DATABASE_URL" ]; then \
 	  echo "== again on the SQLite default (browser tests skipped) =="; \
