@@ -107,7 +107,10 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "perfhub.sqlite3",
-            "OPTIONS": {"timeout": 20},
+            # IMMEDIATE: a writer takes the lock when its transaction starts, so the demo's
+            # concurrent writers (ingest, roll-ups) wait for it instead of failing mid-way
+            # with "database is locked".
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

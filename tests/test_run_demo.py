@@ -1,21 +1,32 @@
 """`make run`'s server: the embedded default with simulated agents and in-process jobs.
 
-Runs the real commands in subprocesses on a throw-away SQLite file (the embedded default,
-whatever DATABASE_URL the suite itself uses), so it checks what a newcomer gets.
+The e2e test runs the real commands in subprocesses on a throw-away SQLite file (the embedded
+default, whatever DATABASE_URL the suite itself uses), so it checks what a newcomer gets. The
+others check, in-process, that each simulated agent follows its service's baseline and stays
+under its SLOs, and that a regression goes to the first agent only.
 """
 
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import requests
+from django.core.management import CommandError, call_command
+
+from collectors.agent.cli import build_parser
+from collectors.agent.config import build_config
+from collectors.agent.simulate import Simulator
+from dashboards.management.commands.run_demo import SLO_HEADROOM, agent_command, demo_profile
+from dossiers.demo import build_demo, measured
+from dossiers.services import baseline_record
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.e2e
 
 
 def _free_port() -> int:
@@ -47,6 +58,7 @@ def _manage_output(env: dict[str, str], *args: str) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.e2e
 def test_the_demo_fills_a_service_series_within_a_minute(demo_env):
     token = _manage_output(demo_env, "create_agent_token", "--host", "reader")
     port = _free_port()
@@ -75,3 +87,122 @@ def test_the_demo_fills_a_service_series_within_a_minute(demo_env):
         server.terminate()
         output = server.communicate(timeout=20)[0].decode(errors="replace")
     assert count > 0, output[-3000:]
+
+
+# --------------------------------------------------------------------------------------------
+# The simulated agents' profiles (in-process)
+
+
+class _Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _baseline(service, **kwargs):
+    fields = {
+        "ttft": (85, 420), "tpot": (12.5, 21), "e2e_p99": 1600, "prompt_tokens": 350,
+        "output_tokens": 48, "request_rate": 24, **kwargs,
+    }  # fmt: skip
+    return baseline_record(
+        service=service,
+        label="Capacity",
+        measured_at=datetime(2026, 1, 5, tzinfo=UTC),
+        make_current=True,
+        **measured(**fields),
+    )
+
+
+def test_a_demo_profile_follows_the_current_baseline(service):
+    _baseline(service)
+
+    profile = demo_profile(service)
+
+    assert (profile.ttft_p50_ms, profile.tpot_p50_ms) == (85, 12.5)
+    assert (profile.prompt_tokens, profile.output_tokens) == (350, 48)
+    assert (profile.ttft_p99_ms, profile.e2e_p99_ms) == (400, 1600)  # at most 0.8 x the SLOs
+    assert profile.tpot_p99_ms == 21  # well under the 50 ms SLO
+    assert profile.qps == 24 * service.replicas  # one simulated host stands for every replica
+
+
+def test_a_demo_profile_holds_each_p99_under_its_slo(service):
+    _baseline(service, ttft=(85, 900), tpot=(30, 70), e2e_p99=2600)  # all three above
+
+    profile = demo_profile(service)
+
+    assert profile.ttft_p99_ms == SLO_HEADROOM * service.slo_p99_ttft_ms
+    assert profile.tpot_p99_ms == SLO_HEADROOM * service.slo_p99_tpot_ms
+    assert profile.e2e_p99_ms == SLO_HEADROOM * service.slo_p99_e2e_ms
+
+
+def test_a_service_without_a_baseline_has_no_demo_profile(service):
+    assert demo_profile(service) is None
+
+
+def test_the_first_agent_gets_the_profile_and_the_bounded_slowdown(service, tmp_path):
+    _baseline(service)
+
+    argv = agent_command(
+        host="demo-gpu-01", service=service, addr="127.0.0.1:8000", interval=5.0,
+        spool=tmp_path, slowdown=(120.0, 600.0),
+    )  # fmt: skip
+    config = build_config(vars(build_parser().parse_args(argv[3:])), {"PERFHUB_TOKEN": "t"})
+
+    assert config.simulate_profiles == {"chat-7b": demo_profile(service)}
+    assert (config.simulate_slowdown_after, config.simulate_slowdown_for) == (120.0, 600.0)
+    assert config.gpus == service.total_gpus
+
+
+def test_other_agents_get_no_slowdown(service, tmp_path):
+    argv = agent_command(
+        host="demo-gpu-02", service=service, addr="127.0.0.1:8000", interval=5.0, spool=tmp_path
+    )
+
+    assert not any(arg.startswith("--simulate-slowdown") for arg in argv)
+
+
+def test_run_demo_refuses_a_slowdown_end_without_a_start(db):
+    with pytest.raises(CommandError, match="--slowdown-for needs --slowdown-after"):
+        call_command("run_demo", "--slowdown-for", "600")
+
+
+@pytest.fixture
+def demo_services(db):
+    return build_demo().services
+
+
+def _simulate(service, start: datetime, seconds: float) -> list[dict]:
+    """The requests an agent following `demo_profile(service)` sends, in 5-second batches."""
+    clock = _Clock(start.timestamp())
+    profiles = {service.slug: demo_profile(service)}
+    sim = Simulator(host="h", services=[service.slug], profiles=profiles, seed=1, clock=clock)
+    rows = []
+    for _ in range(round(seconds / 5)):
+        clock.now += 5.0
+        rows += [r for r in sim.step()[2] if r["ok"]]
+    return rows
+
+
+@pytest.mark.parametrize("slug", ["support-chat-7b", "translate-mixtral"])
+def test_a_simulated_demo_service_stays_under_its_slos_at_the_daily_peak(demo_services, slug):
+    service = demo_services[slug]
+    busiest = datetime(2026, 3, 2, 14, 22, tzinfo=UTC)  # the simulator's afternoon peak
+
+    rows = _simulate(service, busiest, 300.0)  # a default rule's window
+
+    for metric in ("e2e", "ttft", "tpot"):
+        p99 = statistics.quantiles([r[f"{metric}_ms"] for r in rows], n=100)[98]
+        assert p99 < service.slo_for(metric), metric
+
+
+def test_a_simulated_demo_service_sits_near_its_baseline_medians(demo_services):
+    service = demo_services["support-chat-7b"]
+    baseline = service.baselines.get(is_current=True)
+
+    rows = _simulate(service, datetime(2026, 3, 2, 8, 30, tzinfo=UTC), 120.0)
+
+    for metric in ("e2e", "ttft", "tpot"):
+        median = statistics.median(r[f"{metric}_ms"] for r in rows)
+        assert median == pytest.approx(baseline.latency(metric, "p50"), rel=0.1), metric

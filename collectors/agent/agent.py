@@ -39,15 +39,7 @@ class Agent:
         self.clock = clock
         self.scraper = scraper or Scraper(timeout=config.scrape_timeout)
         if config.simulate and simulator is None:
-            simulator = Simulator(
-                host=config.host,
-                services=config.services,
-                gpus=config.gpus,
-                qps=config.simulate_qps,
-                slowdown_after=config.simulate_slowdown_after,
-                slowdown_factor=config.simulate_slowdown_factor,
-                slowdown_share=config.simulate_slowdown_share,
-            )
+            simulator = Simulator.from_config(config)
         self.simulator = simulator
         # Simulated GPUs replace NVML: a demo host has no GPU to read.
         self.nvml = None if simulator is not None else (nvml or NvmlReader())

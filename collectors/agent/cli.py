@@ -102,10 +102,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="mean request rate per service (default 12)",
     )
     g.add_argument(
+        "--simulate-profile",
+        dest="simulate_profiles",
+        action="append",
+        metavar="[SLUG:]KEY=VALUE,...",
+        help="what a service's fake engine serves: qps, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, "
+        "tpot_p99_ms, e2e_p99_ms, prompt_tokens, output_tokens; repeatable, one per service",
+    )
+    g.add_argument(
         "--simulate-slowdown-after",
         type=float,
         metavar="SECONDS",
         help="inject a P99 regression this long after start",
+    )
+    g.add_argument(
+        "--simulate-slowdown-for",
+        type=float,
+        metavar="SECONDS",
+        help="end the regression after this long (default: it lasts)",
     )
     g.add_argument(
         "--simulate-slowdown-factor",

@@ -6,9 +6,15 @@ same histograms and counters vLLM V1 exposes (names, labels and bucket edges as 
 So counters only grow, histogram counts equal the success counter, and the rows agree with
 the exposition.
 
+Each engine follows an `EngineProfile`: its request rate and the P50 (and optionally P99) of
+TTFT and TPOT, the P99 of end-to-end latency and the typical prompt and answer lengths. Latencies
+are log-normal through those targets, so a demo service's live charts agree with its dossier's
+baseline (`manage.py run_demo` derives each profile from it).
+
 A "P99 regression" is injected with a `Slowdown`: a share of requests (default 10%) become
 `factor` times slower, so the tail moves and the median barely does. It can start after a delay
-(`slowdown_after`, seconds since start) or be set at any time (`Simulator.set_slowdown`).
+(`slowdown_after`, seconds since start) and end after `slowdown_for` seconds, or be set at any
+time (`Simulator.set_slowdown`).
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .batch import rfc3339
+
+if TYPE_CHECKING:
+    from .config import AgentConfig
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +50,151 @@ H100_NAME = "NVIDIA H100 80GB HBM3"
 H100_MEMORY_BYTES = 81559 * 1024 * 1024  # what NVML reports for an H100 80GB HBM3
 MAX_NUM_SEQS = 256  # vLLM's default batch cap: beyond it requests wait
 KV_CAPACITY_TOKENS = 250_000
-MAX_TOKENS = 512  # requests that reach it finish with reason "length"
 ERROR_RATE = 0.002
 MAX_STEP_S = 300.0  # after a long pause (laptop asleep) simulate at most this much traffic
+Z99 = 2.3263  # the standard normal's 99th percentile: a log-normal's P99 is P50 * exp(Z99 * sigma)
+PROMPT_SIGMA = 0.5  # spread of prompt lengths (log-normal)
+PROMPT_TTFT_CORRELATION = 0.5  # longer prompts take longer to prefill
+# Latency stretch per unit of rate above the mean: the afternoon peak (~1.46x the mean rate)
+# is ~1.09x slower, so a profile's P99 at the mean rate says what the SLO sees at the peak.
+PRESSURE_SLOPE = 0.2
+ITL_JITTER = 0.12  # token-to-token spread around a request's own decode step time
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be simulated (a value not above 0, a P99 not above its P50...);
+    the message names the key."""
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """What one simulated engine serves at its mean load. Times in ms, lengths in tokens.
+
+    Latencies are log-normal through each P50 and P99 (a missing P99 takes a typical spread).
+    `e2e_p99_ms` sets how much answer lengths vary, so the end-to-end tail lands near it;
+    without it answers vary as in production chat. `qps` None means the simulator's rate.
+    Busier than the mean (the daily drift) stretches queueing and decode, as on a real engine.
+    """
+
+    qps: float | None = None
+    ttft_p50_ms: float = 200.0
+    ttft_p99_ms: float | None = None
+    tpot_p50_ms: float = 30.0
+    tpot_p99_ms: float | None = None
+    e2e_p99_ms: float | None = None
+    prompt_tokens: float = 900.0
+    output_tokens: float = 190.0
+
+    DEFAULT_TTFT_SPREAD = 3.0  # P99 / P50 when no P99 is given
+    DEFAULT_TPOT_SPREAD = math.exp(Z99 * 0.15)
+    DEFAULT_OUTPUT_SIGMA = 0.6
+
+    def __post_init__(self) -> None:
+        for name in ("ttft_p50_ms", "tpot_p50_ms", "prompt_tokens", "output_tokens"):
+            if not getattr(self, name) > 0:
+                raise ProfileError(f"{name}: must be more than 0, got {getattr(self, name)!r}")
+        if self.qps is not None and not self.qps > 0:
+            raise ProfileError(f"qps: must be more than 0, got {self.qps!r}")
+        if self.output_tokens < 2:
+            raise ProfileError("output_tokens: at least 2 (TPOT needs a second token)")
+        for metric in ("ttft", "tpot"):
+            p50, p99 = getattr(self, f"{metric}_p50_ms"), getattr(self, f"{metric}_p99_ms")
+            if p99 is not None and not p99 > p50:
+                raise ProfileError(f"{metric}_p99_ms: must be above {metric}_p50_ms ({p50:g})")
+        if self.e2e_p99_ms is not None and not self.e2e_p99_ms > self.e2e_p50_ms:
+            raise ProfileError(
+                f"e2e_p99_ms: must be above the end-to-end P50 the profile implies "
+                f"(ttft_p50_ms + output_tokens x tpot_p50_ms = {self.e2e_p50_ms:.0f} ms)"
+            )
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def parse(cls, text: str) -> EngineProfile:
+        """`key=value,key=value` (keys as the fields), e.g. `ttft_p50_ms=85,qps=24`."""
+        values: dict[str, float] = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            key, sep, value = item.partition("=")
+            key = key.strip().replace("-", "_")
+            if not sep or key not in cls.field_names():
+                raise ProfileError(
+                    f"{item!r}: expected KEY=VALUE with KEY one of {', '.join(cls.field_names())}"
+                )
+            try:
+                values[key] = float(value)
+            except ValueError:
+                raise ProfileError(f"{key}: expected a number, got {value.strip()!r}") from None
+            if not math.isfinite(values[key]):
+                raise ProfileError(f"{key}: expected a finite number, got {value.strip()!r}")
+        return cls(**values)
+
+    def spec(self) -> str:
+        """The `key=value,...` text `parse` reads back (only the values that differ)."""
+        default = EngineProfile()
+        return ",".join(
+            f"{name}={getattr(self, name):g}"
+            for name in self.field_names()
+            if getattr(self, name) is not None and getattr(self, name) != getattr(default, name)
+        )
+
+    @property
+    def e2e_p50_ms(self) -> float:
+        """About the median end-to-end latency: first token, then the rest at the TPOT P50."""
+        return self.ttft_p50_ms + (self.output_tokens - 1) * self.tpot_p50_ms
+
+    @property
+    def ttft_sigma(self) -> float:
+        if self.ttft_p99_ms is None:
+            return math.log(self.DEFAULT_TTFT_SPREAD) / Z99
+        return math.log(self.ttft_p99_ms / self.ttft_p50_ms) / Z99
+
+    @property
+    def tpot_sigma(self) -> float:
+        if self.tpot_p99_ms is None:
+            return math.log(self.DEFAULT_TPOT_SPREAD) / Z99
+        return math.log(self.tpot_p99_ms / self.tpot_p50_ms) / Z99
+
+    @property
+    def max_tokens(self) -> int:
+        """Where answers stop with reason "length": one in 20 as in chat traffic (190 -> 512
+        by default), or beyond the 99.5th percentile when `e2e_p99_ms` is calibrated on the
+        uncut tail."""
+        z = 1.6449 if self.e2e_p99_ms is None else 2.5758
+        return max(2, round(self.output_tokens * math.exp(z * self.output_sigma)))
+
+    @property
+    def output_sigma(self) -> float:
+        """Spread of answer lengths that puts the end-to-end P99 near `e2e_p99_ms`.
+
+        The tail is decode: its log-spread combines answer length and TPOT (independent), and
+        its P99 is what the end-to-end P99 leaves after a typical first token.
+        """
+        if self.e2e_p99_ms is None:
+            return self.DEFAULT_OUTPUT_SIGMA
+        decode_p50 = (self.output_tokens - 1) * self.tpot_p50_ms
+        decode_p99 = max(self.e2e_p99_ms - self.ttft_p50_ms, decode_p50 * 1.01)
+        decode_sigma = math.log(decode_p99 / decode_p50) / Z99
+        return max(0.05, math.sqrt(max(0.0, decode_sigma**2 - self.tpot_sigma**2)))
 
 
 @dataclass
 class Slowdown:
-    """`share` of requests are `factor` times slower (queue, prefill and decode)."""
+    """`share` of requests finishing in `[start, end)` are `factor` times slower (queue,
+    prefill and decode). Times are the simulator clock's (epoch seconds)."""
 
     factor: float = 1.0
     share: float = 0.0
+    start: float = -math.inf
+    end: float = math.inf
 
     @property
     def active(self) -> bool:
         return self.factor != 1.0 and self.share > 0.0
+
+    def covers(self, t: float) -> bool:
+        return self.active and self.start <= t < self.end
 
 
 class Histogram:
@@ -91,13 +230,19 @@ class FakeVllmEngine:
         service: str,
         *,
         qps: float = 12.0,
+        profile: EngineProfile | None = None,
         model_name: str = DEFAULT_MODEL,
         rng: random.Random,
         start: float,
         phase_s: float = 0.0,
     ) -> None:
         self.service = service
-        self.base_qps = qps
+        self.profile = profile or EngineProfile()
+        self.base_qps = self.profile.qps or qps
+        self._ttft_sigma = self.profile.ttft_sigma
+        self._tpot_sigma = self.profile.tpot_sigma
+        self._output_sigma = self.profile.output_sigma
+        self.max_tokens = self.profile.max_tokens
         self.model_name = model_name
         self.rng = rng
         self.created = float(int(start))
@@ -157,21 +302,39 @@ class FakeVllmEngine:
             self.kv_usage = 0.0
 
     def _one_request(self, finish: float, qps: float) -> dict[str, Any]:
-        rng = self.rng
-        slow = self.slowdown.active and rng.random() < self.slowdown.share
+        rng, profile = self.rng, self.profile
+        slow = self.slowdown.covers(finish) and rng.random() < self.slowdown.share
         factor = self.slowdown.factor if slow else 1.0
-        # Busier means longer queues and slower decode steps (bigger batches).
-        pressure = 1.0 + 0.4 * max(0.0, qps / self.base_qps - 1.0)
-        prompt_tokens = int(min(8192, max(16, rng.lognormvariate(math.log(900), 0.5))))
-        output_tokens = int(max(2, rng.lognormvariate(math.log(190), 0.6)))
+        # Busier than the mean means longer queues and slower decode steps (bigger batches).
+        pressure = 1.0 + PRESSURE_SLOPE * max(0.0, qps / self.base_qps - 1.0)
+        z_prompt, z_own = rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0)
+        prompt_tokens = int(
+            min(8192, max(16, profile.prompt_tokens * math.exp(PROMPT_SIGMA * z_prompt)))
+        )
+        output_tokens = int(max(2, rng.lognormvariate(math.log(profile.output_tokens),
+                                                      self._output_sigma)))  # fmt: skip
         reason = "stop"
-        if output_tokens >= MAX_TOKENS:
-            output_tokens, reason = MAX_TOKENS, "length"
-        queue_s = rng.lognormvariate(math.log(0.02), 1.0) * pressure * factor
-        prefill_s = rng.lognormvariate(math.log(0.17 * math.sqrt(prompt_tokens / 900)), 0.35)
-        ttft_s = queue_s + prefill_s * factor
-        step_s = rng.lognormvariate(math.log(0.030), 0.15) * pressure * factor
-        itls = [step_s * rng.lognormvariate(0.0, 0.12) for _ in range(output_tokens - 1)]
+        if output_tokens >= self.max_tokens:
+            output_tokens, reason = self.max_tokens, "length"
+        # TTFT is log-normal through the profile's P50 and P99 (still standard normal after
+        # mixing in the prompt's draw). The slow tail is mostly waiting, so the queue's share
+        # of it grows with the request's own draw.
+        rho = PROMPT_TTFT_CORRELATION
+        z = rho * z_prompt + math.sqrt(1.0 - rho * rho) * z_own
+        ttft_base_s = profile.ttft_p50_ms / 1000.0 * math.exp(self._ttft_sigma * z)
+        queue_share = min(0.9, 0.1 * math.exp(z_own))
+        queue_s = ttft_base_s * queue_share * pressure * factor
+        prefill_s = ttft_base_s * (1.0 - queue_share) * factor
+        ttft_s = queue_s + prefill_s
+        # A request's TPOT is its mean decode step; each token jitters around it (mean 1).
+        step_s = (
+            profile.tpot_p50_ms / 1000.0
+            * rng.lognormvariate(0.0, self._tpot_sigma) * pressure * factor
+        )  # fmt: skip
+        jitter_mu = -(ITL_JITTER**2) / 2
+        itls = [
+            step_s * rng.lognormvariate(jitter_mu, ITL_JITTER) for _ in range(output_tokens - 1)
+        ]
         decode_s = sum(itls)
         e2e_s = ttft_s + decode_s
         ok = rng.random() >= ERROR_RATE
@@ -303,7 +466,9 @@ class Simulator:
         services: list[str],
         gpus: int = 2,
         qps: float = 12.0,
+        profiles: dict[str, EngineProfile] | None = None,
         slowdown_after: float | None = None,
+        slowdown_for: float | None = None,
         slowdown_factor: float = 4.0,
         slowdown_share: float = 0.1,
         max_requests_per_batch: int = 1000,
@@ -311,38 +476,93 @@ class Simulator:
         warmup_s: float = 10.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        profiles = profiles or {}
+        unknown = sorted(set(profiles) - set(services))
+        if unknown:
+            raise ValueError(f"profiles for services not simulated here: {', '.join(unknown)}")
         self.clock = clock
         self.rng = random.Random(seed)
         self.started = clock()
         # The engines "started" warmup_s ago, so even the first batch carries traffic.
         start = self.started - warmup_s
         self.engines = [
-            FakeVllmEngine(slug, qps=qps, rng=self.rng, start=start, phase_s=i * 1800.0)
+            FakeVllmEngine(
+                slug,
+                qps=qps,
+                profile=profiles.get(slug),
+                rng=self.rng,
+                start=start,
+                phase_s=i * 1800.0,
+            )
             for i, slug in enumerate(services)
         ]
         self.gpus = FakeGpus(gpus, host=host, rng=self.rng)
         self.max_requests_per_batch = max_requests_per_batch
-        self._planned = (
-            None
-            if slowdown_after is None
-            else (self.started + slowdown_after, slowdown_factor, slowdown_share)
+        self.planned: Slowdown | None = None  # the slowdown waiting for its start
+        if slowdown_after is not None:
+            begin = self.started + slowdown_after
+            self.planned = Slowdown(
+                factor=slowdown_factor,
+                share=slowdown_share,
+                start=begin,
+                end=math.inf if slowdown_for is None else begin + slowdown_for,
+            )
+
+    @classmethod
+    def from_config(cls, config: AgentConfig) -> Simulator:
+        """The simulator `--simulate` and its `--simulate-*` settings describe."""
+        return cls(
+            host=config.host,
+            services=config.services,
+            gpus=config.gpus,
+            qps=config.simulate_qps,
+            profiles=config.simulate_profiles,
+            slowdown_after=config.simulate_slowdown_after,
+            slowdown_for=config.simulate_slowdown_for,
+            slowdown_factor=config.simulate_slowdown_factor,
+            slowdown_share=config.simulate_slowdown_share,
         )
 
-    def set_slowdown(self, factor: float, share: float = 0.1) -> None:
-        """Make `share` of requests `factor` times slower from now on (1.0 restores)."""
+    def set_slowdown(
+        self, factor: float, share: float = 0.1, *, duration: float | None = None
+    ) -> None:
+        """Make `share` of requests `factor` times slower from now on (1.0 restores), for
+        `duration` seconds when given."""
+        now = self.clock()
+        end = math.inf if duration is None else now + duration
+        self._apply(Slowdown(factor=factor, share=share, start=now, end=end))
+
+    @property
+    def slowdown(self) -> Slowdown:
+        """The slowdown in force now (inactive when there is none)."""
+        return self.engines[0].slowdown if self.engines else Slowdown()
+
+    def _apply(self, slowdown: Slowdown) -> None:
         for engine in self.engines:
-            engine.slowdown = Slowdown(factor=factor, share=share)
-        log.warning("simulator: slowdown x%.2f on %.0f%% of requests", factor, share * 100)
+            engine.slowdown = slowdown
+        if slowdown.active:
+            until = "" if slowdown.end == math.inf else f" for {slowdown.end - slowdown.start:g} s"
+            log.warning(
+                "simulator: slowdown x%.2f on %.0f%% of requests%s",
+                slowdown.factor,
+                slowdown.share * 100,
+                until,
+            )
+        else:
+            log.warning("simulator: slowdown over")
 
     def step(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         """Advance to now: (gpus, scrapes, requests)."""
         now = self.clock()
-        if self._planned is not None and now >= self._planned[0]:
-            _, factor, share = self._planned
-            self._planned = None
-            self.set_slowdown(factor, share)
+        if self.planned is not None and now >= self.planned.start:
+            # Requests are judged by their finish time, so the regression starts (and ends)
+            # on the second even when a batch spans its edges.
+            planned, self.planned = self.planned, None
+            self._apply(planned)
         for engine in self.engines:
             engine.advance(now)
+        if self.slowdown.active and now >= self.slowdown.end:
+            self._apply(Slowdown())
         ts = rfc3339(datetime.fromtimestamp(now, UTC))
         scrapes = [
             {"ts": ts, "service": e.service, "source": "vllm", "exposition": e.exposition()}

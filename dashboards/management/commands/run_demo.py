@@ -3,6 +3,11 @@
 Serves the site with Django's server, runs the periodic jobs (pulls, roll-ups, pruning, alert
 evaluation) in a background thread instead of Celery beat, and starts simulated GPU agents
 (`python -m collectors.agent --simulate`) that push to this server through the real ingest API.
+
+Each simulated engine follows its service's current baseline (`demo_profile`), with its P99s
+kept under the SLOs, so the live charts agree with the dossier and the default alert rules stay
+quiet until a regression is injected: `--slowdown-after S --slowdown-for D` slows the first
+agent's service for D seconds, long enough (say 600) for its P99 rule to fire, then resolve.
 """
 
 from __future__ import annotations
@@ -19,11 +24,72 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
+from collectors.agent.simulate import EngineProfile, ProfileError
 from collectors.services.periodic import run_periodic_jobs
 from collectors.services.tokens import token_issue_for_host_name
 from dossiers.models import Service
+from dossiers.selectors import current_baseline
 
 DEMO_LOGIN = ("demo", "perfhub-demo")
+# Live P99s aim at most this share of their SLO at the mean rate: the simulator's afternoon
+# peak is ~1.1x slower, which still leaves room for noise under the SLO.
+SLO_HEADROOM = 0.8
+MAX_AGENT_GPUS = 64
+
+
+def _targets(p50: float | None, p99: float | None, slo: float | None) -> dict[str, float]:
+    """A metric's P50 and P99 targets: the baseline's, with the P99 under the SLO's headroom."""
+    if not p50:
+        return {}
+    cap = slo * SLO_HEADROOM if slo else None
+    if cap is not None and (p99 is None or p99 > cap):
+        p99 = cap
+        if p50 > p99 / 1.1:  # an SLO tighter than the baseline's median: keep some spread
+            p50 = p99 / 1.5
+    return {"p50": p50, "p99": p99} if p99 and p99 > p50 else {"p50": p50}
+
+
+def demo_profile(service: Service) -> EngineProfile | None:
+    """The simulated engine's profile from the service's current baseline (None without one).
+
+    Latencies and prompt/answer lengths are the baseline's, each P99 held under its SLO. The
+    baseline's rate is per replica and one simulated host stands for the whole service, so
+    the rate is multiplied by the replicas (its cost per Mtok then matches the baseline's).
+    """
+    baseline = current_baseline(service)
+    if baseline is None:
+        return None
+    values: dict[str, float] = {}
+    rate = baseline.qps or baseline.request_rate
+    if rate:
+        values["qps"] = rate * max(1, service.replicas)
+    if baseline.prompt_tokens_mean:
+        values["prompt_tokens"] = baseline.prompt_tokens_mean
+    if baseline.output_tokens_mean and baseline.output_tokens_mean >= 2:
+        values["output_tokens"] = baseline.output_tokens_mean
+    for metric in ("ttft", "tpot"):
+        targets = _targets(
+            baseline.latency(metric, "p50"),
+            baseline.latency(metric, "p99"),
+            service.slo_for(metric),
+        )
+        for p, value in targets.items():
+            values[f"{metric}_{p}_ms"] = round(value, 2)
+    e2e = _targets(
+        baseline.latency("e2e", "p50"), baseline.latency("e2e", "p99"), service.slo_for("e2e")
+    )
+    if "p99" in e2e:
+        values["e2e_p99_ms"] = round(e2e["p99"], 1)
+    try:
+        return EngineProfile(**values)
+    except ProfileError:
+        # The e2e P99 the SLO allows is below what the TTFT and TPOT targets imply: keep
+        # the baseline's latencies and let the answer lengths vary as usual.
+        values.pop("e2e_p99_ms", None)
+        try:
+            return EngineProfile(**values)
+        except ProfileError:
+            return None
 
 
 def _periodic_jobs() -> None:
@@ -33,6 +99,34 @@ def _periodic_jobs() -> None:
     except ImportError:  # the alerts app may not provide evaluation yet
         return
     evaluate_all()
+
+
+def agent_command(
+    *,
+    host: str,
+    service: Service,
+    addr: str,
+    interval: float,
+    spool: Path,
+    slowdown: tuple[float | None, float | None] | None = None,
+) -> list[str]:
+    """The simulated agent's command line for `service`: its GPUs, its baseline's profile and
+    (`slowdown` = (after, for) seconds) an injected regression."""
+    gpus = min(MAX_AGENT_GPUS, max(1, service.total_gpus))
+    cmd = [
+        sys.executable, "-m", "collectors.agent", "--simulate", "--gpus", str(gpus),
+        "--service", service.slug, "--server", f"http://{addr}", "--host", host,
+        "--interval", str(interval), "--spool-dir", str(spool), "--log-level", "WARNING",
+    ]  # fmt: skip
+    profile = demo_profile(service)
+    if profile is not None and profile.spec():
+        cmd += ["--simulate-profile", f"{service.slug}:{profile.spec()}"]
+    after, duration = slowdown or (None, None)
+    if after is not None:
+        cmd += ["--simulate-slowdown-after", str(after)]
+    if duration is not None:
+        cmd += ["--simulate-slowdown-for", str(duration)]
+    return cmd
 
 
 class Command(BaseCommand):
@@ -46,15 +140,28 @@ class Command(BaseCommand):
         parser.add_argument(
             "--slowdown-after",
             type=float,
+            metavar="S",
             help="inject a P99 regression in the first agent this many seconds after start",
+        )
+        parser.add_argument(
+            "--slowdown-for",
+            type=float,
+            metavar="D",
+            help="end that regression after D seconds (default: it lasts); with the default "
+            "rules (5 min window, for 5 min, 2 min lag) 600 lets the alert fire, then resolve",
         )
 
     def handle(self, *args, addr: str, agents: int, interval: float, jobs_every: float, **opts):
+        slowdown = (opts.get("slowdown_after"), opts.get("slowdown_for"))
+        if slowdown[1] is not None and slowdown[0] is None:
+            raise CommandError(
+                "--slowdown-for needs --slowdown-after (when the regression starts)."
+            )
         services = list(Service.objects.filter(engine=Service.Engine.VLLM).order_by("pk")[:agents])
         if not services:
             raise CommandError("No vLLM service to simulate: run `manage.py seed_demo` first.")
         procs = [
-            self._start_agent(index, service, addr, interval, opts.get("slowdown_after"))
+            self._start_agent(index, service, addr, interval, slowdown if index == 1 else None)
             for index, service in enumerate(services, start=1)
         ]
         stop = threading.Event()
@@ -79,18 +186,19 @@ class Command(BaseCommand):
                 proc.wait(timeout=10)
 
     def _start_agent(
-        self, index: int, service: Service, addr: str, interval: float, slowdown_after
+        self,
+        index: int,
+        service: Service,
+        addr: str,
+        interval: float,
+        slowdown: tuple[float | None, float | None] | None,
     ) -> subprocess.Popen:
         host = f"demo-gpu-{index:02d}"
         _, token = token_issue_for_host_name(host_name=host, label="run_demo")
         spool = Path(settings.VAR_DIR) / "agent-spool" / host
-        cmd = [
-            sys.executable, "-m", "collectors.agent", "--simulate", "--gpus", "2",
-            "--service", service.slug, "--server", f"http://{addr}", "--host", host,
-            "--interval", str(interval), "--spool-dir", str(spool), "--log-level", "WARNING",
-        ]  # fmt: skip
-        if slowdown_after is not None and index == 1:
-            cmd += ["--simulate-slowdown-after", str(slowdown_after)]
+        cmd = agent_command(
+            host=host, service=service, addr=addr, interval=interval, spool=spool, slowdown=slowdown
+        )
         # The token travels in the environment, not argv, so `ps` does not show it.
         env = {**os.environ, "PERFHUB_TOKEN": token}
         return subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR)
