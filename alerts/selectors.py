@@ -82,10 +82,16 @@ def silences(now: datetime) -> dict[str, list[Silence]]:
     return out
 
 
-def recent_history_for_service(service: Service, now: datetime, limit: int = 20):
-    """The newest events of the service (one query), newest first."""
-    return list(
-        AlertEvent.objects.filter(service=service, at__lte=now)
-        .select_related("rule")
-        .order_by("-at", "-id")[:limit]
-    )
+ALERT_STATE_KINDS = (AlertEvent.Kind.PENDING, AlertEvent.Kind.FIRING, AlertEvent.Kind.RESOLVED)
+
+
+def recent_history_for_service(
+    service: Service, now: datetime, limit: int = 20, *, states_only: bool = False
+):
+    """The newest events of the service (one query), newest first. `states_only` keeps the
+    alert state changes and leaves out rule health (no data, data back), which the dossier
+    timeline does not need."""
+    events = AlertEvent.objects.filter(service=service, at__lte=now)
+    if states_only:
+        events = events.filter(kind__in=ALERT_STATE_KINDS)
+    return list(events.select_related("rule").order_by("-at", "-id")[:limit])

@@ -173,7 +173,7 @@ def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
 
     Four queries, each bounded by `limit`.
     """
-    events = recent_history_for_service(service, timezone.now(), limit)
+    events = recent_history_for_service(service, timezone.now(), limit, states_only=True)
     configs = list(ConfigVersion.objects.filter(service=service).order_by("-created_at")[:limit])
     experiments = list(Experiment.objects.filter(service=service).select_related("service")[:limit])
     runs = list(

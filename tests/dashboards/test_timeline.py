@@ -53,6 +53,12 @@ def test_the_timeline_merges_everything_newest_first(service, rule):
     assert entries[2].detail.startswith("value 2500 vs threshold 2000")
 
 
+def test_the_timeline_leaves_out_rule_health_changes(service, rule):
+    _event(rule, "no_data", T0)
+    _event(rule, "firing", T0 + timedelta(minutes=5))
+    assert [e.title for e in timeline(service=service)] == ["P99 e2e: firing"]
+
+
 def test_charts_mark_alerts_that_fired_and_resolved_but_not_pending_ones(service, rule):
     _event(rule, "pending", T0)
     _event(rule, "firing", T0 + timedelta(minutes=5))
