@@ -27,7 +27,7 @@ demo: migrate
 # Embedded default: SQLite under var/, eager Celery, the periodic jobs and a simulated agent
 # in-process (see collectors' `run_demo`), served on http://$(HOST):$(PORT).
 run: demo
-	DEBUG=1 $(BIN)/python manage.py run_demo --addr $(HOST):$(PORT)
+	DEBUG=1 $(BIN)/python manage.py run_demo --addr $(HOST):$(PORT) $(RUN_ARGS)
 
 test: install
 	$(BIN)/ruff check .
