@@ -4,6 +4,7 @@ Tests run against whatever database DATABASE_URL names (PostgreSQL in CI), else 
 Celery tasks run eagerly in tests unless a test starts a real worker on Redis.
 """
 
+import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -13,6 +14,19 @@ from django.db import connection
 from dossiers.models import Membership, Service, Team
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+
+# Browser tests: Debian's chromium driven by Playwright (no `playwright install` here).
+CHROMIUM = os.environ.get("PERFHUB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -34,6 +48,48 @@ def _eager_celery(settings):
     app.conf.task_eager_propagates = True
     yield
     app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def browser_page(monkeypatch):
+    """A headless Chromium page; `page.problems` collects console errors and page errors."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM}")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
+    # around it are synchronous, so Django's async guard may stand down for the test.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        problems: list[str] = []
+        page.on(
+            "console",
+            lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
+        )
+        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+        # A request cut short by the next navigation (net::ERR_ABORTED) is not a failure.
+        page.on(
+            "requestfailed",
+            lambda req: (
+                None
+                if "ERR_ABORTED" in (req.failure or "")
+                else problems.append(f"request failed: {req.url} ({req.failure})")
+            ),
+        )
+        page.problems = problems
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def browser_login(page, base_url: str, username: str, password: str) -> None:
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_load_state("networkidle")
 
 
 @pytest.fixture

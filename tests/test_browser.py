@@ -4,54 +4,11 @@ Uses Debian's chromium (PERFHUB_CHROMIUM or /usr/bin/chromium) through Playwrigh
 fails on any console error or page error. Skipped with a reason when chromium is missing.
 """
 
-import os
-from pathlib import Path
-
-# Playwright's sync API runs an event loop in this thread; Django refuses ORM calls from a thread
-# with a running loop unless told it is safe (tests only: the ORM is used synchronously here).
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 import pytest
 
 from dossiers import services
 
-CHROMIUM = os.environ.get("PERFHUB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no chromium at {CHROMIUM}"),
-]
-
-
-@pytest.fixture
-def browser_page():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        problems: list[str] = []
-        page.on(
-            "console",
-            lambda msg: (
-                problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None
-            ),
-        )
-        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-        page.problems = problems
-        try:
-            yield page
-        finally:
-            browser.close()
+pytestmark = pytest.mark.browser
 
 
 @pytest.mark.django_db(transaction=True)

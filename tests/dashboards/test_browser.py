@@ -2,9 +2,6 @@
 error and no page error. Set PERFHUB_SCREENSHOTS=<dir> to keep a screenshot of each page."""
 
 import os
-
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop vs the ORM
-
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,41 +9,12 @@ import pytest
 from django.utils import timezone
 
 from dossiers.models import ConfigVersion
+from tests.conftest import browser_login
 from tests.dashboards.conftest import make_baseline, make_load_test, make_service, seed_traffic
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 PLOT = ".js-plotly-plot .main-svg"
-
-
-@pytest.fixture
-def browser_page():
-    from playwright.sync_api import sync_playwright
-
-    executable = os.environ.get("PERFHUB_CHROMIUM", "/usr/bin/chromium")
-    if not Path(executable).exists():
-        pytest.skip(f"no Chromium at {executable}")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        problems: list[str] = []
-        page.on(
-            "console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else 0
-        )
-        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
-        yield page, problems
-        browser.close()
 
 
 @pytest.fixture
@@ -66,11 +34,7 @@ def seeded(team, service, owner):
 
 
 def _login(page, base_url):
-    page.goto(f"{base_url}/accounts/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "pw-alice-123")
-    page.click("button[type=submit]")
-    page.wait_for_load_state("networkidle")
+    browser_login(page, base_url, "alice", "pw-alice-123")
 
 
 def _shoot(page, name):
@@ -80,7 +44,8 @@ def _shoot(page, name):
 
 
 def test_fleet_and_service_dashboards_draw_charts_without_errors(browser_page, live_server, seeded):
-    page, problems = browser_page
+    page = browser_page
+    problems = page.problems
     _login(page, live_server.url)
 
     page.goto(f"{live_server.url}/dashboards/?range=1h")
@@ -99,7 +64,8 @@ def test_fleet_and_service_dashboards_draw_charts_without_errors(browser_page, l
 
 def test_an_empty_service_dashboard_draws_its_empty_states(browser_page, live_server, owner,
                                                            service):  # fmt: skip
-    page, problems = browser_page
+    page = browser_page
+    problems = page.problems
     _login(page, live_server.url)
     page.goto(f"{live_server.url}/dashboards/services/chat-7b/")
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 7")
@@ -119,7 +85,8 @@ def test_the_load_test_comparison_draws_bars_and_histograms(browser_page, live_s
         service, "v0.7.0 rc1", e2e=list(rng.lognormal(6.9, 0.5, 2000)), e2e_p50_ms=1000.0,
         e2e_p90_ms=1500.0, e2e_p99_ms=2200.0, ttft_p50_ms=180.0, ttft_p99_ms=420.0,
     )  # fmt: skip
-    page, problems = browser_page
+    page = browser_page
+    problems = page.problems
     _login(page, live_server.url)
     url = f"{live_server.url}/dashboards/services/chat-7b/loadtests/compare/?candidate="
     page.goto(f"{url}{candidate.pk}")
@@ -129,7 +96,8 @@ def test_the_load_test_comparison_draws_bars_and_histograms(browser_page, live_s
 
 
 def test_the_dossier_page_embeds_live_charts_and_the_timeline(browser_page, live_server, seeded):
-    page, problems = browser_page
+    page = browser_page
+    problems = page.problems
     _login(page, live_server.url)
     page.goto(f"{live_server.url}/services/chat-7b/")
     page.wait_for_selector(f"#live-panels {PLOT}", timeout=15000)
