@@ -11,7 +11,14 @@ from datetime import timedelta
 
 import plotly.graph_objects as go
 
-from dashboards.figures.common import SERIES_COLORS, SLO_COLOR, Panel, empty_figure, layout
+from dashboards.figures.common import (
+    SERIES_COLORS,
+    SLO_COLOR,
+    Panel,
+    add_note,
+    empty_figure,
+    layout,
+)
 from dashboards.selectors import FleetDashboard, FleetService
 
 OK_COLOR = "#1e7a46"
@@ -161,17 +168,7 @@ def cost_margin_figure(fleet: FleetDashboard) -> go.Figure:
         )
     unpriced = [s.service.name for s in priced if s.economics.margin is None]
     if unpriced:
-        fig.add_annotation(
-            text=f"No price set (margin drawn at 0): {', '.join(unpriced)}",
-            xref="paper",
-            yref="paper",
-            x=0,
-            y=1.0,
-            yanchor="bottom",
-            xanchor="left",
-            showarrow=False,
-            font={"size": 11, "color": "#6b7385"},
-        )
+        add_note(fig, f"No price set (margin drawn at 0): {', '.join(unpriced)}")
     return fig
 
 

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import plotly.graph_objects as go
 
-from dashboards.figures.common import Panel, empty_figure, layout
+from dashboards.figures.common import Panel, add_note, empty_figure, layout
 from dashboards.selectors import LoadTestComparison, RunSide
 
 BASELINE_COLOR = "#1e7a46"
@@ -103,17 +103,7 @@ def histogram_figure(c: LoadTestComparison, family: str) -> go.Figure:
         )
     missing = [side.role for side, _, h in data if h is None]
     if missing:
-        fig.add_annotation(
-            text=f"No per-request values for the {' or '.join(missing)}.",
-            xref="paper",
-            yref="paper",
-            x=0,
-            y=1.0,
-            yanchor="bottom",
-            xanchor="left",
-            showarrow=False,
-            font={"size": 11, "color": "#6b7385"},
-        )
+        add_note(fig, f"No per-request values for the {' or '.join(missing)}.")
     return fig
 
 
