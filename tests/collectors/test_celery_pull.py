@@ -9,6 +9,8 @@ import time
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
+from celery.signals import task_postrun
+from django.db import connection
 
 from collectors import tasks
 from collectors.models import Host, ScrapeWindow
@@ -27,10 +29,20 @@ def redis_worker(settings):
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "result_backend")}
     app.conf.update(broker_url=BROKER, task_always_eager=False, result_backend=None)
     _drop_cached_connections()
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
-        yield
+    # The worker thread's database connection would outlive the test (CONN_MAX_AGE) and block
+    # the test database's teardown: close it after each task, in the worker's own thread.
+    task_postrun.connect(_close_connection)
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+            yield
+    finally:
+        task_postrun.disconnect(_close_connection)
     app.conf.update(saved)
     _drop_cached_connections()
+
+
+def _close_connection(**_) -> None:
+    connection.close()
 
 
 def _drop_cached_connections() -> None:
