@@ -8,9 +8,12 @@ rows), never raw rows for long ranges (DESIGN.md sections 2 and 4).
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.timesince import timesince
 
 from dossiers.models import Service
 
@@ -18,6 +21,11 @@ LATENCY_METRICS = ("e2e", "ttft", "tpot", "queue")
 MINUTE = 60
 HOUR = 3600
 RESOLUTIONS = (MINUTE, HOUR)
+# How recent a push host's last_seen_at must be for it to count as receiving. An agent pushes
+# every 10 s by default, but ingest stamps last_seen_at at most once a minute, so a healthy
+# host's stamp is up to a minute old; three minutes also forgives a push or two lost to a
+# retry (the agent spools and replays) before the host is called silent.
+PUSH_FRESHNESS = timedelta(minutes=3)
 
 
 class Host(models.Model):
@@ -37,6 +45,16 @@ class Host(models.Model):
         UP = "up", "up"
         DOWN = "down", "down"
         UNKNOWN = "unknown", "unknown"
+
+    class Health(models.TextChoices):
+        """What the hosts page says about a host (see `health`); never stored."""
+
+        RECEIVING = "receiving", "receiving"
+        SILENT = "silent", "silent"
+        NEVER_SEEN = "never_seen", "never seen"
+        UP = "up", "up"
+        DOWN = "down", "down"
+        NOT_PULLED = "not_pulled", "not pulled yet"
 
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -81,6 +99,46 @@ class Host(models.Model):
             raise ValidationError({"pull_kind": "Say what the pull URL answers with."})
         if self.pull_kind in self.ENGINE_KINDS and not self.pull_service_id:
             raise ValidationError({"pull_service": "An engine scrape belongs to a service."})
+
+    @property
+    def is_pulled(self) -> bool:
+        return bool(self.pull_url)
+
+    def health(self, now: datetime) -> Host.Health:
+        """Push hosts: receiving while last_seen_at is within PUSH_FRESHNESS, else silent
+        (never seen when null). Pull hosts: the last pull's status, which only pulls set."""
+        if self.is_pulled:
+            return {
+                self.Status.UP: self.Health.UP,
+                self.Status.DOWN: self.Health.DOWN,
+            }.get(self.status, self.Health.NOT_PULLED)
+        if self.last_seen_at is None:
+            return self.Health.NEVER_SEEN
+        if now - self.last_seen_at <= PUSH_FRESHNESS:
+            return self.Health.RECEIVING
+        return self.Health.SILENT
+
+    def health_detail(self, now: datetime) -> str:
+        """A short sentence behind the health badge, e.g. "last push 40 seconds ago"."""
+        health = self.health(now)
+        if health == self.Health.DOWN:
+            return self.last_error or "the last pull failed"
+        if health == self.Health.NOT_PULLED:
+            return "waiting for the first pull"
+        if health == self.Health.NEVER_SEEN:
+            return "no push received yet"
+        if health == self.Health.UP:
+            return f"pulled {_ago(self.last_pull_at, now)} ago" if self.last_pull_at else ""
+        if health == self.Health.RECEIVING:
+            return f"last push {_ago(self.last_seen_at, now)} ago"
+        return f"nothing for {_ago(self.last_seen_at, now)}"
+
+
+def _ago(then: datetime, now: datetime) -> str:
+    # Stamps are written at most once a minute, so seconds would be false precision.
+    if now - then < timedelta(minutes=1):
+        return "under a minute"
+    return timesince(then, now, depth=1)
 
 
 class AgentToken(models.Model):

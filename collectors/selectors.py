@@ -111,6 +111,14 @@ class ServiceMetrics:
     overall: dict[str, list[Percentile]]  # whole-range merged percentiles per latency metric
     gpus: list[GpuPoint] = field(default_factory=list)
 
+    @property
+    def latest_gpus(self) -> list[GpuPoint]:
+        """Each GPU's newest point (per host: one host's last minute may lag another's)."""
+        newest: dict[tuple[str, int], GpuPoint] = {}
+        for g in self.gpus:  # sorted by time, so later points win
+            newest[(g.host, g.gpu_index)] = g
+        return [newest[key] for key in sorted(newest)]
+
     def to_dict(self) -> dict:
         return {
             "service": self.service,
@@ -313,6 +321,54 @@ def live_economics(
 def hosts_overview() -> list[Host]:
     """Every host with its pull target's service, for the hosts page (one query)."""
     return list(Host.objects.select_related("pull_service").order_by("name"))
+
+
+# The hosts page lists the services a host reported within this window (from hourly rows).
+HOST_SERVICES_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class HostService:
+    slug: str
+    name: str
+
+
+@dataclass(frozen=True)
+class HostRow:
+    host: Host
+    health: str
+    health_label: str
+    health_detail: str
+    services: list[HostService]  # the pull target, then what it reported, by name
+
+
+def host_rows(*, now: datetime) -> list[HostRow]:
+    """Every host with its health at `now` and its services, for the hosts page (two queries:
+    the hosts, and the (host, service) pairs of the last HOST_SERVICES_WINDOW's hourly rows)."""
+    reported: dict[int, dict[str, HostService]] = defaultdict(dict)
+    for host_id, slug, name in (
+        ServiceRollup.objects.filter(resolution_s=HOUR, start__gte=now - HOST_SERVICES_WINDOW)
+        .values_list("host_id", "service__slug", "service__name")
+        .distinct()
+    ):
+        reported[host_id][slug] = HostService(slug=slug, name=name)
+    rows = []
+    for host in hosts_overview():
+        services = sorted(reported[host.pk].values(), key=lambda s: s.name)
+        if host.pull_service is not None:
+            target = HostService(slug=host.pull_service.slug, name=host.pull_service.name)
+            services = [target] + [s for s in services if s.slug != target.slug]
+        health = host.health(now)
+        rows.append(
+            HostRow(
+                host=host,
+                health=health.value,
+                health_label=health.label,
+                health_detail=host.health_detail(now),
+                services=services,
+            )
+        )
+    return rows
 
 
 def latest_minutes(*, service: Service, limit: int = 30) -> list[ServiceRollup]:

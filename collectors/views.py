@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from collectors import selectors
+from collectors.models import PUSH_FRESHNESS
 from dossiers.models import Service
 
 LIVE_MINUTES = 30
@@ -39,4 +40,12 @@ def service_live(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def hosts(request: HttpRequest) -> HttpResponse:
-    return render(request, "collectors/hosts.html", {"hosts": selectors.hosts_overview()})
+    return render(
+        request,
+        "collectors/hosts.html",
+        {
+            "rows": selectors.host_rows(now=timezone.now()),
+            "freshness_minutes": int(PUSH_FRESHNESS.total_seconds() // 60),
+            "services_hours": int(selectors.HOST_SERVICES_WINDOW.total_seconds() // 3600),
+        },
+    )
