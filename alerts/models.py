@@ -39,6 +39,7 @@ class Rule(models.Model):
 
     LATENCY_KINDS = {Kind.P99_E2E: "e2e", Kind.P99_TTFT: "ttft", Kind.P99_TPOT: "tpot"}
     BELOW_KINDS = (Kind.GPU_WAITING, Kind.SM_GAP, Kind.MARGIN)
+    GPU_KINDS = (Kind.GPU_WAITING, Kind.SM_GAP)  # the rules that read GPU roll-ups
     UNITS = {
         Kind.P99_E2E: "ms",
         Kind.P99_TTFT: "ms",

@@ -175,6 +175,7 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
     inputs = rules.Inputs(window_end=end, no_data_lookback_s=no_data_lookback().total_seconds())
     by_window: dict[int, set[int]] = defaultdict(set)
     metrics_by_window: dict[int, set[str]] = defaultdict(set)
+    gpu_windows: set[int] = set()
     no_data_services: set[int] = set()
     cost_services: dict[int, Service] = {}
     for rule in claimed:
@@ -184,12 +185,18 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
         by_window[rule.window_s].add(rule.service_id)
         if rule.kind in Rule.LATENCY_KINDS:
             metrics_by_window[rule.window_s].add(Rule.LATENCY_KINDS[rule.kind])
+        if rule.kind in Rule.GPU_KINDS:
+            gpu_windows.add(rule.window_s)
         if rule.kind == Rule.Kind.COST_VS_BASELINE:
             cost_services[rule.service_id] = rule.service
     for window_s, service_ids in by_window.items():
         start = end - timedelta(seconds=window_s)
         inputs.windows[window_s] = sources.service_windows(
-            service_ids, start, end, metrics=metrics_by_window[window_s]
+            service_ids,
+            start,
+            end,
+            metrics=metrics_by_window[window_s],
+            gpu=window_s in gpu_windows,
         )
     if no_data_services:
         inputs.last_data = sources.last_data(no_data_services, end - no_data_lookback(), end)

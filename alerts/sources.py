@@ -72,10 +72,12 @@ def service_windows(
     end: datetime,
     *,
     metrics: Iterable[str] = LATENCY_METRICS,
+    gpu: bool = True,
 ) -> dict[int, ServiceWindow]:
     """Every listed service's merged window `[start, end)` from 1-minute roll-ups: 2 queries.
 
-    Only the distributions of `metrics` are read (a cost rule over an hour reads no sketch).
+    Only the distributions of `metrics` are read (a cost rule over an hour reads no sketch),
+    and GPU roll-ups only with `gpu` (the bulk of the rows; only GPU rules need them).
     Services without a roll-up row in the window are absent from the result (no data).
     """
     ids = list(service_ids)
@@ -128,7 +130,8 @@ def service_windows(
         w.kv_cache_mean = sum(kv_known) / len(kv_known) if kv_known else None
         for m in metrics:
             w.latency[m] = latency_percentiles(merged[sid], m, (0.99,))[0]
-    _add_gpu(out, start, end)
+    if gpu:
+        _add_gpu(out, start, end)
     return out
 
 
