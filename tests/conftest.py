@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from dossiers.models import Membership, Service, Team
 
@@ -81,6 +81,9 @@ def browser_page(monkeypatch):
         try:
             yield page
         finally:
+            # ORM calls made while Playwright runs use a connection of their own (its greenlet
+            # has its own context); close it, or it blocks dropping the test database.
+            connections.close_all()
             browser.close()
 
 
