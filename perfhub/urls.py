@@ -11,7 +11,6 @@ urlpatterns = [
     path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("dossiers.api_urls")),
     path("api/v1/", include("collectors.api_urls")),
-    path("api/v1/", include("alerts.api_urls")),
     path("collectors/", include("collectors.urls")),
     path("alerts/", include("alerts.urls")),
     path("dashboards/", include("dashboards.urls")),
