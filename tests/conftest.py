@@ -13,7 +13,7 @@ from django.db import connection, connections
 
 from dossiers.models import Membership, Service, Team
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 # Browser tests: Debian's chromium driven by Playwright (no `playwright install` here).
 CHROMIUM = os.environ.get("PERFHUB_CHROMIUM", "/usr/bin/chromium")

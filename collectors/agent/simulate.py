@@ -2,7 +2,7 @@
 
 The fake engine keeps real cumulative state: every simulated request is observed once into the
 same histograms and counters vLLM V1 exposes (names, labels and bucket edges as in
-`shared/fixtures/vllm/`), and also recorded as a per-request row for the batch's `requests`.
+`tests/fixtures/vllm/`), and also recorded as a per-request row for the batch's `requests`.
 So counters only grow, histogram counts equal the success counter, and the rows agree with
 the exposition.
 
