@@ -32,6 +32,8 @@ run: demo
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@# The layers of docs/architecture.md (contracts in .importlinter).
+	$(BIN)/lint-imports
 	@# Models and migrations agree (checked on the SQLite default: no server needed).
 	env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m pytest

@@ -26,17 +26,9 @@ from analysis.percentiles import Percentile
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
 from collectors.selectors import ServiceMetrics, latency_percentiles, service_metrics
 from collectors.services.rollups import Traffic
-from dossiers.models import (
-    Baseline,
-    ConfigVersion,
-    Experiment,
-    GateRun,
-    LoadTest,
-    LoadTestSketch,
-    MeasuredRun,
-    Service,
-)
+from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
 from dossiers.selectors import current_baseline
+from loadtests.models import GateRun, LoadTest, LoadTestSketch
 
 # Alert history kinds worth a line on a chart; the timeline lists every transition but these
 # are the ones a reader of a latency chart needs ("it fired here, it resolved there").
@@ -464,15 +456,14 @@ def loadtest_comparison(
         baseline = baselines.filter(is_current=True).first()
     if candidate is None or baseline is None:
         return None
-    ids = [candidate.pk] + ([baseline.source_load_test_id] if baseline.source_load_test_id else [])
+    source_id = LoadTest.objects.filter(promoted_to=baseline).values_list("pk", flat=True).first()
+    ids = [candidate.pk] + ([source_id] if source_id else [])
     by_test: dict[int, dict[str, DDSketch]] = defaultdict(dict)
     for item in LoadTestSketch.objects.filter(load_test_id__in=ids):
         by_test[item.load_test_id][item.family] = sketches.loads(bytes(item.sketch))
     return LoadTestComparison(
         service=service,
-        baseline=RunSide(
-            "baseline", baseline.label, baseline, _sketches(baseline.source_load_test_id, by_test)
-        ),
+        baseline=RunSide("baseline", baseline.label, baseline, _sketches(source_id, by_test)),
         candidate=RunSide(
             "candidate", candidate.label, candidate, _sketches(candidate.pk, by_test)
         ),

@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "dossiers",
+    "loadtests",
     "collectors",
     "alerts",
     "dashboards",

@@ -9,11 +9,11 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/v1/", include("dossiers.api_urls")),
+    path("api/v1/", include("loadtests.api_urls")),
     path("api/v1/", include("collectors.api_urls")),
     path("collectors/", include("collectors.urls")),
     path("alerts/", include("alerts.urls")),
     path("dashboards/", include("dashboards.urls")),
-    path("", include("dossiers.loadtest_urls")),
+    path("", include("loadtests.urls")),
     path("", include("dossiers.urls")),
 ]

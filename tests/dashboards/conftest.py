@@ -17,7 +17,8 @@ import pytest
 
 from analysis import sketches
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
-from dossiers.models import Baseline, LoadTest, LoadTestSketch, Service
+from dossiers.models import Baseline, Service
+from loadtests.models import LoadTest, LoadTestSketch
 
 GB = 1024**3
 
@@ -169,8 +170,13 @@ def make_baseline(service: Service, **extra) -> Baseline:
         "tpot_p50_ms": 15.0,
         "tpot_p99_ms": 30.0,
     }
+    source = extra.pop("source_load_test", None)
     fields.update(extra)
-    return Baseline.objects.create(service=service, **fields)
+    baseline = Baseline.objects.create(service=service, **fields)
+    if source is not None:
+        source.promoted_to = baseline
+        source.save(update_fields=["promoted_to"])
+    return baseline
 
 
 def make_load_test(service, label="candidate 0.7.0", *, e2e=None, **extra) -> LoadTest:

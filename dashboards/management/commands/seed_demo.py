@@ -1,0 +1,31 @@
+"""`manage.py seed_demo`: build the demo fleet (idempotent); the data lives in dossiers.demo."""
+
+from django.core.management.base import BaseCommand
+
+from dossiers import demo
+from loadtests.demo import add_demo_loadtests
+
+
+class Command(BaseCommand):
+    help = "Create the demo users, teams and services that are missing (--rebuild: all of them)."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--rebuild",
+            action="store_true",
+            help="Delete and rebuild demo services that already exist.",
+        )
+
+    def handle(self, *args, rebuild: bool = False, **options):
+        self.stdout.write("Building the demo fleet:")
+        result = demo.build_demo(stdout=self.stdout, rebuild=rebuild)
+        add_demo_loadtests(list(result.services.values()))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{len(result.created)} service(s) built, {len(result.skipped)} already there."
+            )
+        )
+        self.stdout.write(
+            f"Demo login: {demo.DEMO_USERNAME} / {demo.DEMO_PASSWORD}  "
+            f"(admin: {demo.ADMIN_USERNAME} / {demo.ADMIN_PASSWORD})"
+        )

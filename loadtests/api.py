@@ -1,0 +1,207 @@
+"""/api/v1/services/<slug>/loadtests/ and /gate/: import a load-test file, run the release gate.
+
+Both take the file either as multipart (`file`, plus optional `format`, `baseline`, `run`
+fields) or as the raw request body (JSON or JSON lines; options in the query string).
+Authentication is the project default (session, or an agent token for CI machines); a browser
+user must belong to the service's team, a machine token may post for any service.
+
+Answers, loadtests/: 201 with the runs stored (200 when the same file was imported before),
+400 `{"detail": "<parser message naming the key or line>"}`, 403, 404 unknown service,
+413 over the size limit.
+Answers, gate/: 200 with the verdict ("pass" or "regression") and the table; 422 when the gate
+refuses to compare (no baseline, another workload shape: the body has `reasons`), so a CI step
+can tell "regressed" (200 + verdict) from "could not judge" (422) from "bad file" (400).
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from dossiers.models import Service
+from loadtests.gate import GateInputError, run_gate
+from loadtests.importing import MAX_FILE_BYTES, LoadTestImportError, import_loadtest_file
+from loadtests.models import GateRun, LoadTest
+
+
+class LoadTestSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    created = serializers.SerializerMethodField()
+    baseline = serializers.SerializerMethodField()
+
+    class Meta:
+        model = LoadTest
+        exclude = ["service", "imported_by", "extra", "content_sha256"]
+
+    def get_url(self, run: LoadTest) -> str:
+        request = self.context.get("request")
+        url = run.get_absolute_url()
+        return request.build_absolute_uri(url) if request else url
+
+    def get_created(self, run: LoadTest) -> bool:
+        return getattr(run, "just_created", False)
+
+    def get_baseline(self, run: LoadTest) -> int | None:
+        baseline = run.promoted_to
+        return baseline.pk if baseline is not None else None
+
+
+class OptionsSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(
+        choices=["vllm-bench", "genai-perf", "guidellm", "llmperf"], required=False
+    )
+    baseline = serializers.BooleanField(required=False, default=False)
+    run = serializers.IntegerField(required=False, min_value=1)
+
+
+_FILE_BODY = {
+    "multipart/form-data": {
+        "type": "object",
+        "properties": {"file": {"type": "string", "format": "binary"}},
+        "required": ["file"],
+    },
+    "application/json": OpenApiTypes.OBJECT,
+}
+_OPTIONS = [
+    OpenApiParameter("format", str, enum=["vllm-bench", "genai-perf", "guidellm", "llmperf"]),
+    OpenApiParameter("baseline", bool, description="Promote the imported run to baseline."),
+    OpenApiParameter("run", int, description="With several runs in one file: which (1-based)."),
+]
+
+
+class _FileEndpoint(APIView):
+    """Reads the upload (multipart or raw body) and the service the URL names."""
+
+    def service(self, request, slug: str) -> Service:
+        service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
+        user = request.user
+        is_machine = request.auth is not None and getattr(user, "pk", None) is None
+        if not is_machine and not service.can_edit(user):
+            raise PermissionDenied("Only members of the service's team post its load tests.")
+        return service
+
+    def upload(self, request) -> tuple[bytes | None, str | None, dict, Response | None]:
+        """(content, filename, options, error response)."""
+        if request.content_type.startswith("multipart/form-data"):
+            upload = request.FILES.get("file")
+            if upload is None:
+                return None, None, {}, Response({"file": ["No file was submitted."]}, 400)
+            if upload.size > MAX_FILE_BYTES:
+                return None, None, {}, _too_large()
+            content, filename = upload.read(), upload.name
+            raw_options = {**request.query_params.dict(), **request.POST.dict()}
+        else:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+            if length > MAX_FILE_BYTES:
+                return None, None, {}, _too_large()
+            content, filename = request.body, None
+            raw_options = request.query_params.dict()
+        if not content:
+            return None, None, {}, Response({"detail": "The request carries no file."}, 400)
+        options = OptionsSerializer(data=raw_options)
+        options.is_valid(raise_exception=True)
+        return content, filename, options.validated_data, None
+
+
+def _too_large() -> Response:
+    return Response(
+        {"detail": f"The file is larger than {MAX_FILE_BYTES:,} bytes."},
+        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    )
+
+
+class LoadTestImportView(_FileEndpoint):
+    @extend_schema(
+        request=_FILE_BODY,
+        parameters=_OPTIONS,
+        responses={
+            201: OpenApiResponse(OpenApiTypes.OBJECT, description="Runs stored."),
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="Already imported."),
+            400: OpenApiResponse(description="The file is not a known load-test format."),
+            413: OpenApiResponse(description="The file is too large."),
+        },
+    )
+    def post(self, request, slug: str) -> Response:
+        service = self.service(request, slug)
+        content, filename, options, error = self.upload(request)
+        if error is not None:
+            return error
+        try:
+            runs = import_loadtest_file(
+                service=service,
+                content=content,
+                filename=filename,
+                format=options.get("format"),
+                user=request.user,
+                baseline=options["baseline"],
+                baseline_run=options.get("run"),
+                origin=LoadTest.Origin.API,
+            )
+        except LoadTestImportError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        created = sum(1 for r in runs if r.just_created)
+        body = {
+            "service": service.slug,
+            "created": created,
+            "runs": LoadTestSerializer(runs, many=True, context={"request": request}).data,
+        }
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+def gate_run_body(gate_run: GateRun, request) -> dict:
+    candidate = gate_run.candidate
+    return {
+        "id": gate_run.pk,
+        "verdict": gate_run.verdict,
+        "service": gate_run.service.slug,
+        "baseline": None
+        if gate_run.baseline is None
+        else {"id": gate_run.baseline.pk, "label": gate_run.baseline.label},
+        "candidate": {"id": candidate.pk, "label": candidate.label},
+        "result": gate_run.result,
+        "table": gate_run.table,
+        "url": request.build_absolute_uri(gate_run.get_absolute_url()),
+    }
+
+
+class GateView(_FileEndpoint):
+    @extend_schema(
+        request=_FILE_BODY,
+        parameters=_OPTIONS[:1],
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="Verdict: pass or regression."),
+            400: OpenApiResponse(description="The file is not a known load-test format."),
+            422: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="Refused: no comparable baseline."
+            ),
+        },
+    )
+    def post(self, request, slug: str) -> Response:
+        service = self.service(request, slug)
+        content, filename, options, error = self.upload(request)
+        if error is not None:
+            return error
+        try:
+            gate_run = run_gate(
+                service=service,
+                source=GateRun.Source.API,
+                candidate_content=content,
+                filename=filename,
+                format=options.get("format"),
+                user=request.user,
+            )
+        except GateInputError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        except LoadTestImportError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        body = gate_run_body(gate_run, request)
+        if gate_run.verdict == GateRun.Verdict.REFUSED:
+            body["detail"] = "The gate refused to compare: " + "; ".join(gate_run.reasons)
+            body["reasons"] = gate_run.reasons
+            return Response(body, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        return Response(body, status=status.HTTP_200_OK)

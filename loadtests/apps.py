@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LoadtestsConfig(AppConfig):
+    name = "loadtests"
+    verbose_name = "load tests"

@@ -1,0 +1,73 @@
+"""Plotly figures for load-test pages, built server-side; pages load the packaged plotly.js."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from loadtests.sweeps import SweetSpot
+
+
+def _setting(sweep, run) -> str:
+    x = sweep.x(run)
+    return f"c={x:g}" if sweep.axis == "concurrency" else f"{x:g} req/s"
+
+
+def sweep_figure(spot: SweetSpot) -> go.Figure:
+    """Output tokens/s (x) against P99 end-to-end latency (y), one marker per setting, the
+    sweet spot annotated and the SLO drawn as a horizontal line."""
+    sweep = spot.sweep
+    runs = sweep.plotted_runs
+    fig = go.Figure(
+        go.Scatter(
+            x=[r.output_tps for r in runs],
+            y=[r.e2e_p99_ms for r in runs],
+            mode="lines+markers+text",
+            text=[_setting(sweep, r) for r in runs],
+            textposition="top left",
+            name="runs",
+            hovertemplate="%{text}<br>%{x:,.0f} tok/s<br>P99 %{y:,.0f} ms<extra></extra>",
+        )
+    )
+    best = spot.run
+    if best is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=[best.output_tps],
+                y=[best.e2e_p99_ms],
+                mode="markers",
+                marker={"size": 16, "symbol": "star", "color": "#d62728"},
+                name="sweet spot",
+                hoverinfo="skip",
+            )
+        )
+        fig.add_annotation(
+            x=best.output_tps,
+            y=best.e2e_p99_ms,
+            text=f"sweet spot: {_setting(sweep, best)}",
+            showarrow=True,
+            arrowhead=2,
+            ax=-60,
+            ay=-50,
+        )
+    if spot.slo_p99_ms:
+        fig.add_hline(
+            y=spot.slo_p99_ms,
+            line_dash="dash",
+            line_color="#888",
+            annotation_text=f"SLO P99 {spot.slo_p99_ms:,.0f} ms",
+            annotation_position="top left",
+        )
+    fig.update_layout(
+        xaxis_title="output tokens/s",
+        yaxis_title="P99 end-to-end latency (ms)",
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        height=420,
+        showlegend=False,
+        template="plotly_white",
+    )
+    return fig
+
+
+def to_html(fig: go.Figure) -> str:
+    return pio.to_html(fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False})

@@ -1,0 +1,85 @@
+"""Forms for the load-test pages: the upload, and the two calculators (DESIGN.md formulas)."""
+
+from __future__ import annotations
+
+from django import forms
+
+from analysis import kvcache
+from loadtests.formats import FORMATS
+from loadtests.importing import MAX_FILE_BYTES
+
+
+class LoadTestUploadForm(forms.Form):
+    file = forms.FileField(
+        help_text="vllm bench serve JSON or JSON lines, GenAI-Perf profile_export_genai_perf"
+        ".json, a guidellm report or an llmperf *_summary.json."
+    )
+    format = forms.ChoiceField(
+        choices=[("", "detect from the content"), *((f, f) for f in FORMATS)],
+        required=False,
+    )
+    baseline = forms.BooleanField(label="Make it the current baseline", required=False)
+    run = forms.IntegerField(
+        label="Run to promote",
+        min_value=1,
+        required=False,
+        help_text="For a file of several runs (a sweep): which one becomes the baseline, from 1.",
+    )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_FILE_BYTES:
+            raise forms.ValidationError(f"The file is larger than {MAX_FILE_BYTES:,} bytes.")
+        return upload
+
+
+class CostForm(forms.Form):
+    gpu_hour_price = forms.FloatField(label="GPU price per hour", min_value=0, initial=10)
+    gpus = forms.IntegerField(label="GPUs", min_value=1, initial=1)
+    tokens_per_second = forms.FloatField(
+        label="Tokens per second",
+        min_value=0.001,
+        initial=2000,
+        help_text="Sustained throughput of those GPUs, in the tokens you bill.",
+    )
+    price_per_mtok = forms.FloatField(
+        label="Price charged per million tokens", min_value=0.0001, required=False, initial=5
+    )
+    busy_fraction = forms.FloatField(
+        label="Busy share of the hours (GPU-Util)",
+        min_value=0,
+        max_value=1,
+        required=False,
+        help_text="0-1. Optional: gives the usage-basis cost beside the allocation basis.",
+    )
+
+
+DTYPE_CHOICES = [
+    (name, f"{name} ({size} byte{'s' if size > 1 else ''})")
+    for name, size in kvcache.DTYPE_BYTES.items()
+]
+
+
+class KvCacheForm(forms.Form):
+    layers = forms.IntegerField(min_value=1, initial=40)
+    attention_heads = forms.IntegerField(label="Attention (query) heads", min_value=1, initial=40)
+    kv_heads = forms.IntegerField(
+        label="KV heads",
+        min_value=1,
+        required=False,
+        help_text="num_key_value_heads. Fewer than the query heads with grouped-query attention "
+        "(Llama 3, Mistral); leave blank for multi-head attention (same as the query heads).",
+    )
+    head_dim = forms.IntegerField(label="Head dimension", min_value=1, initial=128)
+    seq_len = forms.IntegerField(label="Sequence length (tokens)", min_value=1, initial=2048)
+    batch = forms.IntegerField(label="Batch (sequences)", min_value=1, initial=16)
+    dtype = forms.ChoiceField(label="KV cache dtype", choices=DTYPE_CHOICES, initial="fp16")
+
+    def clean(self):
+        data = super().clean()
+        heads, kv = data.get("attention_heads"), data.get("kv_heads")
+        if heads and kv and kv > heads:
+            self.add_error("kv_heads", "Cannot exceed the attention heads.")
+        if heads and kv and heads % kv:
+            self.add_error("kv_heads", "Query heads must divide evenly into KV head groups.")
+        return data

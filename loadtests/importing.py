@@ -1,0 +1,228 @@
+"""Importing load-test files into a service's dossier, and promoting a run to its baseline.
+
+One file, one transaction: a file that fails to parse or validate stores nothing. A run is
+identified by (service, SHA-256 of the file, position in the file), so importing the same file
+again returns the runs already stored and writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from analysis import sketches
+from dossiers import services
+from dossiers.models import LATENCY_METRICS, PERCENTILES, RUN_FIELD_NAMES, Baseline, Service
+from loadtests.formats import LoadTestFormatError, ParsedRun, parse_loadtest
+from loadtests.models import LoadTest, LoadTestSketch
+
+# Larger files are refused before parsing: even a long sweep with per-request arrays is smaller.
+MAX_FILE_BYTES = 50 * 1024 * 1024
+
+
+class LoadTestImportError(ValueError):
+    """A file that cannot be imported; the message names the format and the key or line."""
+
+
+def content_digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def parse_file(
+    content: bytes, *, filename: str | None = None, format: str | None = None
+) -> list[ParsedRun]:
+    """The file's runs, or LoadTestImportError with the parser's message."""
+    if len(content) > MAX_FILE_BYTES:
+        raise LoadTestImportError(
+            f"the file is {len(content):,} bytes; the limit is {MAX_FILE_BYTES:,}"
+        )
+    try:
+        runs = parse_loadtest(content, format=format or None, filename=filename)
+    except LoadTestFormatError as exc:
+        raise LoadTestImportError(str(exc)) from exc
+    if not runs:
+        raise LoadTestImportError("the file holds no runs")
+    return runs
+
+
+def _validation_message(exc: ValidationError, run_number: int) -> str:
+    if hasattr(exc, "message_dict"):
+        detail = "; ".join(
+            f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
+        )
+    else:
+        detail = " ".join(exc.messages)
+    return f"run {run_number}: {detail}"
+
+
+def _store_run(
+    *,
+    service: Service,
+    parsed: ParsedRun,
+    digest: str,
+    index: int,
+    filename: str | None,
+    user,
+    origin: str,
+) -> LoadTest:
+    fields = dict(parsed.fields)
+    if fields.get("concurrency") is not None:
+        fields["concurrency"] = int(fields["concurrency"])
+    if fields.get("request_count") is not None:
+        fields["request_count"] = int(fields["request_count"])
+    run = LoadTest(
+        service=service,
+        label=(parsed.label or f"run {index + 1}")[:200],
+        format=parsed.format,
+        tool_version=(parsed.tool_version or "")[:40],
+        source_name=(filename or "")[:255],
+        content_sha256=digest,
+        run_index=index,
+        origin=origin,
+        imported_by=user if getattr(user, "pk", None) else None,
+        errors=parsed.errors,
+        request_rate_inf=parsed.request_rate_inf,
+        extra=parsed.extra or {},
+        # GenAI-Perf writes no timestamp: the import time is the best we know.
+        measured_at=parsed.measured_at or timezone.now(),
+        **fields,
+    )
+    try:
+        run.full_clean(exclude=["imported_by"])
+    except ValidationError as exc:
+        raise LoadTestImportError(_validation_message(exc, index + 1)) from exc
+    run.save()
+    sketch_rows = []
+    for family, values in parsed.samples.items():
+        if family not in LoadTestSketch.Family.values or not values:
+            continue
+        try:
+            sketch = sketches.from_values(values)
+        except ValueError as exc:
+            raise LoadTestImportError(f"run {index + 1}: {family} samples: {exc}") from exc
+        stats = sketches.summary(sketch)
+        sketch_rows.append(
+            LoadTestSketch(
+                load_test=run,
+                family=family,
+                sketch=sketches.dumps(sketch),
+                count=int(stats["count"]),
+                sum_ms=stats["sum"],
+                min_ms=stats["min"],
+                max_ms=stats["max"],
+            )
+        )
+    LoadTestSketch.objects.bulk_create(sketch_rows)
+    return run
+
+
+def import_loadtest_file(
+    *,
+    service: Service,
+    content: bytes,
+    filename: str | None = None,
+    format: str | None = None,
+    user=None,
+    baseline: bool = False,
+    baseline_run: int | None = None,
+    origin: str = LoadTest.Origin.WEB,
+) -> list[LoadTest]:
+    """Store every run of the file on `service`, in file order; all of them or none.
+
+    Each returned run carries `just_created` (False when this file was imported before, in
+    which case nothing is written). `baseline=True` promotes a run to the service's current
+    baseline: the only run, or run number `baseline_run` (1-based) when the file holds several;
+    with several runs and no number the import is refused, since guessing would pick the
+    wrong reference. Raises LoadTestImportError with a message naming the key or line at fault.
+    """
+    runs = parse_file(content, filename=filename, format=format)
+    promote_index = _promote_index(runs, baseline=baseline, baseline_run=baseline_run)
+    digest = content_digest(content)
+    with transaction.atomic():
+        # Serialize imports per service so two uploads of one file cannot race the constraint.
+        Service.objects.select_for_update().filter(pk=service.pk).first()
+        existing = {
+            lt.run_index: lt
+            for lt in LoadTest.objects.filter(service=service, content_sha256=digest)
+        }
+        stored = []
+        for index, parsed in enumerate(runs):
+            if index in existing:
+                run = existing[index]
+                run.just_created = False
+            else:
+                run = _store_run(
+                    service=service,
+                    parsed=parsed,
+                    digest=digest,
+                    index=index,
+                    filename=filename,
+                    user=user,
+                    origin=origin,
+                )
+                run.just_created = True
+            stored.append(run)
+        if promote_index is not None:
+            promote_load_test(load_test=stored[promote_index], user=user)
+    return stored
+
+
+def _promote_index(
+    runs: Sequence[ParsedRun], *, baseline: bool, baseline_run: int | None
+) -> int | None:
+    if baseline_run is not None and not baseline:
+        baseline = True
+    if not baseline:
+        return None
+    if baseline_run is None:
+        if len(runs) > 1:
+            raise LoadTestImportError(
+                f"the file holds {len(runs)} runs: say which one becomes the baseline "
+                f"(run 1 to {len(runs)})"
+            )
+        return 0
+    if not 1 <= baseline_run <= len(runs):
+        raise LoadTestImportError(
+            f"run {baseline_run} does not exist: the file holds {len(runs)} "
+            f"run{'s' if len(runs) > 1 else ''}"
+        )
+    return baseline_run - 1
+
+
+MEASURED_FIELDS = RUN_FIELD_NAMES
+
+
+def measured_values(run) -> dict:
+    """Every MeasuredRun column of `run`, by name (workload, environment, results)."""
+    names = list(MEASURED_FIELDS)
+    names += [f"{m}_{p}_ms" for m in LATENCY_METRICS for p in PERCENTILES]
+    return {name: getattr(run, name) for name in names}
+
+
+@transaction.atomic
+def promote_load_test(*, load_test: LoadTest, user=None) -> Baseline:
+    """Make the run the service's current baseline (a Baseline linked back to it).
+
+    Promoting a run twice promotes the same Baseline again rather than copying it.
+    """
+    existing = load_test.promoted_to
+    if existing is not None:
+        services.baseline_promote(baseline=existing)
+        return existing
+    notes = f"Promoted from load test “{load_test.label}” ({load_test.format}"
+    notes += f", {load_test.source_name})." if load_test.source_name else ")."
+    baseline = services.baseline_record(
+        service=load_test.service,
+        label=load_test.label[:120],
+        make_current=True,
+        created_by=user if getattr(user, "pk", None) else None,
+        notes=notes,
+        **measured_values(load_test),
+    )
+    load_test.promoted_to = baseline
+    load_test.save(update_fields=["promoted_to"])
+    return baseline

@@ -1,0 +1,49 @@
+"""manage.py perf_gate --service S FILE [--format F]
+
+Compares the candidate run(s) in FILE with the service's baseline of the same workload shape
+and prints the table. Exit 0 pass, 1 regression, 2 bad input: a bad file, an unknown service,
+no baseline, a refused workload shape, invalid gate overrides. Every run is stored (GateRun).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from loadtests.formats import FORMATS
+from loadtests.gate import run_gate
+from loadtests.importing import LoadTestImportError
+from loadtests.management.commands.import_loadtest import read_file, service_named
+from loadtests.models import GateRun
+
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+
+
+class Command(BaseCommand):
+    help = "Release gate: compare a load-test file with the service's baseline."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("file")
+        parser.add_argument("--service", required=True, help="The service's slug.")
+        parser.add_argument("--format", choices=FORMATS, help="Force a format (else detected).")
+
+    def handle(self, *args, **options) -> None:
+        service = service_named(options["service"])
+        content = read_file(options["file"])
+        try:
+            gate_run = run_gate(
+                service=service,
+                source=GateRun.Source.CLI,
+                candidate_content=content,
+                filename=Path(options["file"]).name,
+                format=options["format"],
+            )
+        except LoadTestImportError as exc:
+            raise CommandError(str(exc), returncode=EXIT_BAD_INPUT) from exc
+        if gate_run.verdict == GateRun.Verdict.REFUSED:
+            raise CommandError(gate_run.table, returncode=EXIT_BAD_INPUT)
+        self.stdout.write(gate_run.table)
+        if gate_run.verdict == GateRun.Verdict.REGRESSION:
+            raise SystemExit(EXIT_REGRESSION)

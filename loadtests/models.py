@@ -1,0 +1,166 @@
+"""Load-test runs, their per-request sketches, and release-gate runs.
+
+The tables keep the names they had when these models lived in `dossiers` (migration
+`loadtests.0001` moved them by state only, so no data was copied).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+from dossiers.models import Baseline, MeasuredRun, Service
+
+
+class LoadTest(MeasuredRun):
+    """One run from a load-test tool's result file (vLLM bench, GenAI-Perf, guidellm, llmperf).
+
+    Re-importing the same file for the same service is a no-op: a run is identified by the
+    file's SHA-256 and its position in the file. Per-request arrays are kept as sketches
+    (`LoadTestSketch`), not as raw values.
+    """
+
+    class Origin(models.TextChoices):
+        CLI = "cli", "command line"
+        API = "api", "API"
+        WEB = "web", "upload form"
+        GATE = "gate", "release gate candidate"
+        DEMO = "demo", "demo data"
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="load_tests")
+    label = models.CharField(max_length=200)
+    format = models.CharField(max_length=20)
+    tool_version = models.CharField(max_length=40, blank=True)
+    source_name = models.CharField("file name", max_length=255, blank=True)
+    content_sha256 = models.CharField(max_length=64)
+    run_index = models.PositiveIntegerField(help_text="Position of the run in its file, from 0.")
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.WEB)
+    imported_at = models.DateTimeField(auto_now_add=True)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    errors = models.PositiveIntegerField("failed requests", null=True, blank=True)
+    request_rate_inf = models.BooleanField(
+        "unlimited request rate", default=False, help_text="All requests sent at once (rate inf)."
+    )
+    extra = models.JSONField(default=dict, blank=True)
+    promoted_to = models.OneToOneField(
+        Baseline,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="source_load_test",
+        help_text="The baseline this run was promoted to.",
+    )
+
+    class Meta:
+        db_table = "dossiers_loadtest"
+        ordering = ["-measured_at", "run_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["service", "content_sha256", "run_index"],
+                name="loadtest_unique_run_per_file",
+            ),
+            models.CheckConstraint(
+                condition=Q(concurrency__isnull=True) | Q(concurrency__gte=1),
+                name="loadtest_concurrency_positive",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["service", "-measured_at"], name="loadtest_service_measured"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service}: {self.label}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("loadtests:detail", args=[self.service.slug, self.pk])
+
+
+class LoadTestSketch(models.Model):
+    """A load test's per-request distribution of one latency family, as a DDSketch (ms).
+
+    Count, sum, min and max sit in columns beside the compressed sketch (DESIGN.md section 4).
+    """
+
+    class Family(models.TextChoices):
+        TTFT = "ttft", "TTFT"
+        TPOT = "tpot", "TPOT"
+        ITL = "itl", "inter-token latency"
+        E2E = "e2e", "end-to-end"
+
+    load_test = models.ForeignKey(LoadTest, on_delete=models.CASCADE, related_name="sketches")
+    family = models.CharField(max_length=4, choices=Family.choices)
+    sketch = models.BinaryField()
+    count = models.PositiveIntegerField()
+    sum_ms = models.FloatField()
+    min_ms = models.FloatField(null=True, blank=True)
+    max_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        db_table = "dossiers_loadtestsketch"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["load_test", "family"], name="loadtestsketch_one_per_family"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.load_test} {self.family} ({self.count} requests)"
+
+
+class GateRun(models.Model):
+    """One run of the release gate: a candidate load test judged against a baseline."""
+
+    class Verdict(models.TextChoices):
+        PASS = "pass", "pass"
+        REGRESSION = "regression", "regression"
+        REFUSED = "refused", "refused"
+
+    class Source(models.TextChoices):
+        CLI = "cli", "command line"
+        API = "api", "API"
+        WEB = "web", "web"
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="gate_runs")
+    candidate = models.ForeignKey(LoadTest, on_delete=models.CASCADE, related_name="gate_runs")
+    baseline = models.ForeignKey(
+        Baseline, null=True, blank=True, on_delete=models.SET_NULL, related_name="gate_runs"
+    )
+    verdict = models.CharField(max_length=12, choices=Verdict.choices)
+    result = models.JSONField(
+        default=dict, help_text="GateResult.to_dict(), or {'reasons': [...]} when refused."
+    )
+    table = models.TextField(blank=True)
+    source = models.CharField(max_length=4, choices=Source.choices)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "dossiers_gaterun"
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["service", "-created_at"], name="gaterun_service_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service} gate {self.verdict} ({self.created_at:%Y-%m-%d %H:%M})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("loadtests:gate_run", args=[self.service.slug, self.pk])
+
+    @property
+    def reasons(self) -> list[str]:
+        return list(self.result.get("reasons", [])) if self.verdict == self.Verdict.REFUSED else []
+
+
+def source_run(baseline: Baseline) -> LoadTest | None:
+    """The load-test run a baseline was promoted from, if it was promoted from one."""
+    try:
+        return baseline.source_load_test
+    except LoadTest.DoesNotExist:
+        return None

@@ -1,0 +1,67 @@
+"""Reads that feed the load-test pages (the dossier's own selectors stay in dossiers.selectors)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Prefetch
+
+from dossiers.models import Baseline, Service
+from dossiers.selectors import EconomicsView, economics_view
+from loadtests.models import GateRun, LoadTest, LoadTestSketch
+from loadtests.sweeps import Sweep, SweetSpot, group_sweeps, sweet_spot
+
+
+@dataclass(frozen=True)
+class LoadTestRow:
+    run: LoadTest
+    economics: EconomicsView
+    baseline: Baseline | None  # the baseline promoted from this run, if any
+
+
+@dataclass(frozen=True)
+class LoadTestsPage:
+    rows: list[LoadTestRow]
+    sweeps: list[SweetSpot]
+    baselines: list[tuple[Baseline, EconomicsView]]
+
+
+def load_tests_page(service: Service) -> LoadTestsPage:
+    """Every load test with its economics, the sweeps with their sweet spots, and the economics
+    of every baseline: three queries whatever the number of runs."""
+    runs = list(service.load_tests.defer("extra"))
+    baselines = list(service.baselines.all())
+    by_id = {b.pk: b for b in baselines}
+    promoted = {r.pk: by_id.get(r.promoted_to_id) for r in runs if r.promoted_to_id}
+    rows = [LoadTestRow(r, economics_view(service, r), promoted.get(r.pk)) for r in runs]
+    spots = [sweet_spot(sweep, service) for sweep in group_sweeps(runs)]
+    return LoadTestsPage(
+        rows=rows,
+        sweeps=spots,
+        baselines=[(b, economics_view(service, b)) for b in baselines],
+    )
+
+
+def load_test_for_page(service: Service, pk: int) -> LoadTest:
+    return (
+        LoadTest.objects.filter(service=service)
+        .select_related("imported_by")
+        .prefetch_related(Prefetch("sketches", queryset=LoadTestSketch.objects.defer("sketch")))
+        .get(pk=pk)
+    )
+
+
+def sweep_for(service: Service, load_test_pk: int) -> Sweep | None:
+    runs = list(service.load_tests.defer("extra"))
+    for sweep in group_sweeps(runs):
+        if any(r.pk == load_test_pk for r in sweep.runs + sweep.replicates):
+            return sweep
+    return None
+
+
+def gate_runs_page(service: Service, *, limit: int = 200) -> list[GateRun]:
+    return list(
+        service.gate_runs.select_related(
+            "service", "candidate__service", "baseline__service", "created_by"
+        ).defer("candidate__extra", "table")[:limit]
+    )

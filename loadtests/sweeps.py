@@ -1,0 +1,162 @@
+"""Sweeps: a service's load tests that differ only in concurrency or in request rate.
+
+Grouping. Runs join one sweep when they share the tool (format), the swept axis and the value
+held fixed on the other axis (a concurrency sweep at unlimited rate; a rate sweep without a
+concurrency cap), and their mean prompt and output lengths are within 10% of the sweep's first
+run (the gate's own tolerance for "the same workload shape"). A group needs two settings or more.
+When one setting was measured more than once, the newest run stands for it (the others are
+listed as replicates): the knee rule takes one point per setting.
+
+The sweet spot is `analysis.knee.sweet_spot` over (setting, output tokens/s, P99 end-to-end),
+with the service's end-to-end P99 SLO.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from analysis import knee
+from dossiers.models import Service
+from loadtests.models import LoadTest
+
+LENGTH_TOLERANCE = 0.10
+CONCURRENCY = "concurrency"
+RATE = "rate"
+
+
+@dataclass
+class Sweep:
+    format: str
+    axis: str  # CONCURRENCY or RATE
+    fixed: object  # the value held fixed on the other axis (rate, or concurrency)
+    prompt_tokens: float | None
+    output_tokens: float | None
+    runs: list[LoadTest] = field(default_factory=list)  # one per setting, by setting
+    replicates: list[LoadTest] = field(default_factory=list)
+
+    @property
+    def key(self) -> int:
+        """The sweep's URL handle: the pk of its lowest setting's run."""
+        return self.runs[0].pk
+
+    @property
+    def axis_label(self) -> str:
+        return "concurrency" if self.axis == CONCURRENCY else "request rate (req/s)"
+
+    @property
+    def title(self) -> str:
+        mix = []
+        if self.prompt_tokens is not None:
+            mix.append(f"~{self.prompt_tokens:.0f} prompt")
+        if self.output_tokens is not None:
+            mix.append(f"~{self.output_tokens:.0f} output tokens")
+        held = ""
+        if self.axis == CONCURRENCY:
+            held = "unlimited rate" if self.fixed == math.inf else f"rate {self.fixed:g} req/s"
+        elif self.fixed is not None:
+            held = f"concurrency {self.fixed}"
+        parts = [f"{self.format} {self.axis} sweep", " / ".join(mix), held]
+        return ", ".join(p for p in parts if p)
+
+    def x(self, run: LoadTest) -> float:
+        return float(run.concurrency if self.axis == CONCURRENCY else run.request_rate)
+
+    def points(self) -> list[knee.SweepPoint]:
+        """One point per run with throughput and P99 e2e; runs missing either are left out."""
+        return [
+            knee.SweepPoint(x=self.x(r), throughput=r.output_tps, p99_ms=r.e2e_p99_ms)
+            for r in self.plotted_runs
+        ]
+
+    @property
+    def plotted_runs(self) -> list[LoadTest]:
+        return [r for r in self.runs if r.output_tps is not None and r.e2e_p99_ms]
+
+
+def _axis(run: LoadTest) -> tuple[str, object] | None:
+    """(swept axis, value held fixed), or None for a run with no load setting recorded."""
+    rate = math.inf if run.request_rate_inf else run.request_rate
+    if run.concurrency is not None and (rate is None or math.isinf(rate)):
+        return CONCURRENCY, rate if rate is not None else math.inf
+    if run.request_rate is not None:
+        return RATE, run.concurrency
+    return None
+
+
+def _close(reference: float | None, value: float | None) -> bool:
+    if reference is None or value is None:
+        return reference is value
+    if reference == 0:
+        return value == 0
+    return abs(value - reference) <= LENGTH_TOLERANCE * reference
+
+
+def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
+    """Sweeps among `runs` (two settings or more), by the rule in the module docstring."""
+    groups: list[Sweep] = []
+    for run in sorted(runs, key=lambda r: (r.measured_at, r.pk)):
+        axis = _axis(run)
+        if axis is None:
+            continue
+        for group in groups:
+            if (
+                group.format == run.format
+                and (group.axis, group.fixed) == axis
+                and _close(group.prompt_tokens, run.prompt_tokens_mean)
+                and _close(group.output_tokens, run.output_tokens_mean)
+            ):
+                group.runs.append(run)
+                break
+        else:
+            groups.append(
+                Sweep(
+                    format=run.format,
+                    axis=axis[0],
+                    fixed=axis[1],
+                    prompt_tokens=run.prompt_tokens_mean,
+                    output_tokens=run.output_tokens_mean,
+                    runs=[run],
+                )
+            )
+    sweeps = []
+    for group in groups:
+        newest: dict[float, LoadTest] = {}
+        for run in group.runs:  # oldest first, so later runs replace earlier ones
+            x = group.x(run)
+            if x in newest:
+                group.replicates.append(newest[x])
+            newest[x] = run
+        group.runs = [newest[x] for x in sorted(newest)]
+        if len(group.runs) >= 2:
+            sweeps.append(group)
+    return sweeps
+
+
+def sweeps_for_service(service: Service) -> list[Sweep]:
+    return group_sweeps(list(service.load_tests.defer("extra")))
+
+
+def sweep_containing(service: Service, load_test_pk: int) -> Sweep | None:
+    for sweep in sweeps_for_service(service):
+        if any(r.pk == load_test_pk for r in sweep.runs + sweep.replicates):
+            return sweep
+    return None
+
+
+@dataclass(frozen=True)
+class SweetSpot:
+    sweep: Sweep
+    result: knee.KneeResult
+    slo_p99_ms: float | None
+
+    @property
+    def run(self) -> LoadTest | None:
+        if self.result.index is None:
+            return None
+        return self.sweep.plotted_runs[self.result.index]
+
+
+def sweet_spot(sweep: Sweep, service: Service) -> SweetSpot:
+    slo = service.slo_p99_e2e_ms or None
+    return SweetSpot(sweep, knee.sweet_spot(sweep.points(), slo_p99_ms=slo), slo)

@@ -1,0 +1,259 @@
+"""Load-test pages: list and upload, one run, sweeps, gate runs, diagnosis, the calculators.
+
+Thin views: forms parse, `loadtests.importing` and `loadtests.gate` write, `loadtests.pages` reads. Every
+page needs a login; writes answer 403 to anyone outside the service's team.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from analysis import cost, kvcache
+from dossiers.models import Baseline
+from dossiers.permissions import service_for_editing, service_for_reading
+from dossiers.selectors import economics_view, latency_table
+from loadtests import charts, pages
+from loadtests import diagnosis as diag
+from loadtests.forms import CostForm, KvCacheForm, LoadTestUploadForm
+from loadtests.importing import LoadTestImportError, import_loadtest_file, promote_load_test
+from loadtests.models import GateRun, LoadTest
+from loadtests.sweeps import sweet_spot
+
+# --- Load tests -------------------------------------------------------------------------------
+
+
+@login_required
+def load_tests(request: HttpRequest, slug: str) -> HttpResponse:
+    service = service_for_reading(slug)
+    return render(
+        request,
+        "loadtests/list.html",
+        {
+            "service": service,
+            "page": pages.load_tests_page(service),
+            "can_edit": service.can_edit(request.user),
+        },
+    )
+
+
+@login_required
+def upload(request: HttpRequest, slug: str) -> HttpResponse:
+    service = service_for_editing(request.user, slug)
+    form = LoadTestUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            runs = import_loadtest_file(
+                service=service,
+                content=upload.read(),
+                filename=upload.name,
+                format=form.cleaned_data["format"] or None,
+                user=request.user,
+                baseline=form.cleaned_data["baseline"],
+                baseline_run=form.cleaned_data["run"],
+                origin=LoadTest.Origin.WEB,
+            )
+        except LoadTestImportError as exc:
+            form.add_error("file", str(exc))
+        else:
+            created = sum(1 for r in runs if r.just_created)
+            messages.success(
+                request,
+                f"Imported {created} new run{'s' if created != 1 else ''} from {upload.name}"
+                + (f" ({len(runs) - created} already imported)." if created < len(runs) else "."),
+            )
+            if len(runs) == 1:
+                return redirect(runs[0])
+            return redirect("loadtests:list", service.slug)
+    return render(request, "loadtests/upload.html", {"service": service, "form": form})
+
+
+@login_required
+def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    service = service_for_reading(slug)
+    try:
+        run = pages.load_test_for_page(service, pk)
+    except LoadTest.DoesNotExist:
+        raise Http404("No such load test.") from None
+    return render(
+        request,
+        "loadtests/detail.html",
+        {
+            "service": service,
+            "run": run,
+            "latency": latency_table(run),
+            "economics": economics_view(service, run),
+            "baseline": run.promoted_to,
+            "sweep": pages.sweep_for(service, run.pk),
+            "gate_runs": list(run.gate_runs.select_related("service", "baseline")[:20]),
+            "can_edit": service.can_edit(request.user),
+        },
+    )
+
+
+@login_required
+@require_POST
+def promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    service = service_for_editing(request.user, slug)
+    run = get_object_or_404(LoadTest, service=service, pk=pk)
+    baseline = promote_load_test(load_test=run, user=request.user)
+    messages.success(request, f"“{baseline.label}” is now the current baseline.")
+    return redirect(run)
+
+
+@login_required
+def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    service = service_for_reading(slug)
+    found = pages.sweep_for(service, pk)
+    if found is None:
+        raise Http404("That load test is not part of a sweep.")
+    spot = sweet_spot(found, service)
+    return render(
+        request,
+        "loadtests/sweep.html",
+        {
+            "service": service,
+            "spot": spot,
+            "sweep": found,
+            "chart": charts.to_html(charts.sweep_figure(spot)),
+        },
+    )
+
+
+# --- Gate runs --------------------------------------------------------------------------------
+
+
+@login_required
+def gate_runs(request: HttpRequest, slug: str) -> HttpResponse:
+    service = service_for_reading(slug)
+    return render(
+        request,
+        "loadtests/gate_runs.html",
+        {"service": service, "gate_runs": pages.gate_runs_page(service)},
+    )
+
+
+@login_required
+def gate_run(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    service = service_for_reading(slug)
+    found = get_object_or_404(
+        GateRun.objects.select_related("candidate", "baseline"), service=service, pk=pk
+    )
+    return render(request, "loadtests/gate_run.html", {"service": service, "gate_run": found})
+
+
+# --- Diagnosis --------------------------------------------------------------------------------
+
+RUN_KINDS = {"baseline": Baseline, "loadtest": LoadTest}
+
+
+def _run(service, kind: str, pk: int) -> LoadTest | Baseline:
+    model = RUN_KINDS.get(kind)
+    if model is None:
+        raise Http404("Unknown kind of run.")
+    run = get_object_or_404(model.objects.select_related("service"), service=service, pk=pk)
+    if isinstance(run, Baseline):
+        run = Baseline.objects.select_related("service", "source_load_test").get(pk=run.pk)
+    return run
+
+
+@login_required
+def diagnosis(request: HttpRequest, slug: str, kind: str, pk: int) -> HttpResponse:
+    service = service_for_reading(slug)
+    run = _run(service, kind, pk)
+    return render(
+        request,
+        "loadtests/diagnosis.html",
+        {
+            "service": service,
+            "run": run,
+            "kind": kind,
+            "proposals": diag.proposals_for(run),
+            "can_edit": service.can_edit(request.user),
+        },
+    )
+
+
+@login_required
+@require_POST
+def confirm(request: HttpRequest, slug: str, kind: str, pk: int) -> HttpResponse:
+    service = service_for_editing(request.user, slug)
+    run = _run(service, kind, pk)
+    try:
+        bottleneck = diag.confirm_proposal(
+            run=run, rule=request.POST.get("rule", ""), user=request.user
+        )
+    except diag.UnknownProposal as exc:
+        messages.error(request, f"Nothing confirmed: {exc}.")
+        return redirect("loadtests:diagnosis", service.slug, kind, pk)
+    messages.success(request, f"Bottleneck “{bottleneck.title}” recorded as confirmed.")
+    return redirect(f"{service.get_absolute_url()}#bottleneck-{bottleneck.pk}")
+
+
+# --- Calculators ------------------------------------------------------------------------------
+
+
+@login_required
+def cost_calculator(request: HttpRequest) -> HttpResponse:
+    form = CostForm(request.GET or None)
+    result = None
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        result = {
+            "economics": cost.economics(
+                gpu_hour_price=data["gpu_hour_price"],
+                gpus=data["gpus"],
+                tokens_per_second=data["tokens_per_second"],
+                price_per_mtok=data["price_per_mtok"],
+                busy_fraction=data["busy_fraction"],
+            ),
+            "seconds_per_mtok": cost.TOKENS_PER_MILLION / data["tokens_per_second"],
+            "gpu_hours_per_mtok": data["gpus"]
+            * cost.TOKENS_PER_MILLION
+            / data["tokens_per_second"]
+            / cost.SECONDS_PER_HOUR,
+        }
+    return render(request, "loadtests/cost_calculator.html", {"form": form, "result": result})
+
+
+SEED_KV_EXAMPLE = {
+    "layers": 40,
+    "kv_heads": 40,
+    "head_dim": 128,
+    "seq_len": 2048,
+    "batch": 16,
+    "bytes_per_element": 2,
+}
+
+
+@login_required
+def kv_cache_calculator(request: HttpRequest) -> HttpResponse:
+    form = KvCacheForm(request.GET or None)
+    result = None
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        factors = {
+            "layers": data["layers"],
+            "kv_heads": data["kv_heads"] or data["attention_heads"],
+            "head_dim": data["head_dim"],
+            "seq_len": data["seq_len"],
+            "batch": data["batch"],
+            "bytes_per_element": kvcache.DTYPE_BYTES[data["dtype"]],
+        }
+        total = kvcache.kv_cache_bytes(**factors)
+        per_sequence = kvcache.kv_cache_bytes(**{**factors, "batch": 1})
+        result = {
+            "factors": factors,
+            "bytes": total,
+            "decimal": kvcache.format_bytes(total),
+            "binary": kvcache.format_bytes(total, binary=True),
+            "per_sequence": kvcache.format_bytes(per_sequence),
+            "per_token": per_sequence // factors["seq_len"],
+            "gqa": factors["kv_heads"] < data["attention_heads"],
+            "is_seed_example": factors == SEED_KV_EXAMPLE,
+        }
+    return render(request, "loadtests/kv_cache_calculator.html", {"form": form, "result": result})

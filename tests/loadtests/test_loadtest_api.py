@@ -1,0 +1,133 @@
+"""POST /api/v1/services/<slug>/loadtests/ and /gate/ (session auth here; tokens are the
+project default's business, tested with the collectors' auth class)."""
+
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from dossiers.models import Baseline
+from loadtests.models import GateRun, LoadTest
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/services/chat-7b/loadtests/"
+GATE = "/api/v1/services/chat-7b/gate/"
+
+
+@pytest.fixture
+def api(owner):
+    client = APIClient()
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def c16(fixtures_dir):
+    return fixtures_dir / "loadtests" / "vllm-bench-serve-c16.json"
+
+
+def test_it_imports_a_multipart_file_with_201(api, service, c16):
+    with c16.open("rb") as fh:
+        response = api.post(URL, {"file": fh}, format="multipart")
+    assert response.status_code == 201
+    assert response.json()["created"] == 1
+    run = response.json()["runs"][0]
+    assert (run["format"], run["concurrency"], run["source_name"]) == (
+        "vllm-bench",
+        16,
+        "vllm-bench-serve-c16.json",
+    )
+
+
+def test_it_imports_a_raw_json_body(api, service, fixtures_dir):
+    body = (fixtures_dir / "loadtests" / "guidellm-sweep-benchmarks.json").read_bytes()
+    response = api.post(URL, body, content_type="application/json")
+    assert response.status_code == 201
+    assert response.json()["created"] == 7
+
+
+def test_the_same_file_again_answers_200_and_stores_nothing(api, service, c16):
+    api.post(URL, c16.read_bytes(), content_type="application/json")
+    response = api.post(URL, c16.read_bytes(), content_type="application/json")
+    assert response.status_code == 200
+    assert response.json()["created"] == 0
+    assert LoadTest.objects.count() == 1
+
+
+def test_baseline_in_the_query_promotes_the_run(api, service, c16):
+    response = api.post(URL + "?baseline=true", c16.read_bytes(), content_type="application/json")
+    assert response.json()["runs"][0]["baseline"] == Baseline.objects.get(is_current=True).pk
+
+
+def test_a_bad_file_answers_400_naming_the_key(api, service, c16):
+    data = json.loads(c16.read_text())
+    data["output_throughput"] = "fast"
+    response = api.post(URL, json.dumps(data), content_type="application/json")
+    assert response.status_code == 400
+    assert "output_throughput" in response.json()["detail"]
+    assert not LoadTest.objects.exists()
+
+
+def test_an_unknown_service_answers_404(api, c16):
+    response = api.post(
+        "/api/v1/services/nope/loadtests/", c16.read_bytes(), content_type="application/json"
+    )
+    assert response.status_code == 404
+
+
+def test_an_outsider_gets_403(outsider, service, c16):
+    client = APIClient()
+    client.force_login(outsider)
+    response = client.post(URL, c16.read_bytes(), content_type="application/json")
+    assert response.status_code == 403
+
+
+def test_anonymous_requests_are_refused(service, c16):
+    response = APIClient().post(URL, c16.read_bytes(), content_type="application/json")
+    assert response.status_code in (401, 403)
+
+
+def test_the_gate_answers_200_with_the_verdict_and_table(api, service, c16):
+    api.post(URL + "?baseline=1", c16.read_bytes(), content_type="application/json")
+    response = api.post(GATE, c16.read_bytes(), content_type="application/json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["verdict"] == "pass" and "PASS" in body["table"]
+    assert body["result"]["passed"] is True
+    assert GateRun.objects.get().source == "api"
+
+
+def test_the_gate_reports_a_regression_with_200(api, service, c16):
+    api.post(URL + "?baseline=1", c16.read_bytes(), content_type="application/json")
+    data = json.loads(c16.read_text())
+    data["p99_e2el_ms"] *= 1.5
+    response = api.post(GATE, json.dumps(data), content_type="application/json")
+    assert (response.status_code, response.json()["verdict"]) == (200, "regression")
+
+
+def test_the_gate_refuses_another_shape_with_422(api, service, c16):
+    api.post(URL + "?baseline=1", c16.read_bytes(), content_type="application/json")
+    data = json.loads(c16.read_text())
+    data["max_concurrency"] = 8
+    response = api.post(GATE, json.dumps(data), content_type="application/json")
+    assert response.status_code == 422
+    assert "different concurrency: baseline 16, candidate 8" in response.json()["reasons"]
+
+
+def test_the_gate_answers_400_for_a_bad_file(api, service):
+    response = api.post(GATE, b"{nope", content_type="application/json")
+    assert response.status_code == 400
+    assert "not valid JSON" in response.json()["detail"]
+
+
+def test_a_machine_token_imports_for_ci(service, c16):
+    # The project's default authentication (settings) accepts agent tokens; CI uses one.
+    from collectors.services.tokens import token_issue_for_host_name
+
+    _, plaintext = token_issue_for_host_name(host_name="ci-runner-1")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {plaintext}")
+    response = client.post(URL, c16.read_bytes(), content_type="application/json")
+    assert response.status_code == 201
+    assert LoadTest.objects.get().imported_by is None

@@ -1,0 +1,54 @@
+"""The demo sweep, the fleet economics and gate_runs_for_service()."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from dossiers import selectors
+from loadtests.demo import add_demo_loadtests
+from loadtests.gate import run_gate
+from loadtests.importing import import_loadtest_file
+from loadtests.models import GateRun, LoadTest
+from loadtests.sweeps import sweeps_for_service, sweet_spot
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def thirteen_b(make_service):
+    return make_service("chat-13b", model_params_b=Decimal("13"), slo_p99_e2e_ms=10000)
+
+
+def test_the_demo_sweep_names_16_on_the_13b_service(thirteen_b, service):
+    add_demo_loadtests([service, thirteen_b])
+    (sweep,) = sweeps_for_service(thirteen_b)
+    assert sweet_spot(sweep, thirteen_b).run.concurrency == 16
+    assert not LoadTest.objects.filter(service=service).exists()
+
+
+def test_adding_the_demo_twice_imports_nothing_new(thirteen_b):
+    add_demo_loadtests([thirteen_b])
+    add_demo_loadtests([thirteen_b])
+    assert LoadTest.objects.filter(service=thirteen_b).count() == 7
+
+
+def test_fleet_rows_give_cost_margin_and_gpu_hours(make_service, django_assert_num_queries):
+    make_service("svc-a", replicas=3)  # baseline: 2,000 output tok/s, 10/GPU-hour
+    with django_assert_num_queries(2):
+        [row] = selectors.fleet_rows()
+    assert round(row.cost_per_mtok, 2) == 1.39 and round(row.margin * 100) == 72
+    assert (row.gpu_hours_per_day, row.cost_per_day) == (72.0, 720.0)
+
+
+def test_gate_runs_for_service_filters_by_time(service, fixtures_dir):
+    c16 = (fixtures_dir / "loadtests" / "vllm-bench-serve-c16.json").read_bytes()
+    import_loadtest_file(service=service, content=c16, baseline=True)
+    old = run_gate(service=service, source="cli", candidate_content=c16)
+    GateRun.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
+    new = run_gate(service=service, source="api", candidate_content=c16)
+    since = timezone.now() - timedelta(days=1)
+    assert list(selectors.gate_runs_for_service(service)) == [new, old]
+    assert list(selectors.gate_runs_for_service(service, start=since)) == [new]
+    assert list(selectors.gate_runs_for_service(service, end=since)) == [old]

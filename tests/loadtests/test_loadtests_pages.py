@@ -1,0 +1,167 @@
+"""Load-test pages: list, upload, one run, promotion, sweeps with the sweet spot, gate runs."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from dossiers.models import Baseline
+from loadtests.gate import run_gate
+from loadtests.importing import import_loadtest_file
+from loadtests.models import LoadTest
+
+pytestmark = pytest.mark.django_db
+
+
+def content(fixtures_dir, name):
+    return (fixtures_dir / "loadtests" / name).read_bytes()
+
+
+@pytest.fixture
+def no_slo(service):
+    service.slo_p99_e2e_ms = None
+    service.save(update_fields=["slo_p99_e2e_ms"])
+    return service
+
+
+@pytest.fixture
+def vllm_sweep(no_slo, fixtures_dir):
+    return import_loadtest_file(
+        service=no_slo,
+        content=content(fixtures_dir, "vllm-bench-concurrency-sweep.jsonl"),
+        filename="vllm-bench-concurrency-sweep.jsonl",
+    )
+
+
+def test_the_list_shows_runs_with_cost_per_mtok(owner_client, vllm_sweep):
+    response = owner_client.get(reverse("loadtests:list", args=["chat-7b"]))
+    assert response.status_code == 200
+    assert b"vllm bench c=64 (sweep)" in response.content
+    # c=16: 794.66 output tok/s on one GPU at 10/hour -> 3.50 per million output tokens.
+    assert b"3.50" in response.content
+
+
+def test_the_list_reads_in_a_fixed_number_of_queries(
+    owner_client, vllm_sweep, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(8):
+        owner_client.get(reverse("loadtests:list", args=["chat-7b"]))
+
+
+def test_the_vllm_sweep_names_concurrency_16(owner_client, vllm_sweep):
+    response = owner_client.get(reverse("loadtests:sweep", args=["chat-7b", vllm_sweep[0].pk]))
+    assert response.context["spot"].run.concurrency == 16
+    assert b"Sweet spot: <strong>concurrency 16</strong>" in response.content
+    assert "16 -&gt; 32: throughput +20% for latency x1.53; elasticity 0.43 &lt; 1" in (
+        response.content.decode()
+    )
+
+
+def test_the_sweep_page_draws_a_plotly_chart_with_the_slo_line(owner_client, service, fixtures_dir):
+    service.slo_p99_e2e_ms = 20000
+    service.save(update_fields=["slo_p99_e2e_ms"])
+    runs = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "vllm-bench-concurrency-sweep.jsonl")
+    )
+    body = owner_client.get(reverse("loadtests:sweep", args=["chat-7b", runs[0].pk])).content
+    assert b"plotly/plotly.min.js" in body and b"Plotly.newPlot" in body
+    assert b"SLO P99 20,000 ms" in body and b"sweet spot: c=16" in body
+
+
+def test_the_guidellm_sweep_names_rate_6(owner_client, no_slo, fixtures_dir):
+    runs = import_loadtest_file(
+        service=no_slo, content=content(fixtures_dir, "guidellm-sweep-benchmarks.json")
+    )
+    response = owner_client.get(reverse("loadtests:sweep", args=["chat-7b", runs[2].pk]))
+    assert response.context["spot"].run.request_rate == 6
+
+
+def test_a_single_run_has_no_sweep_page(owner_client, service, fixtures_dir):
+    run = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "llmperf-summary.json")
+    )[0]
+    assert owner_client.get(reverse("loadtests:sweep", args=["chat-7b", run.pk])).status_code == 404
+
+
+def test_an_owner_uploads_a_file(owner_client, service, fixtures_dir):
+    upload = SimpleUploadedFile("summary.json", content(fixtures_dir, "llmperf-summary.json"))
+    response = owner_client.post(reverse("loadtests:upload", args=["chat-7b"]), {"file": upload})
+    run = LoadTest.objects.get()
+    assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
+    assert (run.format, run.origin, run.source_name) == ("llmperf", "web", "summary.json")
+
+
+def test_an_upload_of_a_bad_file_shows_the_parsers_message(owner_client, service):
+    upload = SimpleUploadedFile("x.json", b'{"benchmarks": 3}')
+    response = owner_client.post(
+        reverse("loadtests:upload", args=["chat-7b"]), {"file": upload, "format": "guidellm"}
+    )
+    assert response.status_code == 200
+    assert "guidellm: benchmarks" in str(response.context["form"].errors["file"])
+    assert not LoadTest.objects.exists()
+
+
+def test_an_outsider_cannot_upload(outsider_client, service):
+    assert outsider_client.get(reverse("loadtests:upload", args=["chat-7b"])).status_code == 403
+
+
+def test_the_run_page_shows_both_token_bases(owner_client, service, fixtures_dir):
+    run = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "vllm-bench-serve-c16.json")
+    )[0]
+    response = owner_client.get(run.get_absolute_url())
+    assert response.context["economics"].output.cost_per_mtok == pytest.approx(
+        10 * 1e6 / run.output_tps / 3600
+    )
+    assert response.context["economics"].total.cost_per_mtok < (
+        response.context["economics"].output.cost_per_mtok
+    )
+    assert b"TTFT over 400 requests" in response.content
+
+
+def test_an_owner_promotes_a_run(owner_client, service, fixtures_dir):
+    run = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "llmperf-summary.json")
+    )[0]
+    owner_client.post(reverse("loadtests:promote", args=["chat-7b", run.pk]))
+    assert Baseline.objects.get(is_current=True).source_load_test == run
+
+
+def test_an_outsider_cannot_promote(outsider_client, service, fixtures_dir):
+    run = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "llmperf-summary.json")
+    )[0]
+    response = outsider_client.post(reverse("loadtests:promote", args=["chat-7b", run.pk]))
+    assert response.status_code == 403 and not Baseline.objects.exists()
+
+
+def test_the_gate_runs_page_lists_each_run(owner_client, service, fixtures_dir):
+    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
+    import_loadtest_file(service=service, content=c16, baseline=True)
+    gate_run = run_gate(service=service, source="web", candidate_content=c16)
+    response = owner_client.get(reverse("loadtests:gate_runs", args=["chat-7b"]))
+    assert list(response.context["gate_runs"]) == [gate_run]
+    assert b"PASS: 11 metrics compared" in response.content
+    detail = owner_client.get(gate_run.get_absolute_url())
+    assert b"TTFT P99" in detail.content
+
+
+def test_a_refused_gate_run_shows_its_reasons(owner_client, service, fixtures_dir):
+    gate_run = run_gate(
+        service=service,
+        source="web",
+        candidate_content=content(fixtures_dir, "llmperf-summary.json"),
+    )
+    response = owner_client.get(gate_run.get_absolute_url())
+    assert gate_run.verdict == "refused"
+    assert b"the service has no baseline to compare with" in response.content
+
+
+def test_the_gate_runs_page_reads_in_a_fixed_number_of_queries(
+    owner_client, service, fixtures_dir, django_assert_max_num_queries
+):
+    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
+    import_loadtest_file(service=service, content=c16, baseline=True)
+    for _ in range(3):
+        run_gate(service=service, source="cli", candidate_content=c16)
+    with django_assert_max_num_queries(5):
+        owner_client.get(reverse("loadtests:gate_runs", args=["chat-7b"]))

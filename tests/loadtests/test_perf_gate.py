@@ -1,0 +1,137 @@
+"""manage.py perf_gate --service S FILE: exit 0 pass, 1 regression, 2 bad input."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from loadtests.models import GateRun
+
+pytestmark = pytest.mark.django_db
+
+LATENCY_SUFFIX = "_ms"
+
+
+@pytest.fixture
+def c16(fixtures_dir):
+    return fixtures_dir / "loadtests" / "vllm-bench-serve-c16.json"
+
+
+@pytest.fixture
+def with_baseline(service, c16):
+    call_command("import_loadtest", str(c16), "--service", service.slug, "--baseline")
+    return service
+
+
+def gate(path, slug="chat-7b") -> str:
+    out = StringIO()
+    call_command("perf_gate", "--service", slug, str(path), stdout=out)
+    return out.getvalue()
+
+
+def edited(c16, tmp_path, change) -> str:
+    data = json.loads(c16.read_text())
+    change(data)
+    path = tmp_path / "candidate.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def scale_ttft(data, factor):
+    for key in list(data):
+        if key.endswith("_ttft_ms"):
+            data[key] *= factor
+    data["ttfts"] = [t * factor for t in data["ttfts"]]
+
+
+def test_an_identical_rerun_passes(with_baseline, c16):
+    out = gate(c16)
+    assert "PASS" in out
+    assert GateRun.objects.get().verdict == "pass"
+
+
+def test_p99_ttft_up_30_percent_fails_with_exit_1(with_baseline, c16, tmp_path):
+    candidate = edited(c16, tmp_path, lambda d: scale_ttft(d, 1.3))
+    out = StringIO()
+    with pytest.raises(SystemExit) as caught:
+        call_command("perf_gate", "--service", "chat-7b", str(candidate), stdout=out)
+    assert caught.value.code == 1
+    assert "FAIL" in out.getvalue() and "+74.4 ms (+30.0%)" in out.getvalue()
+    assert GateRun.objects.get().verdict == "regression"
+
+
+def test_a_p99_only_rise_without_request_arrays_fails_on_the_p99_row(with_baseline, c16, tmp_path):
+    # 400 requests put 4 in the P99 tail: the bootstrap alone cannot confirm a tail-only rise,
+    # so this candidate carries no per-request arrays and the thresholds decide.
+    def tail_only(data):
+        data["p99_ttft_ms"] *= 1.3
+        data["ttfts"] = []
+
+    with pytest.raises(SystemExit) as caught:
+        gate(edited(c16, tmp_path, tail_only))
+    assert caught.value.code == 1
+    assert GateRun.objects.get().result["regressions"] == ["ttft_p99_ms"]
+
+
+def test_a_2_percent_wobble_passes(with_baseline, c16, tmp_path):
+    def wobble(data):
+        for key in list(data):
+            if key.endswith(LATENCY_SUFFIX) and isinstance(data[key], float):
+                data[key] *= 1.02
+        data["ttfts"] = [t * 1.02 for t in data["ttfts"]]
+        data["output_throughput"] *= 0.98
+        data["request_throughput"] *= 0.98
+
+    out = gate(edited(c16, tmp_path, wobble))
+    assert "PASS" in out
+
+
+def test_a_change_in_workload_shape_is_refused_with_exit_2(with_baseline, c16, tmp_path):
+    def more_load(data):
+        data["max_concurrency"] = 32
+
+    with pytest.raises(CommandError, match="different concurrency: baseline 16, candidate 32") as e:
+        gate(edited(c16, tmp_path, more_load))
+    assert e.value.returncode == 2
+    assert GateRun.objects.get().verdict == "refused"
+
+
+def test_it_exits_2_without_a_baseline(service, c16):
+    with pytest.raises(CommandError, match="no baseline") as caught:
+        gate(c16)
+    assert caught.value.returncode == 2
+
+
+def test_it_exits_2_for_an_unknown_service(db, c16):
+    with pytest.raises(CommandError, match="unknown service") as caught:
+        gate(c16, slug="nope")
+    assert caught.value.returncode == 2
+
+
+def test_it_exits_2_for_a_bad_file_and_stores_nothing(with_baseline, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(CommandError, match="not valid JSON") as caught:
+        gate(bad)
+    assert caught.value.returncode == 2
+    assert not GateRun.objects.exists()
+
+
+def test_a_service_override_loosens_the_threshold(with_baseline, c16, tmp_path):
+    with_baseline.gate_overrides = {
+        f"ttft_{p}_ms": {"relative": 0.5} for p in ("p50", "p90", "p99")
+    }
+    with_baseline.save(update_fields=["gate_overrides"])
+    assert "PASS" in gate(edited(c16, tmp_path, lambda d: scale_ttft(d, 1.3)))
+
+
+def test_it_judges_against_an_older_baseline_of_the_same_shape(service, c16, fixtures_dir):
+    sweep = fixtures_dir / "loadtests" / "vllm-bench-concurrency-sweep.jsonl"
+    call_command("import_loadtest", str(c16), "--service", service.slug, "--baseline")
+    call_command(
+        "import_loadtest", str(sweep), "--service", service.slug, "--baseline", "--run", "1"
+    )
+    gate(c16)
+    gate_run = GateRun.objects.get()
+    assert gate_run.baseline.concurrency == 16 and not gate_run.baseline.is_current
