@@ -61,10 +61,7 @@ def confirm_proposal(*, run: LoadTest | Baseline, rule: str, user=None) -> Bottl
     proposal = next((p for p in proposals_for(run) if p.rule == rule), None)
     if proposal is None:
         raise UnknownProposal(f"the rule {rule!r} proposes nothing for this run")
-    if isinstance(run, Baseline):
-        evidence_baseline = run
-    else:
-        evidence_baseline = run.promoted_to
+    evidence_baseline = run if isinstance(run, Baseline) else run.promoted_to
     who = f" by {user.get_username()}" if getattr(user, "pk", None) else ""
     return services.bottleneck_record(
         service=run.service,

@@ -1,7 +1,7 @@
 """Load-test pages: list and upload, one run, sweeps, gate runs, diagnosis, the calculators.
 
-Thin views: forms parse, `loadtests.importing` and `loadtests.gate` write, `loadtests.pages` reads. Every
-page needs a login; writes answer 403 to anyone outside the service's team.
+Thin views: forms parse, `loadtests.importing` and `loadtests.gate` write, `loadtests.pages`
+reads. Every page needs a login; writes answer 403 to anyone outside the service's team.
 """
 
 from __future__ import annotations
