@@ -2,8 +2,9 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
-COPY requirements.lock pyproject.toml ./
-RUN pip install --no-cache-dir -r requirements.lock
+# Runtime dependencies only (no test tools, no NVML: the agent is its own package).
+COPY requirements/runtime.txt requirements/runtime.txt
+RUN pip install --no-cache-dir --require-hashes -r requirements/runtime.txt
 COPY . .
 RUN SECRET_KEY=build-only STATIC_MANIFEST=true python manage.py collectstatic --no-input
 EXPOSE 8000

@@ -6,14 +6,15 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Tests run on PostgreSQL when DATABASE_URL is set (CI sets it), else on the SQLite default.
 
-.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean
+.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --upgrade --quiet pip
 
-$(VENV)/.installed: requirements.lock pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.lock
+# requirements/dev.txt: runtime + test tools, pinned with hashes by `make lock`.
+$(VENV)/.installed: requirements/dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements/dev.txt
 	touch $@
 
 install: $(VENV)/.installed
@@ -57,6 +58,11 @@ bench: install
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/ingest.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/dashboard.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/alerts.py
+
+# Re-pin after changing pyproject.toml: runtime (the image) and dev (make install, CI).
+lock: install
+	$(BIN)/pip-compile -q --generate-hashes --strip-extras --allow-unsafe -o requirements/runtime.txt pyproject.toml
+	$(BIN)/pip-compile -q --generate-hashes --strip-extras --allow-unsafe --extra dev -o requirements/dev.txt pyproject.toml
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache
