@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
+from alerts import kinds
 from analysis.alerting import Direction, Health, State, Thresholds
 from dossiers.models import Service, Team
 
@@ -26,35 +27,9 @@ class Severity(models.TextChoices):
 
 
 class Rule(models.Model):
-    class Kind(models.TextChoices):
-        P99_E2E = "p99_e2e", "P99 end-to-end latency above (ms)"
-        P99_TTFT = "p99_ttft", "P99 TTFT above (ms)"
-        P99_TPOT = "p99_tpot", "P99 TPOT above (ms)"
-        GPU_WAITING = "gpu_waiting", "GPU waiting: utilization below (0-1) while requests queue"
-        SM_GAP = "sm_gap", "SM active / GPU-Util below (ratio) while the GPU looks busy"
-        KV_CACHE = "kv_cache", "KV cache usage above (0-1)"
-        COST_VS_BASELINE = "cost_vs_baseline", "Cost per Mtok above baseline by (%)"
-        MARGIN = "margin", "Margin below (0-1)"
-        NO_DATA = "no_data", "No data from a host or the service for (seconds)"
-
-    LATENCY_KINDS = {Kind.P99_E2E: "e2e", Kind.P99_TTFT: "ttft", Kind.P99_TPOT: "tpot"}
-    BELOW_KINDS = (Kind.GPU_WAITING, Kind.SM_GAP, Kind.MARGIN)
-    GPU_KINDS = (Kind.GPU_WAITING, Kind.SM_GAP)  # the rules that read GPU roll-ups
-    UNITS = {
-        Kind.P99_E2E: "ms",
-        Kind.P99_TTFT: "ms",
-        Kind.P99_TPOT: "ms",
-        Kind.GPU_WAITING: "ratio",
-        Kind.SM_GAP: "ratio",
-        Kind.KV_CACHE: "ratio",
-        Kind.COST_VS_BASELINE: "%",
-        Kind.MARGIN: "ratio",
-        Kind.NO_DATA: "s",
-    }
-
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="alert_rules")
     name = models.CharField(max_length=120)
-    kind = models.CharField(max_length=20, choices=Kind.choices)
+    kind = models.CharField(max_length=20, choices=kinds.kind_choices)
     threshold = models.FloatField()
     resolve_threshold = models.FloatField(
         null=True,
@@ -104,12 +79,19 @@ class Rule(models.Model):
         return reverse("alerts:rule_edit", args=[self.pk])
 
     @property
+    def kind_spec(self) -> kinds.RuleKind | None:
+        """This rule's kind from the registry (None for a kind no module registers any more)."""
+        return kinds.get(self.kind)
+
+    @property
     def direction(self) -> Direction:
-        return Direction.BELOW if self.kind in self.BELOW_KINDS else Direction.ABOVE
+        spec = self.kind_spec
+        return spec.direction if spec else Direction.ABOVE
 
     @property
     def unit(self) -> str:
-        return self.UNITS.get(self.kind, "")
+        spec = self.kind_spec
+        return spec.unit if spec else ""
 
     def format_value(self, value: float | None) -> str:
         """A value in the rule's unit, as people read it: "2,150 ms", "31%", "+12.5%"."""

@@ -20,8 +20,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from alerts import bulk, notifications, rules, sources
-from alerts.models import AlertEvent, AlertInstance, Rule, Severity, Silence
+from alerts import bulk, kinds, notifications, rules, sources
+from alerts.models import AlertEvent, AlertInstance, Rule, Silence
 from analysis.alerting import Health, InstanceState, Observation, State, step
 from dossiers.models import Service, Team
 
@@ -42,89 +42,13 @@ def align_to_minute(now: datetime) -> datetime:
 
 
 def default_rule_specs(service: Service) -> list[dict]:
-    """The rules every service starts with, from its SLOs, price and the usual GPU pitfalls."""
-    specs = []
-    for metric, kind, label in (
-        ("e2e", Rule.Kind.P99_E2E, "end-to-end"),
-        ("ttft", Rule.Kind.P99_TTFT, "TTFT"),
-        ("tpot", Rule.Kind.P99_TPOT, "TPOT"),
-    ):
-        slo = service.slo_for(metric)
-        if slo:
-            specs.append(
-                {
-                    "name": f"P99 {label} above SLO",
-                    "kind": kind,
-                    "threshold": slo,
-                    "resolve_threshold": round(slo * 0.9, 3),
-                    "window_s": 300,
-                    "for_s": 300,
-                    "keep_firing_for_s": 120,
-                    "min_requests": 100,
-                    "severity": Severity.CRITICAL,
-                }
-            )
-    specs += [
-        {
-            "name": "GPU waiting while requests queue",
-            "kind": Rule.Kind.GPU_WAITING,
-            "threshold": 0.5,
-            "resolve_threshold": 0.6,
-            "window_s": 300,
-            "for_s": 600,
-            "severity": Severity.WARNING,
-        },
-        {
-            "name": "SM active far below GPU-Util",
-            "kind": Rule.Kind.SM_GAP,
-            "threshold": 0.4,
-            "resolve_threshold": 0.5,
-            "window_s": 900,
-            "for_s": 1800,
-            "severity": Severity.INFO,
-        },
-        {
-            "name": "KV cache near full",
-            "kind": Rule.Kind.KV_CACHE,
-            "threshold": 0.95,
-            "resolve_threshold": 0.9,
-            "window_s": 300,
-            "for_s": 300,
-            "severity": Severity.WARNING,
-        },
-        {
-            "name": "Cost per Mtok above baseline",
-            "kind": Rule.Kind.COST_VS_BASELINE,
-            "threshold": 25.0,
-            "resolve_threshold": 15.0,
-            "window_s": 3600,
-            "for_s": 3600,
-            "severity": Severity.WARNING,
-        },
-        {
-            "name": "No data",
-            "kind": Rule.Kind.NO_DATA,
-            "threshold": 600.0,
-            "resolve_threshold": 120.0,
-            "window_s": 300,
-            "for_s": 0,
-            "min_requests": 0,
-            "severity": Severity.WARNING,
-        },
+    """The rules every service starts with: each registered kind's defaults for this service
+    (from its SLOs, price and the usual GPU pitfalls)."""
+    return [
+        {"kind": kind.name, **spec}
+        for kind in kinds.KINDS.values()
+        for spec in kind.default_specs(service)
     ]
-    if service.price_per_mtok:
-        specs.append(
-            {
-                "name": "Margin below target",
-                "kind": Rule.Kind.MARGIN,
-                "threshold": 0.2,
-                "resolve_threshold": 0.25,
-                "window_s": 3600,
-                "for_s": 3600,
-                "severity": Severity.WARNING,
-            }
-        )
-    return specs
 
 
 def ensure_default_rules(service: Service) -> list[Rule]:
@@ -179,15 +103,18 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
     no_data_services: set[int] = set()
     cost_services: dict[int, Service] = {}
     for rule in claimed:
-        if rule.kind == Rule.Kind.NO_DATA:
+        kind = rule.kind_spec
+        if kind is None:
+            continue  # evaluation reports the unknown kind as rule health "error"
+        if kind.per_host:
             no_data_services.add(rule.service_id)
             continue
         by_window[rule.window_s].add(rule.service_id)
-        if rule.kind in Rule.LATENCY_KINDS:
-            metrics_by_window[rule.window_s].add(Rule.LATENCY_KINDS[rule.kind])
-        if rule.kind in Rule.GPU_KINDS:
+        if kind.latency_metric:
+            metrics_by_window[rule.window_s].add(kind.latency_metric)
+        if kind.reads_gpu:
             gpu_windows.add(rule.window_s)
-        if rule.kind == Rule.Kind.COST_VS_BASELINE:
+        if kind.reads_baseline_cost:
             cost_services[rule.service_id] = rule.service
     for window_s, service_ids in by_window.items():
         start = end - timedelta(seconds=window_s)
@@ -285,7 +212,7 @@ def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = No
                 if fp not in seen_fps:
                     obs = (
                         rules.silent_for_lookback(inputs)
-                        if rule.kind == Rule.Kind.NO_DATA
+                        if rule.kind_spec is not None and rule.kind_spec.per_host
                         else Observation(Health.NO_DATA, reason="no longer observed")
                     )
                     _advance(rule, inst.labels, fp, obs, inst, t, new_instances, touched,

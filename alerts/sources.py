@@ -20,13 +20,12 @@ from datetime import datetime, timedelta
 from django.db.models import Max
 
 from analysis import buckets, sketches
-from analysis.percentiles import Percentile
+from analysis.percentiles import LATENCY_METRICS, Percentile
 from collectors.models import MINUTE, GpuRollup, ServiceRollup
 from collectors.selectors import latency_percentiles
 from collectors.services.rollups import Traffic
 from dossiers.models import Baseline, Service
 
-LATENCY_METRICS = ("e2e", "ttft", "tpot")
 ADDITIVE = (
     "requests", "prompt_tokens", "output_tokens", "request_seconds", "scraped_requests",
     "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds", "gauge_samples",

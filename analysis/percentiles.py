@@ -17,6 +17,20 @@ def label(q: float) -> str:
     return "p" + f"{q * 100:g}".replace(".", "")
 
 
+# The one list of latency figures a measured run records (load tests, baselines, pages, gate):
+# `<metric>_<pXX>_ms`, e.g. `ttft_p99_ms`.
+PERCENTILE_LABELS = tuple(label(q) for q in STANDARD_QUANTILES)  # "p50" .. "p999"
+QUANTILE_OF = dict(zip(PERCENTILE_LABELS, STANDARD_QUANTILES, strict=True))
+LATENCY_METRICS = ("e2e", "ttft", "tpot")
+
+
+def latency_field(metric: str, p: str) -> str:
+    return f"{metric}_{p}_ms"
+
+
+LATENCY_FIELDS = tuple(latency_field(m, p) for m in LATENCY_METRICS for p in PERCENTILE_LABELS)
+
+
 def minimum_count(q: float) -> int:
     """Requests needed before a quantile means anything: ~1/(1-q), and never fewer than 20."""
     return max(20, math.ceil(1 / (1 - q) - 1e-9))

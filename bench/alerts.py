@@ -125,7 +125,7 @@ def seed(
                 Service(
                     slug=f"bench-svc-{k}", name=f"Bench service {k}", team=team_objs[k % teams],
                     model_name="Llama-3-8B", model_params_b=Decimal("8"),
-                    engine=Service.Engine.VLLM, gpu_model="NVIDIA H100 80GB",
+                    engine="vllm", gpu_model="NVIDIA H100 80GB",
                     gpus_per_replica=gpus, replicas=hosts, slo_p99_e2e_ms=SLO_E2E_MS,
                     slo_p99_ttft_ms=SLO_TTFT_MS, slo_p99_tpot_ms=SLO_TPOT_MS,
                     gpu_hour_price=GPU_HOUR_PRICE, price_per_mtok=PRICE_PER_MTOK,

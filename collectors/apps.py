@@ -6,3 +6,9 @@ class CollectorsConfig(AppConfig):
 
     def ready(self) -> None:
         from collectors import schema  # noqa: F401  (registers the OpenAPI auth extension)
+        from collectors.exposition import engines
+        from dossiers.models import use_engine_labels
+
+        # A service's engine choices are the registered engines (read when asked, so an engine
+        # registered later shows up too).
+        use_engine_labels(lambda: {e.name: e.label for e in engines.ENGINES.values()})

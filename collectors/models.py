@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.timesince import timesince
 
+from collectors.exposition import engines
 from dossiers.models import Service
 
 LATENCY_METRICS = ("e2e", "ttft", "tpot", "queue")
@@ -28,18 +29,19 @@ RESOLUTIONS = (MINUTE, HOUR)
 PUSH_FRESHNESS = timedelta(minutes=3)
 
 
+def pull_kind_choices() -> list[tuple[str, str]]:
+    """What a pull URL may answer with: the agent's batch, or any registered engine or exporter."""
+    return [
+        (Host.PULL_AGENT, "PerfHub agent (batch document)"),
+        *((engine.name, f"{engine.label} /metrics") for engine in engines.ENGINES.values()),
+        ("dcgm", "dcgm-exporter /metrics"),
+    ]
+
+
 class Host(models.Model):
     """A GPU host: pushes through an agent, or is pulled from a URL on a schedule."""
 
-    class PullKind(models.TextChoices):
-        AGENT = "agent", "PerfHub agent (batch document)"
-        VLLM = "vllm", "vLLM /metrics"
-        TGI = "tgi", "TGI /metrics"
-        SGLANG = "sglang", "SGLang /metrics"
-        TRITON = "triton", "Triton /metrics"
-        DCGM = "dcgm", "dcgm-exporter /metrics"
-
-    ENGINE_KINDS = (PullKind.VLLM, PullKind.TGI, PullKind.SGLANG, PullKind.TRITON)
+    PULL_AGENT = "agent"  # the agent's own endpoint, answering with a batch document
 
     class Status(models.TextChoices):
         UP = "up", "up"
@@ -61,7 +63,7 @@ class Host(models.Model):
     last_seen_at = models.DateTimeField(null=True, blank=True)
 
     pull_url = models.URLField(blank=True, help_text="Leave blank for hosts that push.")
-    pull_kind = models.CharField(max_length=10, choices=PullKind.choices, blank=True)
+    pull_kind = models.CharField(max_length=10, choices=pull_kind_choices, blank=True)
     pull_service = models.ForeignKey(
         Service,
         null=True,
@@ -97,7 +99,7 @@ class Host(models.Model):
     def clean(self) -> None:
         if self.pull_url and not self.pull_kind:
             raise ValidationError({"pull_kind": "Say what the pull URL answers with."})
-        if self.pull_kind in self.ENGINE_KINDS and not self.pull_service_id:
+        if self.pull_kind in engines.engine_names() and not self.pull_service_id:
             raise ValidationError({"pull_service": "An engine scrape belongs to a service."})
 
     @property

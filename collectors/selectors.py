@@ -306,13 +306,9 @@ def live_economics(
         window_minutes=minutes,
         tokens_per_second=tps,
         basis=service.token_basis,
-        economics=cost.economics(
-            gpu_hour_price=float(service.gpu_hour_price),
-            gpus=service.total_gpus,
+        economics=service.economics(
             tokens_per_second=tps,
-            price_per_mtok=None
-            if service.price_per_mtok is None
-            else float(service.price_per_mtok),
+            gpus=service.total_gpus,
             busy_fraction=sum(busy) / len(busy) if busy else None,
         ),
     )

@@ -18,11 +18,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import exceptions, serializers
 
 from collectors import exposition
+from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
 from dossiers.models import Service
 
 MAX_FUTURE = timedelta(minutes=5)
-SOURCES = ("vllm", "tgi", "sglang", "triton", "dcgm")
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
@@ -112,11 +112,17 @@ class ScrapeSerializer(serializers.Serializer):
     service = serializers.CharField(
         max_length=50, allow_blank=True, allow_null=True, required=False, default=""
     )
-    source = serializers.ChoiceField(choices=SOURCES)
+    source = serializers.CharField(max_length=20)
     exposition = serializers.CharField(allow_blank=True, trim_whitespace=False)
 
+    def validate_source(self, value: str) -> str:
+        if value not in exposition.sources():
+            known = ", ".join(exposition.sources())
+            raise serializers.ValidationError(f'"{value}" is not a known source ({known}).')
+        return value
+
     def validate(self, attrs: dict) -> dict:
-        if attrs["source"] != "dcgm" and not attrs.get("service"):
+        if attrs["source"] not in EXPORTERS and not attrs.get("service"):
             raise serializers.ValidationError(
                 {"service": ["A service slug is required for an engine scrape."]}
             )

@@ -301,14 +301,7 @@ def _tokens_per_second(traffic_by_host: dict[int, Traffic], basis: str) -> float
 
 
 def _economics(service: Service, tps: float | None) -> cost.Economics | None:
-    if not tps or tps <= 0:
-        return None
-    return cost.economics(
-        gpu_hour_price=float(service.gpu_hour_price),
-        gpus=service.total_gpus,
-        tokens_per_second=tps,
-        price_per_mtok=None if service.price_per_mtok is None else float(service.price_per_mtok),
-    )
+    return service.economics(tokens_per_second=tps, gpus=service.total_gpus)
 
 
 def fleet_dashboard(*, start: datetime, end: datetime, gpu_days: int = 7) -> FleetDashboard:

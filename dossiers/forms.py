@@ -11,6 +11,7 @@ from typing import Any
 
 from django import forms
 
+from analysis.percentiles import LATENCY_FIELDS
 from dossiers.models import Baseline, Bottleneck, Experiment, Service, Team
 
 MAX_MARKDOWN_BYTES = 1024 * 1024
@@ -90,11 +91,7 @@ BASELINE_WORKLOAD = [
 BASELINE_ENVIRONMENT = ["code_version", "engine_version", "config_version"]
 BASELINE_THROUGHPUT = ["request_count", "qps", "input_tps", "output_tps"]
 BASELINE_RESOURCES = ["gpu_util", "sm_active", "dram_active", "mem_weights_bytes", "mem_kv_bytes"]
-BASELINE_LATENCY = [
-    f"{metric}_{p}_ms"
-    for metric in ("e2e", "ttft", "tpot")
-    for p in ("p50", "p90", "p95", "p99", "p999")
-]
+BASELINE_LATENCY = list(LATENCY_FIELDS)
 
 
 class BaselineForm(NoColonMixin, forms.ModelForm):

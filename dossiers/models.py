@@ -6,6 +6,7 @@ the arithmetic (cost, margin, deltas) in the Django-free `analysis` package.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from analysis import configdiff, cost
+from analysis.percentiles import LATENCY_FIELDS, LATENCY_METRICS, PERCENTILE_LABELS
 
 
 class Team(models.Model):
@@ -52,6 +54,21 @@ class Membership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
 
+# The serving engines a service may run on come from the engine registry in
+# `collectors.exposition.engines`; dossiers sits below collectors, so collectors tells it
+# (`use_engine_labels`, called from collectors' AppConfig.ready) rather than dossiers asking.
+_engine_labels: Callable[[], dict[str, str]] = dict
+
+
+def use_engine_labels(source: Callable[[], dict[str, str]]) -> None:
+    global _engine_labels
+    _engine_labels = source
+
+
+def engine_choices() -> list[tuple[str, str]]:
+    return [*_engine_labels().items(), ("other", "Other")]
+
+
 class ServiceQuerySet(models.QuerySet):
     def editable_by(self, user) -> ServiceQuerySet:
         if not user.is_authenticated:
@@ -62,13 +79,6 @@ class ServiceQuerySet(models.QuerySet):
 
 
 class Service(models.Model):
-    class Engine(models.TextChoices):
-        VLLM = "vllm", "vLLM"
-        TGI = "tgi", "TGI"
-        SGLANG = "sglang", "SGLang"
-        TRITON = "triton", "Triton"
-        OTHER = "other", "Other"
-
     class Quantization(models.TextChoices):
         NONE = "none", "none (fp16/bf16)"
         FP8 = "fp8", "FP8"
@@ -96,7 +106,7 @@ class Service(models.Model):
     quantization = models.CharField(
         max_length=10, choices=Quantization.choices, default=Quantization.NONE
     )
-    engine = models.CharField(max_length=10, choices=Engine.choices)
+    engine = models.CharField(max_length=20, choices=engine_choices)
     engine_version = models.CharField(max_length=40, blank=True)
 
     gpu_model = models.CharField(max_length=80)
@@ -191,6 +201,26 @@ class Service(models.Model):
     def total_gpus(self) -> int:
         return self.gpus_per_replica * self.replicas
 
+    def economics(
+        self,
+        *,
+        tokens_per_second: float | None,
+        gpus: int,
+        busy_fraction: float | None = None,
+    ) -> cost.Economics | None:
+        """The one way from this service's prices to cost per Mtok and margin (allocation basis:
+        every reserved GPU-hour counts). `gpus` are the GPUs that produced `tokens_per_second`:
+        one replica's for a measured run, the whole fleet's for live traffic."""
+        if not tokens_per_second or tokens_per_second <= 0:
+            return None
+        return cost.economics(
+            gpu_hour_price=float(self.gpu_hour_price),
+            gpus=gpus,
+            tokens_per_second=tokens_per_second,
+            price_per_mtok=None if self.price_per_mtok is None else float(self.price_per_mtok),
+            busy_fraction=busy_fraction,
+        )
+
     def can_edit(self, user) -> bool:
         """Members of the owning team edit; everyone logged in reads."""
         if not user.is_authenticated:
@@ -268,9 +298,8 @@ class ConfigVersion(models.Model):
         )
 
 
-PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
-LATENCY_METRICS = ("e2e", "ttft", "tpot")
-LATENCY_FIELD_NAMES = tuple(f"{m}_{p}_ms" for m in LATENCY_METRICS for p in PERCENTILES)
+PERCENTILES = PERCENTILE_LABELS
+LATENCY_FIELD_NAMES = LATENCY_FIELDS
 # A measured run's columns other than the latency percentiles, in reading order.
 RUN_FIELD_NAMES = (
     "measured_at",
@@ -371,16 +400,9 @@ class MeasuredRun(models.Model):
 
     def economics(self, service: Service, basis: str | None = None) -> cost.Economics | None:
         """Cost per Mtok and margin on the allocation basis, for one replica's GPUs."""
-        tps = self.tokens_per_second(basis or service.token_basis)
-        if not tps:
-            return None
-        return cost.economics(
-            gpu_hour_price=float(service.gpu_hour_price),
+        return service.economics(
+            tokens_per_second=self.tokens_per_second(basis or service.token_basis),
             gpus=service.gpus_per_replica,
-            tokens_per_second=tps,
-            price_per_mtok=None
-            if service.price_per_mtok is None
-            else float(service.price_per_mtok),
             busy_fraction=self.gpu_util,
         )
 
@@ -568,5 +590,5 @@ class Experiment(models.Model):
 
 def _run_values(run: MeasuredRun) -> dict[str, float | None]:
     names = ["qps", "output_tps", "input_tps", "gpu_util", "sm_active", "dram_active"]
-    names += [f"{m}_{p}_ms" for m in LATENCY_METRICS for p in PERCENTILES]
+    names += LATENCY_FIELDS
     return {name: getattr(run, name) for name in names}

@@ -9,6 +9,7 @@ from datetime import datetime
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from analysis import cost
+from analysis.percentiles import QUANTILE_OF, minimum_count
 from dossiers.models import (
     LATENCY_METRICS,
     PERCENTILES,
@@ -204,17 +205,14 @@ class LatencyRow:
     cells: list[tuple[str, float | None, bool]]  # (percentile, ms, enough requests)
 
 
-# A percentile rests on the tail beyond it: below 1 / (1 - q) requests it is not measured at all.
-MIN_REQUESTS = {"p50": 2, "p90": 10, "p95": 20, "p99": 100, "p999": 1000}
-
-
 def latency_table(run: MeasuredRun) -> list[LatencyRow]:
     labels = {"e2e": "End-to-end", "ttft": "TTFT (first token)", "tpot": "TPOT (per output token)"}
     rows = []
     for metric in LATENCY_METRICS:
         cells = []
         for p in PERCENTILES:
-            enough = run.request_count is None or run.request_count >= MIN_REQUESTS[p]
+            # The one minimum-count rule (pages, gate and alerts alike).
+            enough = run.request_count is None or run.request_count >= minimum_count(QUANTILE_OF[p])
             cells.append((p, run.latency(metric, p), enough))
         rows.append(LatencyRow(metric, labels[metric], cells))
     return rows

@@ -15,8 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from analysis import sketches
+from analysis.percentiles import LATENCY_FIELDS
 from dossiers import services
-from dossiers.models import LATENCY_METRICS, PERCENTILES, RUN_FIELD_NAMES, Baseline, Service
+from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
 from loadtests.formats import LoadTestFormatError, ParsedRun, parse_loadtest
 from loadtests.models import LoadTest, LoadTestSketch
 
@@ -198,8 +199,7 @@ MEASURED_FIELDS = RUN_FIELD_NAMES
 
 def measured_values(run) -> dict:
     """Every MeasuredRun column of `run`, by name (workload, environment, results)."""
-    names = list(MEASURED_FIELDS)
-    names += [f"{m}_{p}_ms" for m in LATENCY_METRICS for p in PERCENTILES]
+    names = list(MEASURED_FIELDS) + list(LATENCY_FIELDS)
     return {name: getattr(run, name) for name in names}
 
 

@@ -125,7 +125,7 @@ def service(db, team) -> Service:
         team=team,
         model_name="Llama-2-7b-chat",
         model_params_b=Decimal("7"),
-        engine=Service.Engine.VLLM,
+        engine="vllm",
         engine_version="0.6.3",
         gpu_model="NVIDIA A100 80GB",
         gpus_per_replica=1,

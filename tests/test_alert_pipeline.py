@@ -114,7 +114,7 @@ def _service(receiver_url: str) -> Service:
         team=team,
         model_name="Llama-2-7b-chat",
         model_params_b=Decimal("7"),
-        engine=Service.Engine.VLLM,
+        engine="vllm",
         gpu_model="NVIDIA A100 80GB",
         slo_p99_e2e_ms=2000,
         slo_p99_ttft_ms=500,
@@ -128,7 +128,7 @@ def _p99_rule(service: Service) -> Rule:
     """The service's default rules from its SLOs; only the P99 end-to-end one stays enabled,
     so every message the receiver gets is that rule's."""
     ensure_default_rules(service)
-    [spec] = [s for s in default_rule_specs(service) if s["kind"] == Rule.Kind.P99_E2E]
+    [spec] = [s for s in default_rule_specs(service) if s["kind"] == "p99_e2e"]
     service.alert_rules.exclude(name=spec["name"]).update(enabled=False)
     return service.alert_rules.get(name=spec["name"])
 

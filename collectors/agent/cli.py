@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="engines",
         action="append",
         metavar="SOURCE[:SLUG]=URL",
-        help="engine /metrics to scrape; SOURCE is vllm, tgi, sglang or triton; repeatable",
+        help="engine /metrics to scrape; SOURCE is the engine's name as PerfHub knows it"
+        " (vllm, tgi, sglang, triton, ...: the server says which); repeatable",
     )
     a(
         "--dcgm",

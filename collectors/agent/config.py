@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 
 from .simulate import EngineProfile, ProfileError
 
-ENGINE_SOURCES = ("vllm", "tgi", "sglang", "triton")
+# The agent does not keep a list of engines: the server owns parsing and names the engines it
+# knows (400 naming the source otherwise), so an old agent scrapes a newly supported engine.
+ENGINE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,19}$")
 DEFAULT_INTERVAL_S = 10.0
 DEFAULT_SPOOL_MAX_BYTES = 100 * 1024 * 1024
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
@@ -161,8 +163,11 @@ def parse_engine_spec(spec: str, services: list[str]) -> ScrapeTarget:
         )
     source, _, slug = head.partition(":")
     source = source.strip().lower()
-    if source not in ENGINE_SOURCES:
-        raise ConfigError(f"engine {spec!r}: source must be one of {', '.join(ENGINE_SOURCES)}")
+    if not ENGINE_NAME.match(source) or source == "dcgm":
+        raise ConfigError(
+            f"engine {spec!r}: SOURCE must be an engine's name as PerfHub knows it"
+            " (e.g. vllm); dcgm-exporter goes with --dcgm"
+        )
     service = _service_for(slug.strip(), services, what=f"engine {spec!r}")
     return ScrapeTarget(
         source=source, service=service, url=_check_url(url.strip(), f"engine {spec!r}")

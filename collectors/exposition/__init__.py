@@ -10,9 +10,8 @@ Engine mappings are documented in `collectors.exposition.engines`, GPU fields in
 `collectors.exposition.dcgm`.
 """
 
-from collectors.exposition.engines import COUNTERS, GAUGES, HISTOGRAMS
+from collectors.exposition.engines import COUNTERS, GAUGES, HISTOGRAMS, sources
 from collectors.exposition.scrape import (
-    SOURCES,
     HistogramSeries,
     ParsedScrape,
     SeriesKey,
@@ -26,7 +25,6 @@ __all__ = [
     "COUNTERS",
     "GAUGES",
     "HISTOGRAMS",
-    "SOURCES",
     "ExpositionError",
     "HistogramSeries",
     "ParsedScrape",
@@ -34,5 +32,6 @@ __all__ = [
     "SeriesKey",
     "normalize_edge",
     "parse",
+    "sources",
     "window",
 ]

@@ -200,13 +200,50 @@ TRITON = (
     ),
 )
 
-ENGINES: dict[str, tuple[Rule, ...]] = {
-    "vllm": VLLM,
-    "tgi": TGI,
-    "sglang": SGLANG,
-    "triton": TRITON,
-}
+# --- The engine registry ----------------------------------------------------------------------
+# The one list of serving engines. Everything else reads it: the ingest serializer's `source`,
+# the parser, pull kinds, a service's engine choices (dossiers), the docs. The agent takes any
+# engine name and leaves the check to the server, so old agents learn new engines for free.
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str  # as agents, pull kinds and services name it: lowercase, no spaces
+    label: str  # as pages show it
+    rules: tuple[Rule, ...]
+
+
+ENGINES: dict[str, Engine] = {}
+EXPORTERS = ("dcgm",)  # GPU exporters: parsed by `collectors.exposition.dcgm`, not by rules
+
+
+def register(engine: Engine) -> Engine:
+    """Add an engine (a new module calls this once); its name must be new."""
+    if engine.name in ENGINES or engine.name in EXPORTERS:
+        raise ValueError(f"engine {engine.name!r} is already registered")
+    ENGINES[engine.name] = engine
+    return engine
+
+
+def unregister(name: str) -> None:
+    """Remove an engine (tests that register a throwaway one clean up with this)."""
+    ENGINES.pop(name, None)
+
+
+def engine_names() -> tuple[str, ...]:
+    return tuple(ENGINES)
+
+
+def sources() -> tuple[str, ...]:
+    """Every `source` a scrape may name: the engines, then the exporters."""
+    return (*ENGINES, *EXPORTERS)
 
 
 def rules_for(source: str) -> tuple[Rule, ...]:
-    return ENGINES[source]
+    return ENGINES[source].rules
+
+
+register(Engine("vllm", "vLLM", VLLM))
+register(Engine("tgi", "TGI", TGI))
+register(Engine("sglang", "SGLang", SGLANG))
+register(Engine("triton", "Triton", TRITON))

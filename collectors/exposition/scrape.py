@@ -7,11 +7,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from analysis.buckets import BucketCounts, coarsen, merge_all, shared_edges
-from collectors.exposition import dcgm
+from collectors.exposition import dcgm, engines
 from collectors.exposition.engines import Rule, rules_for
 from collectors.exposition.text import ExpositionError, line_of, samples
-
-SOURCES = ("vllm", "tgi", "sglang", "triton", "dcgm")
 
 Labels = tuple[tuple[str, str], ...]
 SeriesKey = tuple[str, Labels]  # (canonical name, sorted labels without `le`)
@@ -77,8 +75,8 @@ def sum_histograms(items: list[BucketCounts]) -> BucketCounts | None:
 
 def parse(text: str, source: str) -> ParsedScrape:
     """Parse one scrape of `source`'s /metrics. Raises ExpositionError naming the bad line."""
-    if source not in SOURCES:
-        raise ValueError(f"source: {source!r} is not one of {', '.join(SOURCES)}")
+    if source not in engines.sources():
+        raise ValueError(f"source: {source!r} is not one of {', '.join(engines.sources())}")
     if source == "dcgm":
         return _parse_dcgm(text)
     return _EngineParse(text, source).run()

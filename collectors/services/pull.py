@@ -78,7 +78,7 @@ def _fetch_document(host: Host, now: datetime) -> dict:
         raise PullError(f"{type(exc).__name__}: {exc}") from exc
     if len(response.content) > settings.PERFHUB_INGEST_MAX_BYTES:
         raise PullError(f"answer over {settings.PERFHUB_INGEST_MAX_BYTES} bytes")
-    if host.pull_kind == Host.PullKind.AGENT:
+    if host.pull_kind == Host.PULL_AGENT:
         try:
             return response.json()
         except ValueError as exc:

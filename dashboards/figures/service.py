@@ -11,7 +11,6 @@ from datetime import datetime
 
 import plotly.graph_objects as go
 
-from analysis import cost
 from analysis.percentiles import Percentile, minimum_count
 from collectors.selectors import GpuPoint
 from dashboards.figures.common import (
@@ -371,15 +370,7 @@ def economics_figure(d: ServiceDashboard) -> go.Figure:
         return empty_figure(title, reason, y_title=y_title)
     price = None if service.price_per_mtok is None else float(service.price_per_mtok)
     gpus = d.gpus
-    econ = [
-        cost.economics(
-            gpu_hour_price=float(service.gpu_hour_price),
-            gpus=gpus,
-            tokens_per_second=tps,
-            price_per_mtok=price,
-        )
-        for _, tps in rows
-    ]
+    econ = [service.economics(tokens_per_second=tps, gpus=gpus) for _, tps in rows]
     fig = go.Figure(
         layout=layout(
             title,

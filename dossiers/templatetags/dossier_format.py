@@ -6,6 +6,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from analysis.percentiles import LATENCY_METRICS, PERCENTILE_LABELS, latency_field
+
 register = template.Library()
 
 DASH = "—"
@@ -18,9 +20,9 @@ METRIC_LABELS = {
     "sm_active": "SM active",
     "dram_active": "DRAM active",
 }
-for _metric, _name in (("e2e", "E2E"), ("ttft", "TTFT"), ("tpot", "TPOT")):
-    for _p in ("p50", "p90", "p95", "p99", "p999"):
-        METRIC_LABELS[f"{_metric}_{_p}_ms"] = f"{_name} {_p.upper()} (ms)"
+for _metric in LATENCY_METRICS:
+    for _p in PERCENTILE_LABELS:
+        METRIC_LABELS[latency_field(_metric, _p)] = f"{_metric.upper()} {_p.upper()} (ms)"
 RATIO_METRICS = {"gpu_util", "sm_active", "dram_active"}
 
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from analysis.percentiles import LATENCY_FIELDS, PERCENTILE_LABELS
+
 FORMATS = ("vllm-bench", "genai-perf", "guidellm", "llmperf")
 
 # The MeasuredRun percentile columns, and the label each is stored under.
-PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
-LATENCY_METRICS = ("e2e", "ttft", "tpot")
-LATENCY_FIELDS = tuple(f"{m}_{p}_ms" for m in LATENCY_METRICS for p in PERCENTILES)
+PERCENTILES = PERCENTILE_LABELS
 
 FIELD_NAMES = (
     "concurrency",

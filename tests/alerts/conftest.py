@@ -119,7 +119,7 @@ def p99_rule(service) -> Rule:
     return Rule.objects.create(
         service=service,
         name="P99 e2e above SLO",
-        kind=Rule.Kind.P99_E2E,
+        kind="p99_e2e",
         threshold=2000,
         resolve_threshold=1800,
         window_s=60,
@@ -190,7 +190,7 @@ def make_services(team):
                 team=team,
                 model_name="Llama-3-8B",
                 model_params_b=Decimal("8"),
-                engine=Service.Engine.VLLM,
+                engine="vllm",
                 gpu_model="NVIDIA H100",
                 slo_p99_e2e_ms=2000,
                 slo_p99_ttft_ms=300,

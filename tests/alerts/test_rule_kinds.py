@@ -22,13 +22,13 @@ def firing(rule):
 
 
 def test_gpu_waiting_fires_when_the_gpu_idles_while_requests_queue(timeline, service):
-    rule = make_rule(service, Rule.Kind.GPU_WAITING, 0.5)
+    rule = make_rule(service, "gpu_waiting", 0.5)
     timeline.tick(0, gpu={"util": 0.2}, gauges={"requests_waiting": 6, "kv_cache_usage": 0.3})
     assert firing(rule).get().value == pytest.approx(0.2)
 
 
 def test_gpu_waiting_stays_quiet_when_nothing_is_queued(timeline, service):
-    rule = make_rule(service, Rule.Kind.GPU_WAITING, 0.5)
+    rule = make_rule(service, "gpu_waiting", 0.5)
     timeline.tick(0, gpu={"util": 0.2}, gauges={"requests_waiting": 0, "kv_cache_usage": 0.3})
     assert not firing(rule).exists()
     rule.refresh_from_db()
@@ -36,13 +36,13 @@ def test_gpu_waiting_stays_quiet_when_nothing_is_queued(timeline, service):
 
 
 def test_sm_active_far_below_gpu_util_fires(timeline, service):
-    rule = make_rule(service, Rule.Kind.SM_GAP, 0.4)
+    rule = make_rule(service, "sm_gap", 0.4)
     timeline.tick(0, gpu={"util": 0.97, "sm_active": 0.31}, gauges={"requests_waiting": 1})
     assert firing(rule).get().value == pytest.approx(0.31 / 0.97)
 
 
 def test_sm_gap_without_profiling_metrics_is_no_data(timeline, service):
-    rule = make_rule(service, Rule.Kind.SM_GAP, 0.4)
+    rule = make_rule(service, "sm_gap", 0.4)
     timeline.tick(0, gpu={"util": 0.97}, gauges={"requests_waiting": 1})
     rule.refresh_from_db()
     assert rule.health == "no_data"
@@ -50,7 +50,7 @@ def test_sm_gap_without_profiling_metrics_is_no_data(timeline, service):
 
 
 def test_kv_cache_near_full_fires(timeline, service):
-    rule = make_rule(service, Rule.Kind.KV_CACHE, 0.95)
+    rule = make_rule(service, "kv_cache", 0.95)
     timeline.tick(0, gauges={"requests_waiting": 3, "kv_cache_usage": 0.98})
     assert firing(rule).get().value == pytest.approx(0.98)
 
@@ -59,7 +59,7 @@ def test_cost_above_baseline_fires(timeline, service):
     Baseline.objects.create(
         service=service, label="v1", measured_at=T0, output_tps=2000, is_current=True
     )
-    rule = make_rule(service, Rule.Kind.COST_VS_BASELINE, 25.0)
+    rule = make_rule(service, "cost_vs_baseline", 25.0)
     # 4 GPUs at 10/h; 120 requests x 200 output tokens a minute = 400 tokens/s fleet-wide.
     timeline.tick(0, e2e_ms=1000)
     alert = firing(rule).get()
@@ -69,7 +69,7 @@ def test_cost_above_baseline_fires(timeline, service):
 
 
 def test_margin_below_target_fires(timeline, service):
-    rule = make_rule(service, Rule.Kind.MARGIN, 0.2)
+    rule = make_rule(service, "margin", 0.2)
     timeline.tick(0, e2e_ms=1000)
     live_cost = 10 * 4 * (1e6 / 400) / 3600  # 27.8 per Mtok against a price of 5
     assert firing(rule).get().value == pytest.approx((5 - live_cost) / 5)
@@ -78,14 +78,14 @@ def test_margin_below_target_fires(timeline, service):
 def test_margin_without_a_price_is_no_data(timeline, service):
     service.price_per_mtok = None
     service.save(update_fields=["price_per_mtok"])
-    rule = make_rule(service, Rule.Kind.MARGIN, 0.2)
+    rule = make_rule(service, "margin", 0.2)
     timeline.tick(0, e2e_ms=1000)
     rule.refresh_from_db()
     assert rule.health == "no_data"
 
 
 def test_no_data_fires_per_host_and_resolves_when_data_returns(timeline, service):
-    rule = make_rule(service, Rule.Kind.NO_DATA, 300.0, resolve_threshold=60.0)
+    rule = make_rule(service, "no_data", 300.0, resolve_threshold=60.0)
     timeline.tick(0, e2e_ms=1000)
     for i in range(1, 7):
         timeline.tick(i)  # silent for six minutes

@@ -2,7 +2,7 @@
 
 import pytest
 
-from collectors.exposition import SOURCES, parse, window
+from collectors.exposition import parse, sources, window
 from collectors.exposition.engines import COUNTERS, ENGINES, GAUGES, HISTOGRAMS
 
 
@@ -16,13 +16,13 @@ def histogram(name: str, labels: str = "", les=("0.1", "1.0", "+Inf"), counts=(1
     return "\n".join(rows) + "\n"
 
 
-def test_every_engine_source_has_a_mapping():
-    assert set(ENGINES) == set(SOURCES) - {"dcgm"}
+def test_every_scrape_source_is_an_engine_or_dcgm():
+    assert set(sources()) == set(ENGINES) | {"dcgm"}
 
 
 def test_every_rule_targets_a_canonical_series():
     canonical = set(COUNTERS) | set(HISTOGRAMS) | set(GAUGES)
-    assert {rule.canonical for rules in ENGINES.values() for rule in rules} <= canonical
+    assert {rule.canonical for e in ENGINES.values() for rule in e.rules} <= canonical
 
 
 # --- vLLM, old and new names -------------------------------------------------------------------

@@ -140,7 +140,7 @@ def make_service(team, slug: str, **extra) -> Service:
         "team": team,
         "model_name": "Llama-3-8B",
         "model_params_b": Decimal("8"),
-        "engine": Service.Engine.VLLM,
+        "engine": "vllm",
         "gpu_model": "NVIDIA A100 80GB",
         "gpus_per_replica": 1,
         "replicas": 2,

@@ -84,7 +84,7 @@ def test_gpu_hours_are_counted_per_day_and_split_between_services_on_a_host(serv
 
 
 def test_open_alerts_count_only_firing_instances(service):
-    rule = Rule.objects.create(service=service, name="P99", kind=Rule.Kind.P99_E2E, threshold=1)
+    rule = Rule.objects.create(service=service, name="P99", kind="p99_e2e", threshold=1)
     for i, state in enumerate(["firing", "firing", "pending", "resolved"]):
         AlertInstance.objects.create(
             rule=rule,

@@ -19,7 +19,7 @@ T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 
 @pytest.fixture
 def rule(service):
-    return Rule.objects.create(service=service, name="P99 e2e", kind=Rule.Kind.P99_E2E, threshold=1)
+    return Rule.objects.create(service=service, name="P99 e2e", kind="p99_e2e", threshold=1)
 
 
 def _event(rule, kind, at, **extra):

@@ -58,7 +58,7 @@ def make_service(team):
             "name": name or slug.replace("-", " ").title(),
             "model_name": "Llama-3-8B",
             "model_params_b": Decimal("8"),
-            "engine": Service.Engine.VLLM,
+            "engine": "vllm",
             "gpu_model": "NVIDIA H100 80GB",
             "gpus_per_replica": 1,
             "replicas": 2,

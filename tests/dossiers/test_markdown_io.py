@@ -97,7 +97,7 @@ def blank(team):
         team=team,
         model_name="m",
         model_params_b=Decimal("1"),
-        engine=Service.Engine.TGI,
+        engine="tgi",
         gpu_model="L40S",
         gpu_hour_price=Decimal("1"),
     )

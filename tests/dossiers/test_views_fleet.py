@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dossiers import services
-from dossiers.models import Service, Team
+from dossiers.models import Team
 
 from .conftest import baseline_values
 
@@ -44,7 +44,7 @@ def test_it_marks_a_service_without_a_baseline_as_no_data(owner_client, team):
         name="Fresh",
         model_name="m",
         model_params_b=Decimal("1"),
-        engine=Service.Engine.TGI,
+        engine="tgi",
         gpu_model="L4",
         gpu_hour_price=Decimal("1"),
     )
@@ -53,7 +53,7 @@ def test_it_marks_a_service_without_a_baseline_as_no_data(owner_client, team):
 
 def test_it_searches_by_name_slug_model_engine_and_team(owner_client, make_service):
     make_service("chat-8b", model_name="Llama-3-8B")
-    make_service("embed", model_name="bge-large", engine=Service.Engine.TRITON)
+    make_service("embed", model_name="bge-large", engine="triton")
     assert names(owner_client.get(FLEET, {"q": "bge"})) == ["Embed"]
     assert names(owner_client.get(FLEET, {"q": "triton"})) == ["Embed"]
     assert names(owner_client.get(FLEET, {"q": "chat-8"})) == ["Chat 8B"]
@@ -77,7 +77,7 @@ def test_it_sorts_by_p99_both_ways_with_missing_values_last(owner_client, make_s
         name="Empty",
         model_name="m",
         model_params_b=Decimal("1"),
-        engine=Service.Engine.TGI,
+        engine="tgi",
         gpu_model="L4",
         gpu_hour_price=Decimal("1"),
     )

@@ -157,7 +157,7 @@ class Command(BaseCommand):
             raise CommandError(
                 "--slowdown-for needs --slowdown-after (when the regression starts)."
             )
-        services = list(Service.objects.filter(engine=Service.Engine.VLLM).order_by("pk")[:agents])
+        services = list(Service.objects.filter(engine="vllm").order_by("pk")[:agents])
         if not services:
             raise CommandError("No vLLM service to simulate: run `manage.py seed_demo` first.")
         procs = [

@@ -25,7 +25,8 @@ def test_an_engine_without_a_slug_belongs_to_the_only_service():
     [
         ("vllm=http://h/metrics", [], "names no service"),
         ("vllm=http://h/metrics", ["a", "b"], "several services given"),
-        ("ollama:a=http://h/metrics", [], "source must be one of vllm, tgi, sglang, triton"),
+        ("Ollama Server:a=http://h/metrics", [], "SOURCE must be an engine's name"),
+        ("dcgm:a=http://h/metrics", [], "dcgm-exporter goes with --dcgm"),
         ("vllm:a", [], "expected SOURCE[:SLUG]=URL"),
         ("vllm:a=ftp://h/metrics", [], "is not an http(s) URL"),
         ("vllm:bad slug=http://h/metrics", [], "may hold letters, digits, - and _ only"),

@@ -1,0 +1,411 @@
+"""The alert rule kinds: one class per kind, holding its unit, direction, description, the rules a
+service starts with, and how it observes a window. This registry is the one list of kinds: the
+model's choices, the form, evaluation, defaults and docs read it.
+
+A new kind is one class here (or in any module imported at start-up) decorated with `@register`;
+`docs/extending.md` walks through one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from alerts.sources import ServiceWindow
+from analysis import diagnosis
+from analysis.alerting import Direction, Health, Observation
+from analysis.percentiles import minimum_count
+
+if TYPE_CHECKING:
+    from alerts.models import Rule
+    from alerts.rules import Inputs
+    from dossiers.models import Service
+
+# The GPU thresholds are the diagnosis rules' (analysis.diagnosis), so a live diagnosis and an
+# alert never disagree about the same window.
+
+
+def _span(seconds: int) -> str:
+    return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
+
+
+class RuleKind:
+    """What a kind of rule watches. Subclasses set the class attributes and `observe_window`."""
+
+    name: ClassVar[str]  # stored in Rule.kind
+    label: ClassVar[str]  # the form's choice, with the threshold's unit
+    description: ClassVar[str]  # one sentence for docs and the rule list
+    unit: ClassVar[str]  # "ms", "ratio" (0-1), "%" or "s"
+    direction: ClassVar[Direction] = Direction.ABOVE
+    # What evaluation must read for it (batched across rules by `alerts.services`).
+    latency_metric: ClassVar[str | None] = None  # P99 of this family
+    reads_gpu: ClassVar[bool] = False
+    reads_baseline_cost: ClassVar[bool] = False
+    per_host: ClassVar[bool] = False  # observes last-seen times per host, not a service window
+
+    def default_specs(self, service: Service) -> list[dict]:
+        """The rules of this kind a service starts with (none by default)."""
+        return []
+
+    def observe(self, rule: Rule, inputs: Inputs) -> list[tuple[dict[str, str], Observation]]:
+        """(identity labels, observation) pairs: by default one, for the whole service."""
+        window = inputs.windows.get(rule.window_s, {}).get(rule.service_id)
+        if window is None:
+            obs = Observation(
+                Health.NO_DATA, reason=f"no roll-up rows in the last {_span(rule.window_s)}"
+            )
+        else:
+            obs = self.observe_window(rule, window, inputs)
+        return [({"service": rule.service.slug}, obs)]
+
+    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
+        raise NotImplementedError
+
+
+KINDS: dict[str, RuleKind] = {}
+
+
+def register(cls: type[RuleKind]) -> type[RuleKind]:
+    """Class decorator: add a kind to the registry (its `name` must be new)."""
+    kind = cls()
+    if kind.name in KINDS:
+        raise ValueError(f"rule kind {kind.name!r} is already registered")
+    KINDS[kind.name] = kind
+    return cls
+
+
+def unregister(name: str) -> None:
+    KINDS.pop(name, None)
+
+
+def get(name: str) -> RuleKind | None:
+    return KINDS.get(name)
+
+
+def kind_choices() -> list[tuple[str, str]]:
+    return [(k.name, k.label) for k in KINDS.values()]
+
+
+# --- Latency ----------------------------------------------------------------------------------
+
+
+class _P99(RuleKind):
+    unit = "ms"
+    metric_label: ClassVar[str]
+
+    def default_specs(self, service: Service) -> list[dict]:
+        slo = service.slo_for(self.latency_metric)
+        if not slo:
+            return []
+        return [
+            {
+                "name": f"P99 {self.metric_label} above SLO",
+                "threshold": slo,
+                "resolve_threshold": round(slo * 0.9, 3),
+                "window_s": 300,
+                "for_s": 300,
+                "keep_firing_for_s": 120,
+                "min_requests": minimum_count(0.99),
+                "severity": "critical",
+            }
+        ]
+
+    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
+        span = _span(rule.window_s)
+        p = w.latency.get(self.latency_metric)
+        if p is None or p.count == 0:
+            return Observation(Health.NO_DATA, count=0, reason=f"no requests in the last {span}")
+        # The rule's own floor, never below the one minimum count for the quantile.
+        need = max(rule.min_requests, minimum_count(p.q))
+        if p.count < need:
+            return Observation(
+                Health.INSUFFICIENT_DATA,
+                count=p.count,
+                reason=f"P99 rests on {p.count} requests, fewer than {need}",
+            )
+        if p.value is None:  # bucket-bounded, in +Inf: known only to exceed the last edge
+            edge = p.above_last_edge or 0.0
+            return Observation(
+                Health.OK, value=edge, count=p.count, reason=f"P99 > {edge:g} ms (last bucket)"
+            )
+        return Observation(Health.OK, value=p.value, count=p.count, reason=f"P99 over {span}")
+
+
+@register
+class P99E2E(_P99):
+    name = "p99_e2e"
+    label = "P99 end-to-end latency above (ms)"
+    description = "The service's P99 end-to-end latency, merged over its hosts, above a bound."
+    latency_metric = "e2e"
+    metric_label = "end-to-end"
+
+
+@register
+class P99TTFT(_P99):
+    name = "p99_ttft"
+    label = "P99 TTFT above (ms)"
+    description = "P99 time to first token (prefill and queueing) above a bound."
+    latency_metric = "ttft"
+    metric_label = "TTFT"
+
+
+@register
+class P99TPOT(_P99):
+    name = "p99_tpot"
+    label = "P99 TPOT above (ms)"
+    description = "P99 time per output token (decode, memory bandwidth) above a bound."
+    latency_metric = "tpot"
+    metric_label = "TPOT"
+
+
+# --- GPU --------------------------------------------------------------------------------------
+
+
+@register
+class GpuWaiting(RuleKind):
+    name = "gpu_waiting"
+    label = "GPU waiting: utilization below (0-1) while requests queue"
+    description = (
+        "GPU-Util low while requests wait in the engine's queue: the GPU waits on the CPU side,"
+        " IO or too small batches."
+    )
+    unit = "ratio"
+    direction = Direction.BELOW
+    reads_gpu = True
+
+    def default_specs(self, service: Service) -> list[dict]:
+        return [
+            {
+                "name": "GPU waiting while requests queue",
+                "threshold": diagnosis.LOW_GPU_UTIL,
+                "resolve_threshold": round(diagnosis.LOW_GPU_UTIL + 0.1, 3),
+                "window_s": 300,
+                "for_s": 600,
+                "severity": "warning",
+            }
+        ]
+
+    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
+        if w.gpu_util is None:
+            return Observation(Health.NO_DATA, reason="no GPU utilization from these hosts")
+        if w.waiting_mean is None:
+            return Observation(Health.NO_DATA, reason="no queue length (requests waiting) scraped")
+        return Observation(
+            Health.OK,
+            value=w.gpu_util,
+            count=w.gpu_samples,
+            gate=w.waiting_mean >= diagnosis.MIN_REQUESTS_WAITING,
+            reason=f"{w.waiting_mean:.1f} requests waiting on average",
+        )
+
+
+@register
+class SmGap(RuleKind):
+    name = "sm_gap"
+    label = "SM active / GPU-Util below (ratio) while the GPU looks busy"
+    description = (
+        "SM active far below GPU-Util: kernels run but leave the SMs idle (memory- or"
+        " launch-bound); GPU-Util alone would call the GPU busy."
+    )
+    unit = "ratio"
+    direction = Direction.BELOW
+    reads_gpu = True
+
+    def default_specs(self, service: Service) -> list[dict]:
+        return [
+            {
+                "name": "SM active far below GPU-Util",
+                "threshold": diagnosis.SM_TO_GPU_UTIL_RATIO,
+                "resolve_threshold": round(diagnosis.SM_TO_GPU_UTIL_RATIO + 0.1, 3),
+                "window_s": 900,
+                "for_s": 1800,
+                "severity": "info",
+            }
+        ]
+
+    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
+        if w.gpu_util is None:
+            return Observation(Health.NO_DATA, reason="no GPU utilization from these hosts")
+        if w.sm_active is None:
+            return Observation(
+                Health.NO_DATA, reason="no SM active (DCGM profiling or NVML GPM) from these hosts"
+            )
+        ratio = w.sm_active / w.gpu_util if w.gpu_util else 1.0
+        return Observation(
+            Health.OK,
+            value=ratio,
+            count=w.gpu_samples,
+            gate=w.gpu_util >= diagnosis.HIGH_GPU_UTIL,
+            reason=f"SM active {w.sm_active:.0%} vs GPU-Util {w.gpu_util:.0%}",
+        )
+
+
+@register
+class KvCache(RuleKind):
+    name = "kv_cache"
+    label = "KV cache usage above (0-1)"
+    description = "The engine's KV cache near full: requests will queue or be preempted."
+    unit = "ratio"
+
+    def default_specs(self, service: Service) -> list[dict]:
+        return [
+            {
+                "name": "KV cache near full",
+                "threshold": diagnosis.KV_CACHE_NEAR_FULL,
+                "resolve_threshold": round(diagnosis.KV_CACHE_NEAR_FULL - 0.05, 3),
+                "window_s": 300,
+                "for_s": 300,
+                "severity": "warning",
+            }
+        ]
+
+    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
+        if w.kv_cache_mean is None:
+            return Observation(Health.NO_DATA, reason="no KV cache usage scraped")
+        return Observation(
+            Health.OK, value=w.kv_cache_mean, count=w.gauge_samples, reason="mean KV cache usage"
+        )
+
+
+# --- Economics --------------------------------------------------------------------------------
+
+
+class _Economics(RuleKind):
+    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
+        service = rule.service
+        requests = round(w.requests)
+        if requests < rule.min_requests:
+            return Observation(
+                Health.INSUFFICIENT_DATA,
+                count=requests,
+                reason=f"{requests} requests in the window, fewer than {rule.min_requests}",
+            )
+        tps = w.tokens_per_second(service.token_basis)
+        econ = service.economics(tokens_per_second=tps, gpus=service.total_gpus)
+        if econ is None:
+            return Observation(Health.NO_DATA, count=requests, reason="no tokens counted")
+        return self.judge(rule, econ, tps, requests, inputs)
+
+    def judge(self, rule, econ, tps: float, requests: int, inputs: Inputs) -> Observation:
+        raise NotImplementedError
+
+
+@register
+class CostVsBaseline(_Economics):
+    name = "cost_vs_baseline"
+    label = "Cost per Mtok above baseline by (%)"
+    description = "Live cost per million tokens above the current baseline's, in percent."
+    unit = "%"
+    reads_baseline_cost = True
+
+    def default_specs(self, service: Service) -> list[dict]:
+        return [
+            {
+                "name": "Cost per Mtok above baseline",
+                "threshold": 25.0,
+                "resolve_threshold": 15.0,
+                "window_s": 3600,
+                "for_s": 3600,
+                "severity": "warning",
+            }
+        ]
+
+    def judge(self, rule, econ, tps, requests, inputs) -> Observation:
+        base = inputs.baseline_costs.get(rule.service_id)
+        if not base:
+            return Observation(Health.NO_DATA, reason="no current baseline with a throughput")
+        return Observation(
+            Health.OK,
+            value=(econ.cost_per_mtok / base - 1.0) * 100.0,
+            count=requests,
+            reason=f"cost {econ.cost_per_mtok:.3g}/Mtok vs baseline {base:.3g}/Mtok",
+        )
+
+
+@register
+class Margin(_Economics):
+    name = "margin"
+    label = "Margin below (0-1)"
+    description = "Live margin against the price charged per Mtok below a target."
+    unit = "ratio"
+    direction = Direction.BELOW
+
+    def default_specs(self, service: Service) -> list[dict]:
+        if not service.price_per_mtok:
+            return []
+        return [
+            {
+                "name": "Margin below target",
+                "threshold": 0.2,
+                "resolve_threshold": 0.25,
+                "window_s": 3600,
+                "for_s": 3600,
+                "severity": "warning",
+            }
+        ]
+
+    def judge(self, rule, econ, tps, requests, inputs) -> Observation:
+        if econ.margin is None:
+            return Observation(Health.NO_DATA, reason="the service has no price per Mtok")
+        return Observation(
+            Health.OK,
+            value=econ.margin,
+            count=requests,
+            reason=f"cost {econ.cost_per_mtok:.3g}/Mtok at {tps:.0f} tokens/s",
+        )
+
+
+# --- Silence ----------------------------------------------------------------------------------
+
+
+@register
+class NoData(RuleKind):
+    name = "no_data"
+    label = "No data from a host or the service for (seconds)"
+    description = "Seconds since a host (or any host of the service) last sent data."
+    unit = "s"
+    per_host = True
+
+    def default_specs(self, service: Service) -> list[dict]:
+        return [
+            {
+                "name": "No data",
+                "threshold": 600.0,
+                "resolve_threshold": 120.0,
+                "window_s": 300,
+                "for_s": 0,
+                "min_requests": 0,
+                "severity": "warning",
+            }
+        ]
+
+    def observe(self, rule: Rule, inputs: Inputs) -> list[tuple[dict[str, str], Observation]]:
+        """Seconds of silence per host (seen within the lookback) and for the whole service."""
+        end = inputs.window_end
+        assert end is not None
+        slug = rule.service.slug
+        seen = inputs.last_data.get(rule.service_id, [])
+        out = []
+        for h in seen:
+            silent = max(0.0, (end - h.last_end).total_seconds())
+            obs = Observation(Health.OK, value=silent, reason=f"last data from {h.host_name}")
+            out.append(({"service": slug, "host": h.host_name}, obs))
+        if seen:
+            silent = min(max(0.0, (end - h.last_end).total_seconds()) for h in seen)
+            out.append(({"service": slug}, Observation(Health.OK, value=silent, reason="any host")))
+        return out
+
+
+@dataclass(frozen=True)
+class _Unknown:
+    """What evaluation does with a stored kind no module registers any more."""
+
+    name: str
+
+    def observe(self, rule: Rule, inputs: Inputs) -> list[tuple[dict[str, str], Observation]]:
+        reason = f"unknown rule kind {self.name!r} (no module registers it)"
+        return [({"service": rule.service.slug}, Observation(Health.ERROR, reason=reason))]
+
+
+def for_rule(name: str) -> RuleKind | _Unknown:
+    return KINDS.get(name) or _Unknown(name)
