@@ -13,7 +13,7 @@ added, the P99 taken from the merge.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -42,6 +42,7 @@ class ServiceWindow:
     output_tokens: float = 0.0
     prompt_tokens: float = 0.0
     latency: dict[str, Percentile] = field(default_factory=dict)  # metric -> P99 (ms)
+    percentiles: dict[str, dict[float, Percentile]] = field(default_factory=dict)  # metric, q
     gauge_samples: int = 0
     waiting_mean: float | None = None
     kv_cache_mean: float | None = None
@@ -72,6 +73,7 @@ def service_windows(
     *,
     metrics: Iterable[str] = LATENCY_METRICS,
     gpu: bool = True,
+    quantiles: Sequence[float] = (0.99,),
 ) -> dict[int, ServiceWindow]:
     """Every listed service's merged window `[start, end)` from 1-minute roll-ups: 2 queries.
 
@@ -127,8 +129,10 @@ def service_windows(
         )
         kv_known = [v for v in kv if v is not None]
         w.kv_cache_mean = sum(kv_known) / len(kv_known) if kv_known else None
+        qs = sorted({0.99, *quantiles})
         for m in metrics:
-            w.latency[m] = latency_percentiles(merged[sid], m, (0.99,))[0]
+            w.percentiles[m] = {p.q: p for p in latency_percentiles(merged[sid], m, qs)}
+            w.latency[m] = w.percentiles[m][0.99]
     if gpu:
         _add_gpu(out, start, end)
     return out

@@ -26,8 +26,9 @@ from analysis.percentiles import Percentile
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
 from collectors.selectors import ServiceMetrics, latency_percentiles, service_metrics
 from collectors.services.rollups import Traffic
+from dashboards.claims import ClaimCheck, check_claims
 from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
-from dossiers.selectors import current_baseline
+from dossiers.selectors import FleetRow, current_baseline, fleet_rows
 from loadtests.models import GateRun, LoadTest, LoadTestSketch
 
 # Alert history kinds worth a line on a chart; the timeline lists every transition but these
@@ -461,3 +462,44 @@ def loadtest_comparison(
             "candidate", candidate.label, candidate, _sketches(candidate.pk, by_test)
         ),
     )
+
+
+# --- The fleet home page ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetHomeRow:
+    """A fleet row: the dossier's figures (baseline), the claim check (live), open alerts."""
+
+    base: FleetRow
+    check: ClaimCheck
+    firing: int
+    pending: int
+
+    @property
+    def service(self) -> Service:
+        return self.base.service
+
+
+def fleet_home(*, q: str = "", sort: str = "name") -> list[FleetHomeRow]:
+    """The fleet table with live figures: the dossier's rows (2 queries), the claim checks of
+    every service (3), and live alert counts (1), whatever the fleet's size."""
+    rows = fleet_rows(q=q, sort=sort)
+    services = [r.service for r in rows]
+    checks = check_claims(services, {r.service.pk: r.baseline for r in rows})
+    counts: dict[tuple[int, str], int] = {
+        (sid, state): n
+        for sid, state, n in AlertInstance.objects.live()
+        .filter(service__in=services)
+        .values_list("service_id", "state")
+        .annotate(n=Count("pk"))
+    }
+    return [
+        FleetHomeRow(
+            base=r,
+            check=checks[r.service.pk],
+            firing=counts.get((r.service.pk, "firing"), 0),
+            pending=counts.get((r.service.pk, "pending"), 0),
+        )
+        for r in rows
+    ]

@@ -21,16 +21,40 @@ from django.utils.html import json_script
 from django.views.decorators.http import require_GET, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboards import diagnosis, selectors
+from dashboards import claims, diagnosis, selectors
 from dashboards.figures.common import panels_json, panels_payload
 from dashboards.figures.fleet import fleet_panels
 from dashboards.figures.loadtests import comparison_panels
 from dashboards.figures.service import PANELS
 from dashboards.figures.service import service_panels as build_service_panels
 from dashboards.ranges import PRESETS, RangeError, TimeRange, parse_range
+from dossiers import selectors as dossier_selectors
+from dossiers.forms import editable_teams
 from dossiers.permissions import service_for_editing, service_for_reading
 
 RESOLUTION_LABELS = {60: "1 min", 300: "5 min", 3600: "1 h"}
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """The fleet: each service's baseline beside its live figures, the drift, and its alerts."""
+    q = request.GET.get("q", "")
+    sort = request.GET.get("sort", "name")
+    if sort.lstrip("-") not in dossier_selectors.FLEET_SORTS:
+        sort = "name"
+    rows = selectors.fleet_home(q=q, sort=sort)
+    return render(
+        request,
+        "dashboards/home.html",
+        {
+            "rows": rows,
+            "q": q,
+            "sort": sort,
+            "can_create": editable_teams(request.user).exists(),
+            "window_minutes": claims.window_minutes(),
+        },
+    )
 
 
 def _hosts(request: HttpRequest) -> list[str] | None:

@@ -6,7 +6,6 @@ app_name = "dossiers"
 
 S = "services/<slug:slug>/"
 urlpatterns = [
-    path("", views.fleet, name="fleet"),
     path("new-service/", views.service_create, name="service_create"),
     path(S, views.dossier, name="dossier"),
     path(S + "onboarding/", views.onboarding, name="onboarding"),

@@ -25,25 +25,6 @@ from dossiers.permissions import service_for_editing, service_for_reading
 # Reading
 
 
-@login_required
-def fleet(request: HttpRequest) -> HttpResponse:
-    q = request.GET.get("q", "")
-    sort = request.GET.get("sort", "name")
-    if sort.lstrip("-") not in selectors.FLEET_SORTS:
-        sort = "name"
-    rows = selectors.fleet_rows(q=q, sort=sort)
-    return render(
-        request,
-        "dossiers/fleet.html",
-        {
-            "rows": rows,
-            "q": q,
-            "sort": sort,
-            "can_create": forms.editable_teams(request.user).exists(),
-        },
-    )
-
-
 def _dossier_context(request: HttpRequest, slug: str) -> dict:
     service = service_for_reading(slug)
     dossier = selectors.dossier(service, user=request.user)

@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
+from dashboards import views as dashboards_views
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -14,6 +16,7 @@ urlpatterns = [
     path("collectors/", include("collectors.urls")),
     path("alerts/", include("alerts.urls")),
     path("dashboards/", include("dashboards.urls")),
+    path("", dashboards_views.home, name="home"),
     path("", include("loadtests.urls")),
     path("", include("dossiers.urls")),
 ]

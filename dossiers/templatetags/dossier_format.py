@@ -85,6 +85,20 @@ def signed_percent(value: float | None) -> str:
 
 
 @register.filter
+def figure(value: float | None, unit: str) -> str:
+    """A figure in its unit as every page shows it: "1,840 ms", "2,010 tok/s", "97%", "1.39"."""
+    if _missing(value):
+        return DASH
+    if unit == "ms":
+        return f"{ms(value)} ms"
+    if unit == "ratio":
+        return percent(value)
+    if unit == "money":
+        return money(value)
+    return f"{num(value, 0)} {unit}"
+
+
+@register.filter
 def metric_label(name: str) -> str:
     return METRIC_LABELS.get(name, name)
 
@@ -124,6 +138,10 @@ def status_badge(value: str, label: str = "") -> str:
         "reverted": "bad",
         "inconclusive": "warn",
         "pending": "none",
+        # claims against live data (dashboards.claims)
+        "holds": "ok",
+        "drifted": "bad",
+        "stale": "warn",
     }.get(value, "none")
     return format_html('<span class="badge badge-{}">{}</span>', css, label or value)
 

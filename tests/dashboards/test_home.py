@@ -8,10 +8,11 @@ from django.urls import reverse
 
 from dossiers import services
 from dossiers.models import Team
+from tests.dossiers.conftest import baseline_values, make_service, outsider_client, owner_client
 
-from .conftest import baseline_values
+__all__ = ["make_service", "outsider_client", "owner_client"]  # fixtures shared with dossiers
 
-FLEET = reverse("dossiers:fleet")
+FLEET = reverse("home")
 
 
 def names(response) -> list[str]:
@@ -31,9 +32,9 @@ def test_it_shows_cost_per_mtok_margin_and_open_bottlenecks(owner_client, make_s
     make_service("chat-8b")
     response = owner_client.get(FLEET)
     row = response.context["rows"][0]
-    assert round(row.cost_per_mtok, 2) == 1.39
-    assert round(row.margin, 3) == 0.722
-    assert row.open_bottlenecks == 1
+    assert round(row.base.cost_per_mtok, 2) == 1.39
+    assert round(row.base.margin, 3) == 0.722
+    assert row.base.open_bottlenecks == 1
     assert "72.2%" in response.content.decode()
 
 
@@ -122,5 +123,5 @@ def test_it_sends_anonymous_visitors_to_login(client):
 def test_it_shows_gpu_hours_per_day_for_every_reserved_gpu(owner_client, make_service):
     make_service("chat-8b", replicas=3, gpus_per_replica=2)
     response = owner_client.get(FLEET)
-    assert response.context["rows"][0].gpu_hours_per_day == 144
+    assert response.context["rows"][0].base.gpu_hours_per_day == 144
     assert ">144</td>" in response.content.decode()

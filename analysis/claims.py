@@ -1,0 +1,99 @@
+"""Does a dossier's claim still hold? One baseline figure against the live figure at comparable
+load: holds, drifted (by how much), no live data, not comparable, insufficient data, or stale.
+
+Pure functions: `dashboards.claims` reads baselines and roll-ups and asks these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    HOLDS = "holds"
+    DRIFTED = "drifted"
+    NO_LIVE_DATA = "no live data"
+    NOT_COMPARABLE = "not comparable"  # live load outside the baseline's band
+    INSUFFICIENT = "insufficient data"  # too few live requests for the figure
+    STALE = "stale"  # the baseline is older than the staleness setting
+    NO_CLAIM = "no claim"  # the baseline records no such figure
+
+
+# Worst first: a service's summary is its worst claim.
+SEVERITY = [
+    Status.DRIFTED,
+    Status.STALE,
+    Status.NOT_COMPARABLE,
+    Status.INSUFFICIENT,
+    Status.NO_LIVE_DATA,
+    Status.HOLDS,
+    Status.NO_CLAIM,
+]
+
+# Live load within +-25% of the baseline's request rate counts as comparable: latency and
+# throughput move with load, so a claim made at one load says nothing about another.
+LOAD_BAND = 0.25
+
+# How far a live figure may stray before the claim is called drifted. Relative for latency,
+# throughput and cost (run-to-run spread of a P99 over an hour of traffic is ~10%); absolute,
+# in ratio points, for utilization and margin.
+RELATIVE_TOLERANCE = 0.15
+ABSOLUTE_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    change: float | None = None  # relative (0.2 = +20%) or absolute (ratio points)
+    relative: bool = True
+
+    @property
+    def change_display(self) -> str:
+        if self.change is None:
+            return ""
+        if self.relative:
+            return f"{self.change:+.0%}"
+        return f"{self.change * 100:+.0f} pts"
+
+
+def comparable_load(baseline_rate: float | None, live_rate: float | None) -> bool | None:
+    """Whether live load is in the baseline's band; None when either rate is unknown."""
+    if not baseline_rate or live_rate is None:
+        return None
+    return abs(live_rate / baseline_rate - 1.0) <= LOAD_BAND
+
+
+def judge(
+    baseline: float | None,
+    live: float | None,
+    *,
+    relative: bool = True,
+    tolerance: float | None = None,
+) -> Verdict:
+    """Compare one figure. `relative`: by ratio (latency, throughput, cost); else by points."""
+    if baseline is None:
+        return Verdict(Status.NO_CLAIM)
+    if live is None:
+        return Verdict(Status.NO_LIVE_DATA)
+    if relative:
+        if baseline == 0:
+            return Verdict(Status.NO_CLAIM)
+        change = live / baseline - 1.0
+        limit = RELATIVE_TOLERANCE if tolerance is None else tolerance
+    else:
+        change = live - baseline
+        limit = ABSOLUTE_TOLERANCE if tolerance is None else tolerance
+    status = Status.DRIFTED if abs(change) > limit else Status.HOLDS
+    return Verdict(status, change, relative)
+
+
+def is_stale(measured_at: datetime, now: datetime, max_age: timedelta) -> bool:
+    return now - measured_at > max_age
+
+
+def worst(statuses: list[Status]) -> Status:
+    """The status a service shows for all its claims together."""
+    present = set(statuses)
+    return next((s for s in SEVERITY if s in present), Status.NO_CLAIM)

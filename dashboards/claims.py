@@ -1,0 +1,214 @@
+"""Every number a dossier claims, checked against live roll-ups at comparable load.
+
+A claim is a figure of the current baseline (P50/P90/P99 end-to-end, TTFT and TPOT, output
+throughput per replica, GPU busy, cost per Mtok, margin). Each is compared with the same figure
+over the last live window (`PERFHUB_CLAIMS_WINDOW_MINUTES`, merged over the service's hosts from
+1-minute roll-ups, never averaged), but only when the live request rate per replica is within the
+baseline's band (`analysis.claims.LOAD_BAND`): a P99 measured at 8 req/s says nothing at 2 req/s.
+Live cost and margin at whatever the load is are shown beside, labelled as such.
+
+Batched: one call for the whole fleet reads the roll-ups of every service in three queries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
+
+from alerts.sources import ServiceWindow, service_windows
+from analysis import claims
+from analysis.claims import Status, Verdict
+from analysis.cost import Economics
+from analysis.percentiles import LATENCY_METRICS, minimum_count
+from dossiers.models import Baseline, Service
+
+CLAIM_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+METRIC_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
+
+
+def window_minutes() -> int:
+    return int(getattr(settings, "PERFHUB_CLAIMS_WINDOW_MINUTES", 60))
+
+
+def stale_after() -> timedelta:
+    return timedelta(days=int(getattr(settings, "PERFHUB_BASELINE_STALE_DAYS", 90)))
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str  # e.g. "e2e_p99_ms", "output_tps", "cost_per_mtok"
+    label: str
+    unit: str  # "ms", "tok/s", "ratio", "money"
+    baseline: float | None
+    live: float | None
+    verdict: Verdict
+    note: str = ""  # why there is no verdict (insufficient requests, load out of band)
+
+    @property
+    def status(self) -> Status:
+        return self.verdict.status
+
+
+@dataclass
+class ClaimCheck:
+    """One service's claims against one live window."""
+
+    service: Service
+    baseline: Baseline | None
+    start: datetime
+    end: datetime
+    claims: list[Claim] = field(default_factory=list)
+    live_rate: float | None = None  # requests/s per replica, over the window
+    baseline_rate: float | None = None
+    comparable: bool | None = None
+    stale: bool = False
+    live_economics: Economics | None = None  # at the live load, whatever it is
+    requests: int = 0
+
+    @property
+    def status(self) -> Status:
+        if self.baseline is None:
+            return Status.NO_CLAIM
+        return claims.worst([c.status for c in self.claims])
+
+    @property
+    def drifted(self) -> list[Claim]:
+        return [c for c in self.claims if c.status == Status.DRIFTED]
+
+    def claim(self, key: str) -> Claim | None:
+        return next((c for c in self.claims if c.key == key), None)
+
+    @property
+    def window_label(self) -> str:
+        return f"last {round((self.end - self.start).total_seconds() / 60)} min"
+
+    @property
+    def load_note(self) -> str:
+        if self.live_rate is None:
+            return "no live traffic in the window"
+        live = f"{self.live_rate:.2f} req/s per replica"
+        if self.baseline_rate is None:
+            return f"live {live}; the baseline records no request rate to compare with"
+        band = f"±{claims.LOAD_BAND:.0%} of the baseline's {self.baseline_rate:.2f} req/s"
+        where = "within" if self.comparable else "outside"
+        return f"live {live}, {where} {band} ({self.requests:,} requests)"
+
+    @property
+    def window_url(self) -> str:
+        query = urlencode({"start": self.start.isoformat(), "end": self.end.isoformat()})
+        return reverse("dashboards:service", args=[self.service.slug]) + "?" + query
+
+
+def check_claims(
+    services: list[Service],
+    baselines: dict[int, Baseline | None],
+    *,
+    now: datetime | None = None,
+) -> dict[int, ClaimCheck]:
+    """The claim check of every service (its current baseline given in `baselines`)."""
+    now = now or timezone.now()
+    end = now.replace(second=0, microsecond=0)
+    start = end - timedelta(minutes=window_minutes())
+    windows = service_windows(
+        [s.pk for s in services], start, end, quantiles=tuple(CLAIM_QUANTILES.values())
+    )
+    return {
+        s.pk: _check(s, baselines.get(s.pk), windows.get(s.pk), start, end, now) for s in services
+    }
+
+
+def _check(
+    service: Service,
+    baseline: Baseline | None,
+    w: ServiceWindow | None,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> ClaimCheck:
+    check = ClaimCheck(service=service, baseline=baseline, start=start, end=end)
+    replicas = max(service.replicas, 1)
+    if w is not None and w.seconds:
+        check.requests = round(w.requests)
+        check.live_rate = w.requests / w.seconds / replicas
+        tps = w.tokens_per_second(service.token_basis)
+        check.live_economics = service.economics(
+            tokens_per_second=tps, gpus=service.total_gpus, busy_fraction=w.gpu_util
+        )
+    if baseline is None:
+        return check
+    check.baseline_rate = baseline.qps
+    check.comparable = claims.comparable_load(baseline.qps, check.live_rate)
+    check.stale = claims.is_stale(baseline.measured_at, now, stale_after())
+    check.claims = _latency_claims(check, baseline, w) + _resource_claims(check, baseline, w)
+    return check
+
+
+def _gate(check: ClaimCheck, w: ServiceWindow | None) -> tuple[Status, str] | None:
+    """Why no live figure can be judged at all, if so."""
+    if check.stale:
+        return Status.STALE, f"baseline measured {check.baseline.measured_at:%Y-%m-%d}"
+    if w is None or not check.requests:
+        return Status.NO_LIVE_DATA, "no live traffic in the window"
+    if check.comparable is None:
+        return Status.NOT_COMPARABLE, "the baseline records no request rate"
+    if not check.comparable:
+        return Status.NOT_COMPARABLE, check.load_note
+    return None
+
+
+def _latency_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) -> list[Claim]:
+    gate = _gate(check, w)
+    out = []
+    for metric in LATENCY_METRICS:
+        for label, q in CLAIM_QUANTILES.items():
+            key, name = f"{metric}_{label}_ms", f"{METRIC_LABELS[metric]} {label.upper()}"
+            claimed = getattr(b, key)
+            if claimed is not None:
+                out.append(_latency_claim(key, name, claimed, q, gate, w, metric))
+    return out
+
+
+def _latency_claim(key, name, claimed, q, gate, w, metric) -> Claim:
+    if gate:
+        return Claim(key, name, "ms", claimed, None, Verdict(gate[0]), gate[1])
+    p = w.percentiles.get(metric, {}).get(q)
+    if p is None or p.count == 0 or p.value is None:
+        return Claim(key, name, "ms", claimed, None, Verdict(Status.NO_LIVE_DATA))
+    need = minimum_count(q)
+    if p.count < need:
+        note = f"{p.count:,} live requests; this percentile needs {need:,}"
+        return Claim(key, name, "ms", claimed, p.value, Verdict(Status.INSUFFICIENT), note)
+    return Claim(key, name, "ms", claimed, p.value, claims.judge(claimed, p.value))
+
+
+def _resource_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) -> list[Claim]:
+    gate = _gate(check, w)
+    service = check.service
+    live = None if gate else w
+    base_econ = b.economics(service)
+    live_econ = None if gate else check.live_economics
+    rows = [
+        ("output_tps", "Output tokens/s per replica", "tok/s", b.output_tps,
+         live.tokens_per_second("output") / max(service.replicas, 1) if live else None, True),
+        ("gpu_util", "GPU busy", "ratio", b.gpu_util, live.gpu_util if live else None, False),
+        ("cost_per_mtok", "Cost per Mtok", "money",
+         base_econ.cost_per_mtok if base_econ else None,
+         live_econ.cost_per_mtok if live_econ else None, True),
+        ("margin", "Margin", "ratio", base_econ.margin if base_econ else None,
+         live_econ.margin if live_econ else None, False),
+    ]  # fmt: skip
+    out = []
+    for key, label, unit, claimed, value, relative in rows:
+        if claimed is None:
+            continue
+        if gate:
+            verdict, note = Verdict(gate[0]), gate[1]
+        else:
+            verdict, note = claims.judge(claimed, value, relative=relative), ""
+        out.append(Claim(key, label, unit, claimed, value, verdict, note))
+    return out

@@ -1,0 +1,43 @@
+"""A claim against its live figure: holds, drifted, or why it cannot be judged."""
+
+from datetime import UTC, datetime, timedelta
+
+from analysis.claims import Status, comparable_load, is_stale, judge, worst
+
+
+def test_a_live_p99_within_fifteen_percent_holds():
+    assert judge(1000.0, 1120.0).status == Status.HOLDS
+
+
+def test_a_live_p99_twice_the_claim_has_drifted_by_plus_100_percent():
+    verdict = judge(1000.0, 2000.0)
+    assert (verdict.status, verdict.change_display) == (Status.DRIFTED, "+100%")
+
+
+def test_a_margin_drifts_by_points_not_by_ratio():
+    verdict = judge(-0.075, -0.5, relative=False)
+    assert (verdict.status, verdict.change_display) == (Status.DRIFTED, "-42 pts")
+
+
+def test_no_live_figure_is_no_live_data_and_no_baseline_figure_is_no_claim():
+    assert (judge(1.0, None).status, judge(None, 1.0).status) == (
+        Status.NO_LIVE_DATA,
+        Status.NO_CLAIM,
+    )
+
+
+def test_load_within_a_quarter_of_the_baseline_rate_is_comparable():
+    assert (comparable_load(8.0, 9.5), comparable_load(8.0, 11.0)) == (True, False)
+
+
+def test_load_is_unknown_without_a_baseline_rate():
+    assert comparable_load(None, 3.0) is None
+
+
+def test_a_baseline_older_than_the_limit_is_stale():
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    assert is_stale(now - timedelta(days=91), now, timedelta(days=90))
+
+
+def test_a_service_shows_its_worst_claim():
+    assert worst([Status.HOLDS, Status.DRIFTED, Status.NO_LIVE_DATA]) == Status.DRIFTED

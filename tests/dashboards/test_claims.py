@@ -1,0 +1,81 @@
+"""Each figure a dossier claims is checked against live roll-ups at comparable load."""
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.urls import reverse
+
+from analysis.claims import Status
+from dashboards.claims import check_claims
+from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+HOUR_AGO = NOW - timedelta(minutes=60)
+
+
+@pytest.fixture
+def svc(team):
+    # Two replicas; one host at 120 requests a minute is 1 request/s per replica.
+    return make_service(team, "claims-svc")
+
+
+@pytest.fixture
+def baseline(svc):
+    return make_baseline(
+        svc, measured_at=NOW - timedelta(days=10), qps=1.0, e2e_p50_ms=1000.0,
+        e2e_p90_ms=1400.0, e2e_p99_ms=1480.0,
+    )  # fmt: skip
+
+
+def check(svc, baseline):
+    return check_claims([svc], {svc.pk: baseline}, now=NOW)[svc.pk]
+
+
+def test_a_p99_that_matches_live_traffic_holds(svc, baseline):
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=1000.0)
+    assert check(svc, baseline).claim("e2e_p99_ms").status == Status.HOLDS
+
+
+def test_a_p99_that_live_traffic_doubles_has_drifted(svc, baseline):
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=2000.0)
+    claim = check(svc, baseline).claim("e2e_p99_ms")
+    assert claim.status == Status.DRIFTED
+    assert claim.verdict.change == pytest.approx(1.0, abs=0.05)
+
+
+def test_live_load_far_from_the_baseline_rate_is_not_compared(svc, baseline):
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, requests=20, e2e_ms=2000.0)
+    result = check(svc, baseline)
+    assert result.claim("e2e_p99_ms").status == Status.NOT_COMPARABLE
+    assert "outside" in result.load_note
+
+
+def test_without_live_traffic_the_claim_has_no_live_data(svc, baseline):
+    assert check(svc, baseline).claim("e2e_p99_ms").status == Status.NO_LIVE_DATA
+
+
+def test_an_old_baseline_is_stale(svc, baseline):
+    baseline.measured_at = NOW - timedelta(days=200)
+    baseline.save()
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=1000.0)
+    assert check(svc, baseline).status == Status.STALE
+
+
+def test_live_margin_is_known_at_any_load(svc, baseline):
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, requests=20, tokens_per_second=100.0)
+    assert check(svc, baseline).live_economics.margin < 0
+
+
+def test_the_fleet_row_shows_the_drift_and_the_live_p99(client, owner, svc, baseline,
+                                                         time_machine):  # fmt: skip
+    time_machine.move_to(NOW + timedelta(seconds=30))
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=2000.0)
+    client.force_login(owner)
+    html = client.get(reverse("home")).content.decode()
+    row = html[html.index('data-service="claims-svc"') :]
+    row = row[: row.index("</tr>")]
+    assert 'data-claims="drifted"' in row
+    assert re.search(r"data-live=\"p99\">live [\d,]+ \(\+10\d%\)", row)
