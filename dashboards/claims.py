@@ -25,7 +25,9 @@ from analysis import claims
 from analysis.claims import Status, Verdict
 from analysis.cost import Economics
 from analysis.percentiles import LATENCY_METRICS, minimum_count
+from analysis.percentiles import label as label_of
 from dossiers.models import Baseline, Service
+from dossiers.services import baseline_record
 
 CLAIM_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 METRIC_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
@@ -212,3 +214,46 @@ def _resource_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) ->
             verdict, note = claims.judge(claimed, value, relative=relative), ""
         out.append(Claim(key, label, unit, claimed, value, verdict, note))
     return out
+
+
+LIVE_BASELINE_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
+
+
+def record_live_baseline(*, service: Service, user=None, now: datetime | None = None):
+    """The last live window as a baseline candidate (not current), or None without traffic.
+
+    Percentiles come from the window's merged distributions; each is kept only when it rests on
+    enough requests (the one minimum-count rule), so a thin window cannot claim a P999.
+    """
+    now = now or timezone.now()
+    end = now.replace(second=0, microsecond=0)
+    start = end - timedelta(minutes=window_minutes())
+    w = service_windows([service.pk], start, end, quantiles=LIVE_BASELINE_QUANTILES).get(service.pk)
+    if w is None or not w.requests:
+        return None
+    replicas = max(service.replicas, 1)
+    fields = {
+        "measured_at": end,
+        "duration_s": w.seconds,
+        "request_count": round(w.requests),
+        "qps": w.requests / w.seconds / replicas,
+        "output_tps": w.output_tokens / w.seconds / replicas,
+        "input_tps": w.prompt_tokens / w.seconds / replicas,
+        "gpu_util": w.gpu_util,
+        "sm_active": w.sm_active,
+    }
+    for metric, by_q in w.percentiles.items():
+        for q, p in by_q.items():
+            if p.value is not None and p.count >= minimum_count(q):
+                fields[f"{metric}_{label_of(q)}_ms"] = p.value
+    notes = (
+        f"Recorded from live traffic {start:%Y-%m-%d %H:%M} to {end:%H:%M} UTC over "
+        f"{len(w.host_ids)} host(s), {round(w.requests):,} requests; figures per replica."
+    )
+    return baseline_record(
+        service=service,
+        label=f"Live {end:%Y-%m-%d %H:%M} UTC",
+        notes=notes,
+        created_by=user if getattr(user, "pk", None) else None,
+        **fields,
+    )

@@ -141,6 +141,34 @@ def service_live_fragment(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
+def service_claims_fragment(request: HttpRequest, slug: str) -> HttpResponse:
+    """HTML fragment for the dossier: each claimed figure against live data, and its verdict."""
+    svc = service_for_reading(slug)
+    baseline = dossier_selectors.current_baseline(svc)
+    check = claims.check_claims([svc], {svc.pk: baseline})[svc.pk]
+    return render(
+        request,
+        "dashboards/claims_fragment.html",
+        {"service": svc, "check": check, "can_edit": svc.can_edit(request.user)},
+    )
+
+
+@login_required
+@require_POST
+def live_baseline_candidate(request: HttpRequest, slug: str) -> HttpResponse:
+    """Record the last live window as a baseline candidate (not current): the owner reviews it
+    on its page, then promotes it."""
+    svc = service_for_editing(request.user, slug)
+    baseline = claims.record_live_baseline(service=svc, user=request.user)
+    if baseline is None:
+        messages.error(request, "No live traffic in the window: nothing to record.")
+        return redirect(svc.get_absolute_url())
+    messages.success(request, "Live window recorded as a baseline candidate: review, then promote.")
+    return redirect(baseline.get_absolute_url())
+
+
+@login_required
+@require_GET
 def service_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     """HTML fragment: alerts, deploys, experiments and gate runs, newest first."""
     svc = service_for_reading(slug)

@@ -205,9 +205,15 @@ LOGGING = {
 
 # Fragments other apps serve for the dossier page, fetched by URL so dossiers imports neither.
 PERFHUB_DOSSIER_FRAGMENTS = {
+    "claims": "/dashboards/services/{slug}/claims/",
     "live_panels": "/dashboards/services/{slug}/live/",
     "timeline": "/dashboards/services/{slug}/timeline/",
 }
+
+# Claims: a dossier's figures are checked against this many minutes of live roll-ups; a
+# baseline older than this many days is stale.
+PERFHUB_CLAIMS_WINDOW_MINUTES = env_int("PERFHUB_CLAIMS_WINDOW_MINUTES", 60)
+PERFHUB_BASELINE_STALE_DAYS = env_int("PERFHUB_BASELINE_STALE_DAYS", 90)
 
 # Collectors: per-host minute roll-ups are kept this long (hourly roll-ups are kept); pulls of
 # engine/exporter/agent URLs time out after this many seconds.

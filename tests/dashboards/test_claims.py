@@ -79,3 +79,32 @@ def test_the_fleet_row_shows_the_drift_and_the_live_p99(client, owner, svc, base
     row = row[: row.index("</tr>")]
     assert 'data-claims="drifted"' in row
     assert re.search(r"data-live=\"p99\">live [\d,]+ \(\+10\d%\)", row)
+
+
+def test_the_dossier_fragment_lists_each_claim_with_its_verdict(client, owner, svc, baseline,
+                                                                 time_machine):  # fmt: skip
+    time_machine.move_to(NOW + timedelta(seconds=30))
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=2000.0)
+    client.force_login(owner)
+    response = client.get(reverse("dashboards:service_claims", args=[svc.slug]))
+    html = response.content.decode()
+    row = html[html.index('data-claim="e2e_p99_ms"') :]
+    assert "drifted" in row[: row.index("</tr>")]
+
+
+def test_an_owner_records_the_live_window_as_a_baseline_candidate(client, owner, svc, baseline,
+                                                                   time_machine):  # fmt: skip
+    time_machine.move_to(NOW + timedelta(seconds=30))
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=1000.0)
+    client.force_login(owner)
+    client.post(reverse("dashboards:live_baseline_candidate", args=[svc.slug]))
+    candidate = svc.baselines.exclude(pk=baseline.pk).get()
+    assert not candidate.is_current
+    assert candidate.qps == pytest.approx(1.0)
+    assert candidate.e2e_p99_ms == pytest.approx(1491, rel=0.02)
+
+
+def test_someone_outside_the_team_cannot_record_a_baseline(client, outsider, svc, baseline):
+    client.force_login(outsider)
+    response = client.post(reverse("dashboards:live_baseline_candidate", args=[svc.slug]))
+    assert response.status_code == 403
