@@ -39,7 +39,8 @@ def _free_port() -> int:
 def demo_env(tmp_path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(PERFHUB_VAR_DIR=str(tmp_path), DEBUG="1")
-    for args in (["migrate", "--no-input", "-v0"], ["seed_demo"]):
+    # No back-filled history: the test is about what the simulated agents bring live.
+    for args in (["migrate", "--no-input", "-v0"], ["seed_demo", "--history-days", "0"]):
         subprocess.run(
             [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
         )

@@ -134,7 +134,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--addr", default="127.0.0.1:8000", help="host:port to serve on")
-        parser.add_argument("--agents", type=int, default=2, help="simulated GPU hosts")
+        parser.add_argument(
+            "--agents",
+            type=int,
+            default=0,
+            help="simulated GPU hosts, one per service (default 0: every service)",
+        )
         parser.add_argument("--interval", type=float, default=5.0, help="agent interval (s)")
         parser.add_argument("--jobs-every", type=float, default=10.0, help="periodic jobs (s)")
         parser.add_argument(
@@ -157,9 +162,14 @@ class Command(BaseCommand):
             raise CommandError(
                 "--slowdown-for needs --slowdown-after (when the regression starts)."
             )
-        services = list(Service.objects.filter(engine="vllm").order_by("pk")[:agents])
+        # Every service gets a simulated host, so every dossier and dashboard is alive. The
+        # simulator speaks vLLM's /metrics whatever the service's engine: the demo's figures
+        # come from its requests and GPUs, which every engine has.
+        services = list(Service.objects.order_by("pk"))
+        if agents:
+            services = services[:agents]
         if not services:
-            raise CommandError("No vLLM service to simulate: run `manage.py seed_demo` first.")
+            raise CommandError("No service to simulate: run `manage.py seed_demo` first.")
         procs = [
             self._start_agent(index, service, addr, interval, slowdown if index == 1 else None)
             for index, service in enumerate(services, start=1)

@@ -2,6 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
+from dashboards.demo_history import backfill_fleet
 from dossiers import demo
 from loadtests.demo import add_demo_loadtests
 
@@ -15,11 +16,19 @@ class Command(BaseCommand):
             action="store_true",
             help="Delete and rebuild demo services that already exist.",
         )
+        parser.add_argument(
+            "--history-days",
+            type=int,
+            default=14,
+            help="days of roll-up history to back-fill per service (0: none)",
+        )
 
-    def handle(self, *args, rebuild: bool = False, **options):
+    def handle(self, *args, rebuild: bool = False, history_days: int = 14, **options):
         self.stdout.write("Building the demo fleet:")
         result = demo.build_demo(stdout=self.stdout, rebuild=rebuild)
         add_demo_loadtests(list(result.services.values()))
+        if history_days > 0:
+            backfill_fleet(days=history_days, stdout=self.stdout)
         self.stdout.write(
             self.style.SUCCESS(
                 f"{len(result.created)} service(s) built, {len(result.skipped)} already there."

@@ -1,0 +1,235 @@
+"""Two weeks of history for the demo fleet, so every range of every chart draws from the start.
+
+For each demo service with a current baseline: hourly roll-ups for the last `days` days and
+minute roll-ups for the last day, on the host its simulated agent will push from
+(`demo-gpu-NN`, as `run_demo` names them). Traffic follows a daily curve around the baseline's
+rate; latencies follow the baseline's percentiles. One service carries a story: a regression five
+days ago (the slowest tenth of requests 2.2x slower for four hours), with its P99 alert pending,
+firing and resolving in the alert history.
+
+The rows are written as the roll-up job writes them (DDSketches at the project's accuracy,
+counts, tokens, GPU means), so pages, alerts and claims read them like live data. Idempotent:
+a service that already has roll-ups is left alone.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from alerts.models import AlertEvent, AlertInstance
+from alerts.rules import base_labels, fingerprint
+from alerts.services import ensure_default_rules
+from analysis import sketches
+from analysis.alerting import State
+from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
+from dossiers.models import Baseline, Service
+from dossiers.selectors import current_baseline
+
+GB = 1024**3
+SAMPLES_PER_ROW = 60  # weighted draws per row and latency family: shape, not volume
+MAX_GPUS = 8  # GPU rows per host (a big service's history stays small)
+REGRESSION_FACTOR = 2.2
+
+
+def demo_host_name(index: int) -> str:
+    """The host `run_demo`'s agent number `index` (from 1) pushes as."""
+    return f"demo-gpu-{index:02d}"
+
+
+@dataclass(frozen=True)
+class Regression:
+    start: datetime
+    end: datetime
+
+    def covers(self, t: datetime) -> bool:
+        return self.start <= t < self.end
+
+
+def backfill_fleet(*, days: int = 14, now: datetime | None = None, stdout=None) -> int:
+    """History for every demo service (in `run_demo`'s order); returns the services filled."""
+    now = (now or timezone.now()).replace(second=0, microsecond=0)
+    filled = 0
+    story_told = False
+    for index, service in enumerate(Service.objects.order_by("pk"), start=1):
+        baseline = current_baseline(service)
+        if baseline is None or not baseline.qps:
+            continue
+        regression = None
+        if not story_told and service.slo_p99_e2e_ms:
+            day = (now - timedelta(days=5)).replace(hour=10, minute=0)
+            regression = Regression(day, day + timedelta(hours=4))
+            story_told = True
+        if backfill_service(
+            service=service, baseline=baseline, host_name=demo_host_name(index), days=days,
+            now=now, regression=regression, seed=index,
+        ):  # fmt: skip
+            filled += 1
+            if stdout is not None:
+                stdout.write(f"  history: {service.slug} ({days} days)")
+    return filled
+
+
+@transaction.atomic
+def backfill_service(
+    *,
+    service: Service,
+    baseline: Baseline,
+    host_name: str,
+    days: int,
+    now: datetime,
+    regression: Regression | None = None,
+    seed: int = 0,
+) -> bool:
+    host, _ = Host.objects.get_or_create(name=host_name)
+    if ServiceRollup.objects.filter(service=service, host=host).exists():
+        return False
+    rng = random.Random(seed)
+    gpus = min(MAX_GPUS, max(1, service.total_gpus))
+    rate = baseline.qps * max(1, service.replicas)  # the service's whole load, one host
+    start_hour = (now - timedelta(days=days)).replace(minute=0)
+    service_rows, gpu_rows = [], []
+    t = start_hour
+    while t < now - timedelta(hours=1):
+        service_rows.append(_row(service, host, baseline, HOUR, t, rate, regression, rng))
+        gpu_rows += _gpu_rows(host, gpus, HOUR, t, baseline, rate, rng)
+        t += timedelta(hours=1)
+    t = now - timedelta(days=1)
+    while t < now:
+        service_rows.append(_row(service, host, baseline, MINUTE, t, rate, regression, rng))
+        gpu_rows += _gpu_rows(host, min(gpus, 4), MINUTE, t, baseline, rate, rng)
+        t += timedelta(minutes=1)
+    ServiceRollup.objects.bulk_create(service_rows, batch_size=500)
+    GpuRollup.objects.bulk_create(gpu_rows, batch_size=1000, ignore_conflicts=True)
+    if regression is not None:
+        _tell_the_story(service, baseline, regression)
+    return True
+
+
+def _daily(t: datetime) -> float:
+    """Load relative to the mean: low at night (UTC), a peak in the afternoon."""
+    return 1.0 + 0.35 * math.sin((t.hour + t.minute / 60 - 9) / 24 * 2 * math.pi)
+
+
+def _draws(p50: float | None, p99: float | None, n: int, rng: random.Random) -> list[float]:
+    """Lognormal draws with the baseline's median and P99 (sigma from their ratio)."""
+    if not p50:
+        return []
+    sigma = math.log(p99 / p50) / 2.326 if p99 and p99 > p50 else 0.3
+    mu = math.log(p50)
+    return [math.exp(rng.gauss(mu, sigma)) for _ in range(n)]
+
+
+def _row(service, host, baseline, resolution, t, rate, regression, rng) -> ServiceRollup:
+    seconds = resolution
+    load = _daily(t) * rng.uniform(0.95, 1.05)
+    requests = max(1, round(rate * load * seconds))
+    slow = regression is not None and regression.covers(t)
+    row = ServiceRollup(
+        service=service, host=host, resolution_s=resolution, start=t, requests=requests,
+        request_seconds=float(seconds),
+        prompt_tokens=round(requests * (baseline.prompt_tokens_mean or 0)),
+        output_tokens=round(requests * (baseline.output_tokens_mean or 0)),
+        qps=requests / seconds,
+        prompt_tps=requests * (baseline.prompt_tokens_mean or 0) / seconds,
+        generation_tps=requests * (baseline.output_tokens_mean or 0) / seconds,
+        gauge_samples=seconds // 15, running_mean=(baseline.concurrency or 8) * load,
+        waiting_mean=0.2 * load * (4 if slow else 1), kv_cache_mean=min(0.97, 0.55 * load),
+    )  # fmt: skip
+    weight = requests / SAMPLES_PER_ROW
+    for metric in ("e2e", "ttft", "tpot"):
+        p50 = baseline.latency(metric, "p50")
+        p99 = baseline.latency(metric, "p99")
+        if p50 is None:
+            continue
+        scale = 1.0 + 0.08 * (load - 1.0)  # a little slower at the peak
+        draws = [v * scale for v in _draws(p50, p99, SAMPLES_PER_ROW, rng)]
+        if slow and metric == "e2e":
+            # The deploy's regression: the slowest tenth of requests take much longer.
+            cut = sorted(draws)[int(0.9 * len(draws))]
+            draws = [v * REGRESSION_FACTOR if v >= cut else v for v in draws]
+        sketch = sketches.new_sketch()
+        for value in draws:
+            sketch.add(value, weight)
+        stats = sketches.summary(sketch)
+        setattr(row, f"{metric}_sketch", sketches.dumps(sketch))
+        setattr(row, f"{metric}_count", round(stats["count"]))
+        setattr(row, f"{metric}_sum", stats["sum"])
+        setattr(row, f"{metric}_min", stats["min"])
+        setattr(row, f"{metric}_max", stats["max"])
+    return row
+
+
+def _gpu_rows(host, gpus, resolution, t, baseline, rate, rng) -> list[GpuRollup]:
+    load = _daily(t)
+    util = min(0.99, (baseline.gpu_util or 0.7) * (0.85 + 0.15 * load))
+    rows = []
+    for index in range(gpus):
+        rows.append(
+            GpuRollup(
+                host=host,
+                gpu_index=index,
+                resolution_s=resolution,
+                start=t,
+                samples=resolution // 10,
+                name=host.name,
+                util_mean=util * rng.uniform(0.97, 1.0),
+                mem_util_mean=0.5 * load,
+                sm_active_mean=None
+                if baseline.sm_active is None
+                else baseline.sm_active * (0.85 + 0.15 * load),
+                dram_active_mean=None
+                if baseline.dram_active is None
+                else baseline.dram_active * (0.85 + 0.15 * load),
+                power_mean=250 + 350 * util,
+                mem_used_max=int(70 * GB),
+                mem_total_bytes=80 * GB,
+                temp_max=45 + 25 * util,
+            )
+        )
+    return rows
+
+
+def _tell_the_story(service: Service, baseline: Baseline, regression: Regression) -> None:
+    """The regression's P99 alert, pending, firing and resolved, in the alert history."""
+    ensure_default_rules(service)
+    rule = service.alert_rules.filter(kind="p99_e2e").first()
+    if rule is None:
+        return
+    identity = {"service": service.slug}
+    fired = regression.start + timedelta(seconds=rule.for_s + 120)
+    resolved = regression.end + timedelta(seconds=rule.keep_firing_for_s + 120)
+    value = (baseline.e2e_p99_ms or rule.threshold) * REGRESSION_FACTOR
+    instance = AlertInstance.objects.create(
+        rule=rule, service=service, fingerprint=fingerprint(rule.pk, identity),
+        labels={**base_labels(rule), **identity},
+        annotations={"summary": f"P99 end-to-end {value:,.0f} ms above {rule.threshold:,.0f} ms"},
+        state=State.RESOLVED, value=value, threshold=rule.threshold,
+        pending_since=regression.start + timedelta(seconds=120), fired_at=fired,
+        last_active_at=regression.end, resolved_at=resolved, ended_at=resolved,
+        last_evaluated_at=resolved,
+    )  # fmt: skip
+    AlertEvent.objects.bulk_create(
+        [
+            AlertEvent(
+                rule=rule,
+                service=service,
+                instance=instance,
+                at=at,
+                kind=kind,
+                value=v,
+                threshold=rule.threshold,
+                reason=reason,
+            )
+            for at, kind, v, reason in (
+                (instance.pending_since, "pending", value, "P99 over 5 min"),
+                (fired, "firing", value, "P99 over 5 min"),
+                (resolved, "resolved", baseline.e2e_p99_ms, "P99 back under the resolve threshold"),
+            )
+        ]
+    )
