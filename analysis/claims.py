@@ -54,8 +54,8 @@ class Verdict:
         if self.change is None:
             return ""
         if self.relative:
-            return f"{self.change:+.0%}"
-        return f"{self.change * 100:+.0f} pts"
+            return "±0%" if abs(self.change) < 0.005 else f"{self.change:+.0%}"
+        return "±0 pts" if abs(self.change) < 0.005 else f"{self.change * 100:+.0f} pts"
 
 
 def comparable_load(baseline_rate: float | None, live_rate: float | None) -> bool | None:

@@ -133,6 +133,10 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng) -> Servi
     row = ServiceRollup(
         service=service, host=host, resolution_s=resolution, start=t, requests=requests,
         request_seconds=float(seconds),
+        # As an engine scrape would count them (the live agent's rows on the same host do).
+        scraped_requests=float(requests), scraped_seconds=float(seconds),
+        scraped_prompt_tokens=requests * (baseline.prompt_tokens_mean or 0),
+        scraped_generation_tokens=requests * (baseline.output_tokens_mean or 0),
         prompt_tokens=round(requests * (baseline.prompt_tokens_mean or 0)),
         output_tokens=round(requests * (baseline.output_tokens_mean or 0)),
         qps=requests / seconds,

@@ -1,11 +1,19 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from dashboards import views as dashboards_views
 
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page says; send them to the real icon."""
+    return redirect(static("img/favicon.svg"), permanent=True)
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

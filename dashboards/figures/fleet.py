@@ -138,6 +138,17 @@ def cost_margin_figure(fleet: FleetDashboard) -> go.Figure:
         },
         xaxis={"range": [0, max(costs) * 1.2]},
     )
+    # Labels lean away from the plot's edges so none is cut off (a name beside x = 0 otherwise
+    # loses its first letters to the axis).
+    xs = [s.economics.cost_per_mtok for s in priced]
+    low, high = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    span = (high - low) or 1.0
+
+    def lean(x: float) -> str:
+        if x - low < 0.3 * span:
+            return "top right"
+        return "top left" if high - x < 0.3 * span else "top center"
+
     for source, name, symbol in (
         ("live", "live token rate", "circle"),
         ("baseline", "current baseline (no live data)", "diamond-open"),
@@ -152,7 +163,8 @@ def cost_margin_figure(fleet: FleetDashboard) -> go.Figure:
                 x=[s.economics.cost_per_mtok for s in items],
                 y=[m if m is not None else 0 for m in margins],
                 text=[s.service.name for s in items],
-                textposition="top center",
+                textposition=[lean(s.economics.cost_per_mtok) for s in items],
+                cliponaxis=False,
                 customdata=[s.dossier_url for s in items],
                 hovertext=[_cost_hover(s) for s in items],
                 hoverinfo="text",

@@ -1,0 +1,86 @@
+"""Layout faults a new user met, each checked in headless Chromium at 1,400 px wide."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from alerts.services import ensure_default_rules
+from loadtests.importing import import_loadtest_file
+from tests.conftest import browser_login
+from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def page(browser_page, live_server, owner):
+    browser_login(browser_page, live_server.url, "alice", "pw-alice-123")
+    browser_page.base = live_server.url
+    return browser_page
+
+
+def overflow(page) -> list[tuple[int, int]]:
+    """(scroll width, visible width) of each table that scrolls sideways."""
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('.table-wrap'))"
+        ".map(e => [e.scrollWidth, e.clientWidth]).filter(([s, c]) => s > c + 1)"
+    )
+
+
+def test_the_alert_pages_name_alerts_once_in_the_main_navigation(page, service):
+    page.goto(f"{page.base}/alerts/rules/")
+    assert page.locator("nav.mainnav a", has_text="Alerts").count() == 1
+    assert page.locator("nav.mainnav a[aria-current=page]").inner_text() == "Alerts"
+
+
+def test_the_load_test_runs_table_shows_every_column_at_1400_px(page, service, fixtures_dir):
+    sweep = (fixtures_dir / "loadtests" / "vllm-bench-concurrency-sweep.jsonl").read_bytes()
+    import_loadtest_file(service=service, content=sweep, filename="sweep.jsonl")
+    page.goto(f"{page.base}/services/{service.slug}/loadtests/")
+    page.wait_for_selector("table.runs")
+    assert overflow(page) == []
+
+
+def test_the_fleet_table_shows_every_column_at_1400_px(page, team):
+    for i in range(4):
+        svc = make_service(team, f"fleet-wide-service-with-a-long-name-{i}")
+        make_baseline(svc, qps=1.0)
+    page.goto(f"{page.base}/")
+    page.wait_for_selector("table.fleet")
+    assert overflow(page) == []
+
+
+def test_the_live_diagnosis_range_form_stays_on_one_line(page, team):
+    svc = make_service(team, "diag-svc")
+    page.goto(f"{page.base}/dashboards/services/{svc.slug}/diagnosis/")
+    form = page.locator("form.range-picker")
+    box = form.bounding_box()
+    assert box is not None and box["height"] < 90
+
+
+def test_the_fleet_cost_scatter_keeps_every_label_inside_its_chart(page, team):
+    now = timezone.now()
+    for i, (price, tps) in enumerate(((10, 300.0), (10, 3000.0), (10, 30000.0))):
+        svc = make_service(team, f"scatter-{i}", name=f"Scatter service number {i}",
+                           gpu_hour_price=price)  # fmt: skip
+        seed_traffic(service=svc, host=f"h{i}", start=now - timedelta(hours=2), minutes=110,
+                     tokens_per_second=tps)  # fmt: skip
+        ensure_default_rules(svc)
+    page.goto(f"{page.base}/dashboards/?range=24h")
+    page.wait_for_selector(".js-plotly-plot .textpoint text", timeout=30000)
+    outside = page.evaluate(
+        """Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(plot => {
+             const frame = plot.getBoundingClientRect();
+             return Array.from(plot.querySelectorAll('.textpoint text')).map(t => {
+               const b = t.getBoundingClientRect();
+               return (b.left < frame.left || b.right > frame.right) ? t.textContent : null;
+             }).filter(Boolean);
+           })"""
+    )
+    assert outside == []
+
+
+def test_the_favicon_address_browsers_ask_for_answers(page):
+    response = page.goto(f"{page.base}/favicon.ico")
+    assert response.ok and "svg" in response.headers["content-type"]
