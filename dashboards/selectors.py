@@ -76,7 +76,9 @@ def _alert_markers(events: list[AlertEvent]) -> list[Marker]:
     for event in events:
         detail = event.reason
         if event.value is not None and event.threshold is not None:
-            detail = f"value {event.value:.4g} vs threshold {event.threshold:.4g}. {detail}"
+            # In the rule's own unit and format ("2,150 ms", "34%"), as the alert pages show it.
+            fmt = event.rule.format_value
+            detail = f"{fmt(event.value)} against a threshold of {fmt(event.threshold)}. {detail}"
         url = _link("alerts:alert_detail", event.instance_id) if event.instance_id else ""
         markers.append(
             Marker(

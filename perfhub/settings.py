@@ -128,6 +128,7 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
+FORMAT_MODULE_PATH = ["perfhub.formats"]  # dates as 2026-12-01 04:57 UTC everywhere
 
 STATIC_URL = "/static/"
 # plotly.js is served from the copy bundled inside the plotly package (no CDN, nothing vendored):

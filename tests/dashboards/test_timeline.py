@@ -51,7 +51,7 @@ def test_the_timeline_merges_everything_newest_first(service, rule):
         ("experiment", "Experiment: Batch 32"),
     ]
     assert entries[2].tone == "bad"
-    assert entries[2].detail.startswith("value 2500 vs threshold 2000")
+    assert entries[2].detail.startswith("2,500 ms against a threshold of 2,000 ms")
 
 
 def test_the_timeline_leaves_out_rule_health_changes(service, rule):
