@@ -140,6 +140,12 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         "total_input_tokens": total_input,
         "total_output_tokens": total_output,
         "total_token_throughput": ctx.num(data, "total_token_throughput"),
+        # vLLM's own rates, validated and kept beside the ones computed from the totals.
+        "file_rates": {
+            key: ctx.num(data, key)
+            for key in (*REQUEST_RATE_KEYS, "output_throughput", "input_throughput")
+            if data.get(key) is not None
+        },
         "max_output_tokens_per_s": ctx.num(data, "max_output_tokens_per_s"),
         "max_concurrent_requests": ctx.integer(data, "max_concurrent_requests"),
         "goodput_rps": ctx.num(data, goodput_key),
