@@ -11,8 +11,8 @@ import pytest
 from dossiers.models import Baseline
 from loadtests.formats import (
     FIELD_NAMES,
-    format_names,
     LoadTestFormatError,
+    format_names,
     parse_loadtest,
 )
 
