@@ -97,6 +97,7 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "sweep": pages.sweep_for(service, run.pk),
             "gate_runs": list(run.gate_runs.select_related("service", "baseline")[:20]),
             "can_edit": service.can_edit(request.user),
+            "sources": pages.source_rows(run),
         },
     )
 
