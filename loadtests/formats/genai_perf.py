@@ -113,7 +113,8 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     put(
         "gpu_util",
         telemetry.pop("_gpu_util", None),
-        "telemetry_stats.gpu_utilization (mean over GPUs)",
+        "telemetry_stats.gpu_utilization: mean over GPUs "
+        f"{', '.join(telemetry.pop('_gpu_util_gpus', []))} (those with memory in use), % -> 0-1",
     )
 
     config = ctx.obj(data, "input_config", required=False) or {}
@@ -222,13 +223,21 @@ def _telemetry(ctx: Ctx, data: dict) -> dict:
             if avg is not None:
                 gpus[gpu] = avg
         out[metric] = {"unit": unit, "gpus": gpus}
-        if metric == "gpu_utilization" and gpus:
-            # Mean over GPUs of time-averaged utilization: a mean of means, not a percentile.
-            mean = sum(gpus.values()) / len(gpus)
-            ratio = mean / 100 if unit == "%" or mean > 1 else mean
-            if ratio > 1:
-                raise tctx.at(metric).error(f"utilization above 100%: {mean!r}")
-            out["_gpu_util"] = ratio
+    utilization = out.get("gpu_utilization", {}).get("gpus", {})
+    if utilization:
+        # GenAI-Perf reports every GPU of the node; one holding no memory served nothing, so
+        # only the GPUs with memory in use count (all of them when memory is not reported).
+        memory = out.get("gpu_memory_used", {}).get("gpus", {})
+        serving = {gpu: util for gpu, util in utilization.items() if memory.get(gpu, 1) > 0}
+        chosen = serving or utilization
+        # Mean over GPUs of time-averaged utilization: a mean of means, not a percentile.
+        mean = sum(chosen.values()) / len(chosen)
+        unit = out["gpu_utilization"]["unit"]
+        ratio = mean / 100 if unit == "%" or mean > 1 else mean
+        if ratio > 1:
+            raise tctx.at("gpu_utilization").error(f"utilization above 100%: {mean!r}")
+        out["_gpu_util"] = ratio
+        out["_gpu_util_gpus"] = sorted(chosen)
     return out
 
 
