@@ -15,11 +15,14 @@ can tell "regressed" (200 + verdict) from "could not judge" (422) from "bad file
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -105,8 +108,17 @@ _OPTIONS = [
 ]
 
 
+class _FormatIsOurs(DefaultContentNegotiation):
+    """`?format=` names the load-test format here, not DRF's renderer override (which answered
+    404 to `?format=vllm-bench`); the answer is always JSON."""
+
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
+
+
 class _FileEndpoint(APIView):
     """Reads the upload (multipart or raw body) and the service the URL names."""
+
+    content_negotiation_class = _FormatIsOurs
 
     def service(self, request, slug: str) -> Service:
         service = get_object_or_404(Service.objects.select_related("team"), slug=slug)

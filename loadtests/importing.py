@@ -134,6 +134,10 @@ def _store_run(
         fields["concurrency"] = int(fields["concurrency"])
     if fields.get("request_count") is not None:
         fields["request_count"] = int(fields["request_count"])
+    try:
+        check_measured_at_value(parsed.measured_at)
+    except MeasuredAtError as exc:
+        raise LoadTestImportError(f"run {index + 1}: {exc} (the file's time)") from exc
     measured_at = parsed.measured_at or given_measured_at
     extra = json_safe({**(parsed.extra or {}), "sources": parsed.sources})
     if parsed.measured_at is None and given_measured_at is not None:

@@ -95,6 +95,11 @@ def mark_failed(run: ParsedRun) -> ParsedRun:
     vLLM writes 0.0 for every statistic when `completed` is 0 and a near-zero `duration`;
     other tools do likewise. Such a run is kept (the failure is worth seeing) but never compared.
     """
+    for name, value in run.fields.items():
+        # A ratio of two valid numbers can still overflow (1e308 tokens over 1e-300 s).
+        if value is not None and not math.isfinite(value):
+            where = run.sources.get(name, name)
+            raise LoadTestFormatError(f"{run.format}: {where}: {name} is not a finite number")
     count = run.fields.get("request_count")
     duration = run.fields.get("duration_s")
     latencies = [run.fields[name] for name in LATENCY_FIELDS if run.fields[name] is not None]
@@ -163,7 +168,10 @@ class Ctx:
         self, data: dict, key: str, *, required: bool = False, negative_ok: bool = False
     ) -> float | None:
         """A number; numeric strings ("508") are accepted, since some tools write them."""
-        return self.at(key).number(self._get(data, key, required), negative_ok=negative_ok)
+        value = self.at(key).number(self._get(data, key, required), negative_ok=negative_ok)
+        if value is None and required:
+            raise self.at(key).error("expected a number, got NaN")
+        return value
 
     def integer(self, data: dict, key: str, *, required: bool = False) -> int | None:
         value = self.num(data, key, required=required)
@@ -194,7 +202,10 @@ class Ctx:
                 raise self.error(f"expected a number, got {value!r}") from None
         if not isinstance(value, int | float):
             raise self.error(f"expected a number, got {type(value).__name__}")
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an integer beyond a double's range
+            raise self.error("expected a finite number") from None
         if math.isnan(value):
             return None
         if math.isinf(value):

@@ -171,10 +171,10 @@ def _measured_at(ctx: Ctx, data: dict) -> datetime | None:
         return None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        # AIPerf writes UTC without a zone.
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
         raise ctx.at("start_time").error(f"expected an ISO 8601 time, got {text!r}") from None
-    # AIPerf writes UTC without a zone.
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def _avg(ctx: Ctx, data: dict, key: str, *, required: bool = False) -> float | None:

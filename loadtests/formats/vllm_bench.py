@@ -305,9 +305,9 @@ def _date(ctx: Ctx, data: dict) -> datetime | None:
     ):
         try:
             parsed = parse(text)
-        except ValueError:
+            return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        except (ValueError, OverflowError):
             continue
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
     raise ctx.at("date").error(f"expected YYYYMMDD-HHMMSS, got {value!r}")
 
 
