@@ -10,10 +10,7 @@ from loadtests.importing import MAX_FILE_BYTES, MeasuredAtError, check_measured_
 
 
 class LoadTestUploadForm(forms.Form):
-    file = forms.FileField(
-        help_text="vllm bench serve JSON or JSON lines, GenAI-Perf profile_export_genai_perf"
-        ".json, a guidellm report or an llmperf *_summary.json."
-    )
+    file = forms.FileField()
     format = forms.ChoiceField(required=False)
     measured_at = forms.DateTimeField(
         label="Measured at",
@@ -33,6 +30,8 @@ class LoadTestUploadForm(forms.Form):
         super().__init__(*args, **kwargs)
         # Read at each form, so a format registered after start-up is offered too.
         self.fields["format"].choices = [("", "detect from the content"), *formats.choices()]
+        labels = [fmt.label for fmt in formats.formats()]
+        self.fields["file"].help_text = "A result file of " + ", ".join(labels) + "."
 
     def clean_measured_at(self):
         try:

@@ -322,3 +322,14 @@ def test_an_unregistered_format_is_gone_everywhere(service, tmp_path):
     path.write_bytes(LOCUST)
     with pytest.raises(CommandError, match="could not detect the format"):
         cli("import_loadtest", path, "--service", service.slug)
+
+
+def test_every_registered_format_has_its_table_in_the_docs():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "loadtest-formats.md").read_text()
+    for name in format_names():
+        assert f"## `{name}`" in docs, name
+
+
+def test_the_upload_form_names_the_registered_tools(owner_client, service, locust_format):
+    page = owner_client.get(reverse("loadtests:upload", args=[service.slug])).content.decode()
+    assert "Locust (test)" in page and "GenAI-Perf / AIPerf" in page
