@@ -10,6 +10,9 @@ whose signature keys it has most of), so the refusal says what the file lacks:
 from __future__ import annotations
 
 import json
+import re
+
+import yaml
 
 from .base import Ctx, Document, LoadTestFormatError, json_type
 from .registry import LoadTestFormat, format_names, formats
@@ -62,8 +65,51 @@ def _loads(text: str, prefix: str) -> object:
     return json.loads(text)
 
 
+# libyaml when PyYAML was built with it (the wheels are): a large report parses in C.
+_YamlBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _YamlLoader(_YamlBase):
+    """guidellm also writes its report as YAML. Safe types only, and times left as text (they
+    are not a format's times)."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_YAML_START = re.compile(r"^(---|[A-Za-z_][\w-]*:(\s|$))")
+
+
+def _yaml_document(text: str, prefix: str) -> Document | None:
+    """The YAML mapping the text holds, or None when it is not YAML that starts with a key."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if not _YAML_START.match(first):
+        return None
+    indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
+    if _nesting_depth(text) > MAX_DEPTH or indent > 4 * MAX_DEPTH:
+        raise LoadTestFormatError(f"{prefix}the YAML is nested more than {MAX_DEPTH} levels deep")
+    try:
+        # No aliases: `&a [*a, *a, ...]` expands without bound.
+        for event in yaml.parse(text, Loader=_YamlLoader):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1 if event.start_mark else "?"
+                raise LoadTestFormatError(f"{prefix}YAML aliases are not read (line {line})")
+        value = yaml.load(text, Loader=_YamlLoader)  # a safe loader, see above
+    except LoadTestFormatError:
+        raise
+    except RecursionError:
+        raise LoadTestFormatError(
+            f"{prefix}the YAML is nested more than {MAX_DEPTH} levels deep"
+        ) from None
+    except (yaml.YAMLError, ValueError):
+        return None
+    return Document(value) if isinstance(value, dict) else None
+
+
 def load_documents(text: str, *, format: str | None = None) -> list[Document]:
-    """One document per run: the object, each object of a top-level list, or each JSON line."""
+    """One document per run: the object, each object of a top-level list, or each JSON line.
+    A YAML mapping (guidellm's .yaml report) is read like the JSON object it mirrors."""
     prefix = f"{format}: " if format else ""
     if not text.strip():
         raise LoadTestFormatError(
@@ -89,7 +135,10 @@ def _json_lines(
     except json.JSONDecodeError:
         first_value = None
     if not isinstance(first_value, dict):
-        # Not JSON lines either: report where the JSON itself broke.
+        document = _yaml_document(text, prefix)
+        if document is not None:
+            return [document]
+        # Not JSON lines or YAML either: report where the JSON itself broke.
         raise LoadTestFormatError(
             f"{prefix}not valid JSON: {whole.msg} (line {whole.lineno}, "
             f"column {whole.colno})" + ("" if format else f"; {expected()}")

@@ -214,6 +214,8 @@ BAD_FILES = {
     "NUL inside": b'{"completed": 1, "duration": 1, "label": "a\\u0000b", "request_rate": "\x00"}',
     "a huge integer": b'{"completed": 1' + b"0" * 400 + b', "duration": 1}',
     "NaN everywhere": b'{"completed": NaN, "duration": NaN}',
+    "YAML aliases": b"benchmarks: &a [*a]\nx: [&b [1], *b, *b]\n",
+    "deep YAML": ("a:\n" + "".join("  " * i + "b:\n" for i in range(1, 400))).encode(),
 }
 
 

@@ -15,7 +15,9 @@ from loadtests.importing import import_loadtest_file
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 LOADTEST_FILES = sorted(
-    p for p in REAL.glob("*/*") if p.suffix in (".json", ".jsonl") and p.parent.name != "metrics"
+    p
+    for p in REAL.glob("*/*")
+    if p.suffix in (".json", ".jsonl", ".yaml") and p.parent.name != "metrics"
 )
 REFUSED = {"zhangxinyuehfad-serving_llama8B_tp1_qps_inf.json"}
 
@@ -185,6 +187,13 @@ def test_guidellm_02_report_takes_p50_from_the_median_and_rates_from_totals():
         measured_at=datetime.fromtimestamp(1749157168.1827004, tz=UTC),
         tool_version=None,
     )
+
+
+def test_guidellm_yaml_report_reads_like_its_json_twin():
+    from_yaml = only("guidellm/guidellm-repo-0.2-benchmarks_stripped.yaml")
+    from_json = only("guidellm/guidellm-repo-0.2-benchmarks_stripped.json")
+    assert from_yaml.fields == from_json.fields
+    assert from_yaml.measured_at == from_json.measured_at
 
 
 def test_guidellm_05_concurrent_run_prompt_throughput_is_the_total_over_the_duration():
