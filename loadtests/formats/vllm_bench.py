@@ -257,6 +257,7 @@ def _samples(
     if ttft_ms:
         samples["ttft"] = ttft_ms
     kept_itls = [[gap for gap in gaps if gap is not None] for gaps in keep(per_request_itls)]
+    kept_itls = _without_ttft_in_itls(keep(ttfts), kept_itls)
     itl_ms = [gap * 1000 for gaps in kept_itls for gap in gaps]
     if itl_ms:
         samples["itl"] = itl_ms
@@ -278,6 +279,24 @@ def _samples(
         if tpot:
             samples["tpot"] = tpot
     return samples
+
+
+def _without_ttft_in_itls(ttfts: list, itls: list[list[float]]) -> list[list[float]]:
+    """Some 2024 releases' OpenAI-completions client appended the time to the first token to
+    `itls` as well (vllm-project/vllm#7242): each request's first gap then equals its TTFT.
+    When that holds for nearly every request, the first gap is that duplicate and is dropped, so
+    e2e (ttft + sum of gaps) and TPOT samples do not count the prefill twice."""
+    pairs = [
+        (ttft, gaps[0])
+        for ttft, gaps in zip(ttfts, itls, strict=False)
+        if ttft and gaps and len(gaps) > 1
+    ]
+    if len(pairs) < 3:
+        return itls
+    duplicated = sum(1 for ttft, first in pairs if abs(first - ttft) <= 0.01 * ttft + 1e-4)
+    if duplicated < 0.9 * len(pairs):
+        return itls
+    return [gaps[1:] if gaps else gaps for gaps in itls]
 
 
 def _errors(

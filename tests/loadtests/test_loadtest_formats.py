@@ -536,3 +536,18 @@ def test_genai_perf_utilization_above_100_percent_is_refused(load):
 def test_a_json_lines_file_is_refused_by_single_object_formats(read):
     with pytest.raises(LoadTestFormatError, match=r"^guidellm: expected one JSON object, found 7"):
         parse_loadtest(read(VLLM_SWEEP), format="guidellm")
+
+
+def test_vllm_itls_that_repeat_the_ttft_first_do_not_count_the_prefill_twice(load):
+    # vllm-project/vllm#7242: the completions client also appended the TTFT to `itls`.
+    raw = load(VLLM_C16)
+    raw.update(
+        ttfts=[0.5, 0.4, 0.6],
+        itls=[[0.5, 0.02, 0.02], [0.4, 0.01, 0.03], [0.6, 0.02, 0.02]],
+        output_lens=[3, 3, 3],
+        input_lens=[10, 10, 10],
+        errors=["", "", ""],
+    )
+    run = only(parse_loadtest(json.dumps(raw)))
+    assert run.samples["e2e"] == pytest.approx([540, 440, 640])
+    assert run.samples["itl"] == pytest.approx([20, 20, 10, 30, 20, 20])
