@@ -335,3 +335,14 @@ def test_every_registered_format_has_its_table_in_the_docs():
 def test_the_upload_form_names_the_registered_tools(owner_client, service, locust_format):
     page = owner_client.get(reverse("loadtests:upload", args=[service.slug])).content.decode()
     assert "Locust (test)" in page and "GenAI-Perf / AIPerf" in page
+
+
+def test_the_gate_api_refuses_a_failed_candidate_with_422(api, service):
+    import_loadtest_file(service=service, content=OK_RUN.read_bytes(), baseline=True)
+    response = api.post(
+        f"/api/v1/services/{service.slug}/gate/",
+        FAILED.read_bytes(),
+        content_type="application/json",
+    )
+    assert response.status_code == 422
+    assert "candidate run failed" in response.json()["detail"]
