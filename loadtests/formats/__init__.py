@@ -23,6 +23,7 @@ from .base import (
     Document,
     LoadTestFormatError,
     ParsedRun,
+    finish,
 )
 from .detect import decode, detect_format, load_documents
 from .registry import (
@@ -44,7 +45,7 @@ def parse_loadtest(
     documents = load_documents(decode(content), format=format)
     if fmt is None:
         fmt = detect_format(documents, filename=filename)
-    return fmt.parse(documents)
+    return [finish(run) for run in fmt.parse(documents)]
 
 
 __all__ = [

@@ -89,6 +89,26 @@ def empty_fields() -> dict[str, Number | None]:
 RESULT_FIELDS = ("qps", "input_tps", "output_tps", *LATENCY_FIELDS)
 
 
+def plain(value: Any, depth: int = 0) -> Any:
+    """`value` with non-finite floats as None, so `extra` is valid JSON whatever the file held."""
+    if depth > 64:
+        return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item, depth + 1) for item in value]
+    return value
+
+
+def finish(run: ParsedRun) -> ParsedRun:
+    """What every parser's run goes through (built-in or registered): finite fields, a JSON
+    `extra`, and the failed-run rule."""
+    run.extra = plain(run.extra)
+    return mark_failed(run)
+
+
 def mark_failed(run: ParsedRun) -> ParsedRun:
     """Flag a run in which no request succeeded; its zeros are "no data", so they become None.
 
