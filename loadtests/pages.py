@@ -10,6 +10,7 @@ from django.db.models import Prefetch
 
 from dossiers.models import Baseline, Service
 from dossiers.selectors import EconomicsView, economics_view
+from loadtests.formats import FIELD_NAMES
 from loadtests.models import GateRun, LoadTest, LoadTestSketch
 from loadtests.sweeps import Sweep, SweetSpot, group_sweeps, sweet_spot
 
@@ -64,8 +65,12 @@ def source_rows(run: LoadTest) -> list[SourceRow]:
     """For each number imported from the file, the key it was read from (extra["sources"]),
     so a reader can check it against the file. Fields absent from the file have no row."""
     sources = (run.extra or {}).get("sources") or {}
+    # jsonb keeps no key order: show them in the order of the page's tables.
+    order = ["measured_at", *FIELD_NAMES[: FIELD_NAMES.index("output_tps") + 1], "errors"]
+    order += [name for name in FIELD_NAMES if name not in order]
+    rank = {name: index for index, name in enumerate(order)}
     rows = []
-    for name, source in sources.items():
+    for name, source in sorted(sources.items(), key=lambda item: rank.get(item[0], len(rank))):
         if name == "errors":
             label, value = "failed requests", run.errors
         elif name == "measured_at":
