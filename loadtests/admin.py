@@ -12,7 +12,16 @@ class LoadTestSketchInline(admin.TabularInline):
 
 @admin.register(models.LoadTest)
 class LoadTestAdmin(admin.ModelAdmin):
-    list_display = ["service", "label", "format", "concurrency", "measured_at", "imported_at"]
+    list_display = [
+        "service",
+        "label",
+        "format",
+        "concurrency",
+        "measured_at",
+        "date_known",
+        "failure",
+        "imported_at",
+    ]
     list_filter = ["format", "service"]
     search_fields = ["label", "source_name"]
     inlines = [LoadTestSketchInline]

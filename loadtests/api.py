@@ -15,17 +15,27 @@ can tell "regressed" (200 + verdict) from "could not judge" (422) from "bad file
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dossiers.models import Service
+from loadtests import formats
 from loadtests.gate import GateInputError, run_gate
-from loadtests.importing import MAX_FILE_BYTES, LoadTestImportError, import_loadtest_file
+from loadtests.importing import (
+    MAX_FILE_BYTES,
+    LoadTestImportError,
+    MeasuredAtError,
+    check_measured_at_value,
+    import_loadtest_file,
+)
 from loadtests.models import GateRun, LoadTest
 
 
@@ -33,6 +43,7 @@ class LoadTestSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     created = serializers.SerializerMethodField()
     baseline = serializers.SerializerMethodField()
+    sources = serializers.SerializerMethodField()
 
     class Meta:
         model = LoadTest
@@ -46,17 +57,34 @@ class LoadTestSerializer(serializers.ModelSerializer):
     def get_created(self, run: LoadTest) -> bool:
         return getattr(run, "just_created", False)
 
+    def get_sources(self, run: LoadTest) -> dict[str, str]:
+        """Which key of the file each number came from."""
+        return (run.extra or {}).get("sources", {})
+
     def get_baseline(self, run: LoadTest) -> int | None:
         baseline = run.promoted_to
         return baseline.pk if baseline is not None else None
 
 
 class OptionsSerializer(serializers.Serializer):
-    format = serializers.ChoiceField(
-        choices=["vllm-bench", "genai-perf", "guidellm", "llmperf"], required=False
-    )
+    format = serializers.CharField(required=False, max_length=20)
+    measured_at = serializers.DateTimeField(required=False)
     baseline = serializers.BooleanField(required=False, default=False)
     run = serializers.IntegerField(required=False, min_value=1)
+
+    def validate_format(self, value: str) -> str:
+        # The registry, read per request: a format registered at run time is accepted too.
+        if value not in formats.format_names():
+            raise serializers.ValidationError(
+                f"unknown format {value!r}: expected one of {', '.join(formats.format_names())}"
+            )
+        return value
+
+    def validate_measured_at(self, value):
+        try:
+            return check_measured_at_value(value)
+        except MeasuredAtError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
 
 
 _FILE_BODY = {
@@ -68,14 +96,29 @@ _FILE_BODY = {
     "application/json": OpenApiTypes.OBJECT,
 }
 _OPTIONS = [
-    OpenApiParameter("format", str, enum=["vllm-bench", "genai-perf", "guidellm", "llmperf"]),
+    OpenApiParameter("format", str, enum=list(formats.format_names())),
+    OpenApiParameter(
+        "measured_at",
+        OpenApiTypes.DATETIME,
+        description="When the run was measured, for files that carry no time (GenAI-Perf). "
+        "Without it such runs are stored as 'date unknown'.",
+    ),
     OpenApiParameter("baseline", bool, description="Promote the imported run to baseline."),
     OpenApiParameter("run", int, description="With several runs in one file: which (1-based)."),
 ]
 
 
+class _FormatIsOurs(DefaultContentNegotiation):
+    """`?format=` names the load-test format here, not DRF's renderer override (which answered
+    404 to `?format=vllm-bench`); the answer is always JSON."""
+
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
+
+
 class _FileEndpoint(APIView):
     """Reads the upload (multipart or raw body) and the service the URL names."""
+
+    content_negotiation_class = _FormatIsOurs
 
     def service(self, request, slug: str) -> Service:
         service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
@@ -141,6 +184,7 @@ class LoadTestImportView(_FileEndpoint):
                 baseline=options["baseline"],
                 baseline_run=options.get("run"),
                 origin=LoadTest.Origin.API,
+                measured_at=options.get("measured_at"),
             )
         except LoadTestImportError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
@@ -172,7 +216,7 @@ def gate_run_body(gate_run: GateRun, request) -> dict:
 class GateView(_FileEndpoint):
     @extend_schema(
         request=_FILE_BODY,
-        parameters=_OPTIONS[:1],
+        parameters=_OPTIONS[:2],
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="Verdict: pass or regression."),
             400: OpenApiResponse(description="The file is not a known load-test format."),
@@ -194,6 +238,7 @@ class GateView(_FileEndpoint):
                 filename=filename,
                 format=options.get("format"),
                 user=request.user,
+                measured_at=options.get("measured_at"),
             )
         except GateInputError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)

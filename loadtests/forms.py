@@ -5,18 +5,18 @@ from __future__ import annotations
 from django import forms
 
 from analysis import kvcache
-from loadtests.formats import FORMATS
-from loadtests.importing import MAX_FILE_BYTES
+from loadtests import formats
+from loadtests.importing import MAX_FILE_BYTES, MeasuredAtError, check_measured_at_value
 
 
 class LoadTestUploadForm(forms.Form):
-    file = forms.FileField(
-        help_text="vllm bench serve JSON or JSON lines, GenAI-Perf profile_export_genai_perf"
-        ".json, a guidellm report or an llmperf *_summary.json."
-    )
-    format = forms.ChoiceField(
-        choices=[("", "detect from the content"), *((f, f) for f in FORMATS)],
+    file = forms.FileField()
+    format = forms.ChoiceField(required=False)
+    measured_at = forms.DateTimeField(
+        label="Measured at",
         required=False,
+        help_text="For files that carry no time (GenAI-Perf): when the run was measured. "
+        "Without it such a run is shown as “date unknown”. Files with a time keep theirs.",
     )
     baseline = forms.BooleanField(label="Make it the current baseline", required=False)
     run = forms.IntegerField(
@@ -25,6 +25,19 @@ class LoadTestUploadForm(forms.Form):
         required=False,
         help_text="For a file of several runs (a sweep): which one becomes the baseline, from 1.",
     )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Read at each form, so a format registered after start-up is offered too.
+        self.fields["format"].choices = [("", "detect from the content"), *formats.choices()]
+        labels = [fmt.label for fmt in formats.formats()]
+        self.fields["file"].help_text = "A result file of " + ", ".join(labels) + "."
+
+    def clean_measured_at(self):
+        try:
+            return check_measured_at_value(self.cleaned_data.get("measured_at"))
+        except MeasuredAtError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_file(self):
         upload = self.cleaned_data["file"]

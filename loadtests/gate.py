@@ -113,7 +113,10 @@ class Match:
 def _baselines(service: Service) -> list[Baseline]:
     """Current first, then newest first."""
     found = list(
-        service.baselines.select_related("source_load_test").order_by("-measured_at", "-pk")
+        service.baselines.select_related("source_load_test")
+        # A baseline promoted from a failed run (before failures were recognised) is no reference.
+        .exclude(source_load_test__failure__gt="")
+        .order_by("-measured_at", "-pk")
     )
     return sorted(found, key=lambda b: not b.is_current)
 
@@ -164,6 +167,7 @@ def run_gate(
     filename: str | None = None,
     format: str | None = None,
     user=None,
+    measured_at=None,
 ) -> GateRun:
     """Judge a candidate (a stored load test, or a file imported here) and store the GateRun.
 
@@ -184,9 +188,16 @@ def run_gate(
             format=format,
             user=user,
             origin=LoadTest.Origin.GATE,
+            measured_at=measured_at,
         )
-    match = match_baseline(candidates, _baselines(service))
     created_by = user if getattr(user, "pk", None) else None
+    usable = [run for run in candidates if not run.failed]
+    if not usable:
+        # A run without one successful request has no statistics to judge.
+        first = candidates[0]
+        reason = f"the candidate run failed ({first.failure}): there is nothing to compare"
+        return _refuse(service, first, None, (reason,), source, created_by)
+    match = match_baseline(usable, _baselines(service))
     if match.baseline is None:
         return _refuse(service, match.candidate, None, match.reasons, source, created_by)
     try:

@@ -8,7 +8,10 @@ again returns the runs already stored and writes nothing.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -25,8 +28,63 @@ from loadtests.models import LoadTest, LoadTestSketch
 MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
+# A run measured before this is a typo, not a load test; one "measured" later than now is too.
+EARLIEST_MEASURED_AT = datetime(2015, 1, 1, tzinfo=UTC)
+FUTURE_SLACK = timedelta(minutes=10)
+
+
 class LoadTestImportError(ValueError):
     """A file that cannot be imported; the message names the format and the key or line."""
+
+
+class MeasuredAtError(LoadTestImportError):
+    """A `measured at` the importer gave that cannot be a run's time."""
+
+
+class PromotionError(LoadTestImportError):
+    """A run that cannot become a baseline (it failed)."""
+
+
+def check_measured_at_value(value: datetime | None) -> datetime | None:
+    """An aware datetime inside [2015, now + 10 min], in UTC; naive times are read as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    value = value.astimezone(UTC)
+    latest = timezone.now() + FUTURE_SLACK
+    if not EARLIEST_MEASURED_AT <= value <= latest:
+        raise MeasuredAtError(
+            f"measured at {value:%Y-%m-%dT%H:%M:%SZ} is outside "
+            f"{EARLIEST_MEASURED_AT:%Y-%m-%d} .. now + 10 minutes"
+        )
+    return value
+
+
+def parse_measured_at(text: str) -> datetime:
+    """`--measured-at` / `measured_at=`: an ISO 8601 date or time (no zone: UTC)."""
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise MeasuredAtError(
+            f"measured at {text!r} is not an ISO 8601 time (e.g. 2026-11-30T14:05:00Z)"
+        ) from None
+    return check_measured_at_value(value)
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """`value` as PostgreSQL's jsonb takes it: no NaN or infinity, no NUL in strings."""
+    if depth > 64:
+        return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {json_safe(str(k), depth + 1): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item, depth + 1) for item in value]
+    return value
 
 
 def content_digest(content: bytes) -> str:
@@ -69,27 +127,38 @@ def _store_run(
     filename: str | None,
     user,
     origin: str,
+    given_measured_at: datetime | None,
 ) -> LoadTest:
     fields = dict(parsed.fields)
     if fields.get("concurrency") is not None:
         fields["concurrency"] = int(fields["concurrency"])
     if fields.get("request_count") is not None:
         fields["request_count"] = int(fields["request_count"])
+    try:
+        check_measured_at_value(parsed.measured_at)
+    except MeasuredAtError as exc:
+        raise LoadTestImportError(f"run {index + 1}: {exc} (the file's time)") from exc
+    measured_at = parsed.measured_at or given_measured_at
+    extra = json_safe({**(parsed.extra or {}), "sources": parsed.sources})
+    if parsed.measured_at is None and given_measured_at is not None:
+        extra["sources"]["measured_at"] = "given by the importer (the file has no time)"
     run = LoadTest(
         service=service,
-        label=(parsed.label or f"run {index + 1}")[:200],
+        label=json_safe(parsed.label or f"run {index + 1}")[:200],
         format=parsed.format,
-        tool_version=(parsed.tool_version or "")[:40],
-        source_name=(filename or "")[:255],
+        tool_version=json_safe(parsed.tool_version or "")[:40],
+        source_name=json_safe(filename or "")[:255],
         content_sha256=digest,
         run_index=index,
         origin=origin,
         imported_by=user if getattr(user, "pk", None) else None,
         errors=parsed.errors,
         request_rate_inf=parsed.request_rate_inf,
-        extra=parsed.extra or {},
-        # GenAI-Perf writes no timestamp: the import time is the best we know.
-        measured_at=parsed.measured_at or timezone.now(),
+        extra=extra,
+        failure=(parsed.failure or "")[:200],
+        # No time in the file and none given: stored at the import time, shown "date unknown".
+        measured_at=measured_at or timezone.now(),
+        date_known=measured_at is not None,
         **fields,
     )
     try:
@@ -131,6 +200,7 @@ def import_loadtest_file(
     baseline: bool = False,
     baseline_run: int | None = None,
     origin: str = LoadTest.Origin.WEB,
+    measured_at: datetime | None = None,
 ) -> list[LoadTest]:
     """Store every run of the file on `service`, in file order; all of them or none.
 
@@ -164,6 +234,7 @@ def import_loadtest_file(
                     filename=filename,
                     user=user,
                     origin=origin,
+                    given_measured_at=measured_at,
                 )
                 run.just_created = True
             stored.append(run)
@@ -185,13 +256,23 @@ def _promote_index(
                 f"the file holds {len(runs)} runs: say which one becomes the baseline "
                 f"(run 1 to {len(runs)})"
             )
+        if runs[0].failed:
+            raise PromotionError(
+                f"the run failed ({runs[0].failure}): a failed run cannot become a baseline"
+            )
         return 0
     if not 1 <= baseline_run <= len(runs):
         raise LoadTestImportError(
             f"run {baseline_run} does not exist: the file holds {len(runs)} "
             f"run{'s' if len(runs) > 1 else ''}"
         )
-    return baseline_run - 1
+    index = baseline_run - 1
+    if runs[index].failed:
+        raise PromotionError(
+            f"run {baseline_run} failed ({runs[index].failure}): a failed run cannot become "
+            "a baseline"
+        )
+    return index
 
 
 MEASURED_FIELDS = RUN_FIELD_NAMES
@@ -207,14 +288,22 @@ def measured_values(run) -> dict:
 def promote_load_test(*, load_test: LoadTest, user=None) -> Baseline:
     """Make the run the service's current baseline (a Baseline linked back to it).
 
-    Promoting a run twice promotes the same Baseline again rather than copying it.
+    Promoting a run twice promotes the same Baseline again rather than copying it. A failed
+    run (no request succeeded) raises PromotionError: its statistics are absent, not zero.
     """
+    if load_test.failed:
+        raise PromotionError(
+            f"“{load_test.label}” failed ({load_test.failure}): a failed run cannot become "
+            "a baseline"
+        )
     existing = load_test.promoted_to
     if existing is not None:
         services.baseline_promote(baseline=existing)
         return existing
     notes = f"Promoted from load test “{load_test.label}” ({load_test.format}"
     notes += f", {load_test.source_name})." if load_test.source_name else ")."
+    if not load_test.date_known:
+        notes += " The file gave no measurement time: the date is the import's."
     baseline = services.baseline_record(
         service=load_test.service,
         label=load_test.label[:120],

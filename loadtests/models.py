@@ -46,6 +46,17 @@ class LoadTest(MeasuredRun):
         "unlimited request rate", default=False, help_text="All requests sent at once (rate inf)."
     )
     extra = models.JSONField(default=dict, blank=True)
+    failure = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Why the run counts as failed (no request succeeded); empty when it did not. "
+        "A failed run's statistics are absent, and it is never a baseline or a gate reference.",
+    )
+    date_known = models.BooleanField(
+        default=True,
+        help_text="False when neither the file nor the importer gave a time: measured_at is "
+        "then the import time and the run is shown as “date unknown”.",
+    )
     promoted_to = models.OneToOneField(
         Baseline,
         null=True,
@@ -74,6 +85,10 @@ class LoadTest(MeasuredRun):
 
     def __str__(self) -> str:
         return f"{self.service}: {self.label}"
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failure)
 
     def get_absolute_url(self) -> str:
         return reverse("loadtests:detail", args=[self.service.slug, self.pk])

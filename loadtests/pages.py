@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Prefetch
 
 from dossiers.models import Baseline, Service
 from dossiers.selectors import EconomicsView, economics_view
+from loadtests.formats import FIELD_NAMES
 from loadtests.models import GateRun, LoadTest, LoadTestSketch
 from loadtests.sweeps import Sweep, SweetSpot, group_sweeps, sweet_spot
 
@@ -49,6 +52,47 @@ def load_test_for_page(service: Service, pk: int) -> LoadTest:
         .prefetch_related(Prefetch("sketches", queryset=LoadTestSketch.objects.defer("sketch")))
         .get(pk=pk)
     )
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    field: str  # the column's name, as the page shows it
+    value: str
+    source: str  # the file's key, and how the number was derived from it
+
+
+def source_rows(run: LoadTest) -> list[SourceRow]:
+    """For each number imported from the file, the key it was read from (extra["sources"]),
+    so a reader can check it against the file. Fields absent from the file have no row."""
+    sources = (run.extra or {}).get("sources") or {}
+    # jsonb keeps no key order: show them in the order of the page's tables.
+    order = ["measured_at", *FIELD_NAMES[: FIELD_NAMES.index("output_tps") + 1], "errors"]
+    order += [name for name in FIELD_NAMES if name not in order]
+    rank = {name: index for index, name in enumerate(order)}
+    rows = []
+    for name, source in sorted(sources.items(), key=lambda item: rank.get(item[0], len(rank))):
+        if name == "errors":
+            label, value = "failed requests", run.errors
+        elif name == "measured_at":
+            label, value = "measured at", run.measured_at
+        else:
+            try:
+                label = LoadTest._meta.get_field(name).verbose_name
+            except FieldDoesNotExist:
+                continue
+            value = getattr(run, name)
+        if value is None:
+            continue
+        rows.append(SourceRow(str(label), _shown(value), str(source)))
+    return rows
+
+
+def _shown(value) -> str:
+    if isinstance(value, datetime):
+        return f"{value:%Y-%m-%d %H:%M:%S} UTC"
+    if isinstance(value, float):
+        return f"{value:,.6g}"
+    return str(value)
 
 
 def sweep_for(service: Service, load_test_pk: int) -> Sweep | None:

@@ -96,6 +96,8 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
     """Sweeps among `runs` (two settings or more), by the rule in the module docstring."""
     groups: list[Sweep] = []
     for run in sorted(runs, key=lambda r: (r.measured_at, r.pk)):
+        if run.failed:
+            continue  # no successful request: no point on a throughput/latency curve
         axis = _axis(run)
         if axis is None:
             continue

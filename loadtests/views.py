@@ -19,7 +19,12 @@ from dossiers.selectors import economics_view, latency_table
 from loadtests import charts, pages
 from loadtests import diagnosis as diag
 from loadtests.forms import CostForm, KvCacheForm, LoadTestUploadForm
-from loadtests.importing import LoadTestImportError, import_loadtest_file, promote_load_test
+from loadtests.importing import (
+    LoadTestImportError,
+    PromotionError,
+    import_loadtest_file,
+    promote_load_test,
+)
 from loadtests.models import GateRun, LoadTest
 from loadtests.sweeps import sweet_spot
 
@@ -56,6 +61,7 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
                 baseline=form.cleaned_data["baseline"],
                 baseline_run=form.cleaned_data["run"],
                 origin=LoadTest.Origin.WEB,
+                measured_at=form.cleaned_data["measured_at"],
             )
         except LoadTestImportError as exc:
             form.add_error("file", str(exc))
@@ -91,6 +97,7 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "sweep": pages.sweep_for(service, run.pk),
             "gate_runs": list(run.gate_runs.select_related("service", "baseline")[:20]),
             "can_edit": service.can_edit(request.user),
+            "sources": pages.source_rows(run),
         },
     )
 
@@ -100,8 +107,12 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     service = service_for_editing(request.user, slug)
     run = get_object_or_404(LoadTest, service=service, pk=pk)
-    baseline = promote_load_test(load_test=run, user=request.user)
-    messages.success(request, f"“{baseline.label}” is now the current baseline.")
+    try:
+        baseline = promote_load_test(load_test=run, user=request.user)
+    except PromotionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"“{baseline.label}” is now the current baseline.")
     return redirect(run)
 
 

@@ -8,7 +8,9 @@ Canonical series, in seconds, tokens and ratios 0-1:
   over series: the fullest engine is the one that runs out first).
 
 vLLM (`vllm:` prefix)
-  requests_finished  request_success_total, summed over finished_reason
+  requests_finished  request_success_total, summed over finished_reason except "abort" and
+                     "error" (V0 and V1 count aborted and errored requests in it too)
+  request_errors     request_success_total{finished_reason="error"}
   prompt_tokens      prompt_tokens_total
   generation_tokens  generation_tokens_total
   ttft_seconds       time_to_first_token_seconds
@@ -88,6 +90,8 @@ class Rule:
     where: tuple[tuple[str, str], ...] = ()  # only samples carrying these labels
     aggregate: Literal["sum", "max"] = "sum"  # gauges, across series
     collapse: tuple[str, ...] = ()  # labels whose series repeat one value (max across them)
+    # ...and, like `where`, only samples carrying none of these label values (finished_reason)
+    exclude: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def counter_like(self) -> bool:
@@ -104,15 +108,31 @@ def _prefixed(prefix: str, rules: list[Rule]) -> tuple[Rule, ...]:
             r.where,
             r.aggregate,
             r.collapse,
+            r.exclude,
         )
         for r in rules
     )
 
 
+VLLM_NOT_SUCCESS = ("abort", "error")
+
 VLLM = _prefixed(
     "vllm:",
     [
-        Rule("requests_finished", "counter", ("request_success",)),
+        # "Success" is vLLM's name for "finished": an aborted (client gone) or errored request
+        # finishes too, with its reason in a label. Neither is a success; errors are errors.
+        Rule(
+            "requests_finished",
+            "counter",
+            ("request_success",),
+            exclude=(("finished_reason", VLLM_NOT_SUCCESS),),
+        ),
+        Rule(
+            "request_errors",
+            "counter",
+            ("request_success",),
+            where=(("finished_reason", "error"),),
+        ),
         Rule("prompt_tokens", "counter", ("prompt_tokens",)),
         Rule("generation_tokens", "counter", ("generation_tokens",)),
         Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
@@ -148,7 +168,7 @@ TGI = (
 
 _SGLANG_RANKS = ("tp_rank", "pp_rank", "moe_ep_rank")
 SGLANG = tuple(
-    Rule(r.canonical, r.kind, r.names, r.scale, r.where, r.aggregate, _SGLANG_RANKS)
+    Rule(r.canonical, r.kind, r.names, r.scale, r.where, r.aggregate, _SGLANG_RANKS, r.exclude)
     for r in _prefixed(
         "sglang:",
         [

@@ -113,7 +113,9 @@ def _show(labels: dict[str, str]) -> str:
 
 
 def _where_matches(rule: Rule, labels: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in rule.where)
+    return all(labels.get(k) == v for k, v in rule.where) and not any(
+        labels.get(k) in values for k, values in rule.exclude
+    )
 
 
 def _series_labels(rule: Rule, labels: dict[str, str]) -> Labels:

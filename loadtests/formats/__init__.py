@@ -3,52 +3,67 @@
     runs = parse_loadtest(path.read_bytes(), filename=path.name)
     runs = parse_loadtest(content, format="guidellm")
 
-Formats: `vllm bench serve` JSON and JSON lines, GenAI-Perf `profile_export_genai_perf.json`,
-guidellm reports, ray llmperf `*_summary.json`. A file that fails anywhere raises
-`LoadTestFormatError` and yields nothing, so a caller stores all of a file or none of it.
+Formats live in the registry (`registry.register`), in detection order: `vllm bench serve` JSON,
+JSON lists and JSON lines, GenAI-Perf / AIPerf profile exports, guidellm reports, ray llmperf
+`*_summary.json`. A file that fails anywhere raises `LoadTestFormatError` and yields nothing, so
+a caller stores all of a file or none of it. docs/loadtest-formats.md maps every key.
 """
 
 from __future__ import annotations
 
-from . import genai_perf, guidellm, llmperf, vllm_bench
+# Importing a format module registers it; the order of these imports is the detection order.
+from . import vllm_bench  # noqa: F401  isort: skip
+from . import genai_perf  # noqa: F401  isort: skip
+from . import guidellm  # noqa: F401  isort: skip
+from . import llmperf  # noqa: F401  isort: skip
 from .base import (
     FIELD_NAMES,
-    FORMATS,
     LATENCY_FIELDS,
     SAMPLE_KEYS,
+    Document,
     LoadTestFormatError,
     ParsedRun,
+    finish,
 )
 from .detect import decode, detect_format, load_documents
-
-PARSERS = {
-    vllm_bench.FORMAT: vllm_bench.parse,
-    genai_perf.FORMAT: genai_perf.parse,
-    guidellm.FORMAT: guidellm.parse,
-    llmperf.FORMAT: llmperf.parse,
-}
+from .registry import (
+    LoadTestFormat,
+    choices,
+    format_names,
+    formats,
+    get_format,
+    register,
+    unregister,
+)
 
 
 def parse_loadtest(
     content: bytes | str, *, format: str | None = None, filename: str | None = None
 ) -> list[ParsedRun]:
     """Every run in the file, in file order; `format` forces a parser instead of detection."""
-    if format is not None and format not in PARSERS:
-        raise LoadTestFormatError(
-            f"unknown format {format!r}: expected one of {', '.join(FORMATS)}"
-        )
+    fmt = get_format(format) if format is not None else None
     documents = load_documents(decode(content), format=format)
-    fmt = format or detect_format(documents, filename=filename)
-    return PARSERS[fmt](documents)
+    if fmt is None:
+        fmt = detect_format(documents, filename=filename)
+    return [finish(run) for run in fmt.parse(documents)]
 
 
 __all__ = [
     "FIELD_NAMES",
-    "FORMATS",
     "LATENCY_FIELDS",
     "SAMPLE_KEYS",
+    "Document",
+    "LoadTestFormat",
     "LoadTestFormatError",
     "ParsedRun",
+    "choices",
+    "decode",
     "detect_format",
+    "format_names",
+    "formats",
+    "get_format",
+    "load_documents",
     "parse_loadtest",
+    "register",
+    "unregister",
 ]

@@ -15,8 +15,6 @@ from typing import Any
 
 from analysis.percentiles import LATENCY_FIELDS, PERCENTILE_LABELS
 
-FORMATS = ("vllm-bench", "genai-perf", "guidellm", "llmperf")
-
 # The MeasuredRun percentile columns, and the label each is stored under.
 PERCENTILES = PERCENTILE_LABELS
 
@@ -62,6 +60,14 @@ class ParsedRun:
     errors: int | None = None
     samples: dict[str, list[float]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    # Field name (or "errors", "measured_at") -> the file key it came from and how it was derived.
+    sources: dict[str, str] = field(default_factory=dict)
+    # A run with no successful request: its statistics are absent, and it is never a reference.
+    failure: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
 
     @property
     def workload_shape(self) -> tuple[int | None, float | None, float | None, float | None]:
@@ -79,25 +85,85 @@ def empty_fields() -> dict[str, Number | None]:
     return dict.fromkeys(FIELD_NAMES)
 
 
+# What a run without a single successful request cannot have: tools write 0.0 for these.
+RESULT_FIELDS = ("qps", "input_tps", "output_tps", *LATENCY_FIELDS)
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """`value` with non-finite floats as None, so `extra` is valid JSON whatever the file held."""
+    if depth > 64:
+        return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item, depth + 1) for item in value]
+    return value
+
+
+def finish(run: ParsedRun) -> ParsedRun:
+    """What every parser's run goes through (built-in or registered): finite fields, a JSON
+    `extra`, and the failed-run rule."""
+    run.extra = plain(run.extra)
+    return mark_failed(run)
+
+
+def mark_failed(run: ParsedRun) -> ParsedRun:
+    """Flag a run in which no request succeeded; its zeros are "no data", so they become None.
+
+    vLLM writes 0.0 for every statistic when `completed` is 0 and a near-zero `duration`;
+    other tools do likewise. Such a run is kept (the failure is worth seeing) but never compared.
+    """
+    for name, value in run.fields.items():
+        # A ratio of two valid numbers can still overflow (1e308 tokens over 1e-300 s).
+        if value is not None and not math.isfinite(value):
+            where = run.sources.get(name, name)
+            raise LoadTestFormatError(f"{run.format}: {where}: {name} is not a finite number")
+    count = run.fields.get("request_count")
+    duration = run.fields.get("duration_s")
+    latencies = [run.fields[name] for name in LATENCY_FIELDS if run.fields[name] is not None]
+    if count == 0:
+        reason = "no request succeeded (0 completed)"
+    elif duration == 0:
+        reason = "the run lasted 0 seconds"
+    elif latencies and not any(latencies) and not run.fields.get("output_tps"):
+        reason = "every latency statistic is 0"
+    else:
+        return run
+    for name in RESULT_FIELDS:
+        run.fields[name] = None
+        run.sources.pop(name, None)
+    run.samples = {}
+    run.failure = reason
+    return run
+
+
 class Ctx:
     """Where in the file we are, so every error names the format and the key or line at fault."""
 
-    def __init__(self, fmt: str, path: str = "", *, line: int | None = None) -> None:
+    def __init__(
+        self, fmt: str, path: str = "", *, line: int | None = None, item: int | None = None
+    ) -> None:
         self.fmt = fmt
         self.path = path
         self.line = line  # set for JSON-lines files: errors then say "line 3"
+        self.item = item  # set for a top-level list of runs: errors then say "run 2"
 
     def at(self, key: str | int) -> Ctx:
         if isinstance(key, int):
             path = f"{self.path}[{key}]"
         else:
             path = f"{self.path}.{key}" if self.path else key
-        return Ctx(self.fmt, path, line=self.line)
+        return Ctx(self.fmt, path, line=self.line, item=self.item)
 
     def error(self, message: str) -> LoadTestFormatError:
-        where = "".join(
-            f"{part}: " for part in (f"line {self.line}" if self.line else "", self.path) if part
+        parts = (
+            f"line {self.line}" if self.line else "",
+            f"run {self.item + 1}" if self.item is not None else "",
+            self.path,
         )
+        where = "".join(f"{part}: " for part in parts if part)
         return LoadTestFormatError(f"{self.fmt}: {where}{message}")
 
     # -- readers: each validates the value and names the key when it is wrong --------------
@@ -122,7 +188,10 @@ class Ctx:
         self, data: dict, key: str, *, required: bool = False, negative_ok: bool = False
     ) -> float | None:
         """A number; numeric strings ("508") are accepted, since some tools write them."""
-        return self.at(key).number(self._get(data, key, required), negative_ok=negative_ok)
+        value = self.at(key).number(self._get(data, key, required), negative_ok=negative_ok)
+        if value is None and required:
+            raise self.at(key).error("expected a number, got NaN")
+        return value
 
     def integer(self, data: dict, key: str, *, required: bool = False) -> int | None:
         value = self.num(data, key, required=required)
@@ -153,7 +222,10 @@ class Ctx:
                 raise self.error(f"expected a number, got {value!r}") from None
         if not isinstance(value, int | float):
             raise self.error(f"expected a number, got {type(value).__name__}")
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an integer beyond a double's range
+            raise self.error("expected a finite number") from None
         if math.isnan(value):
             return None
         if math.isinf(value):
@@ -193,6 +265,16 @@ def mean_std(values: Iterable[float]) -> tuple[float | None, float | None]:
     return statistics.fmean(data), statistics.pstdev(data)
 
 
+def missing_keys(keys: list[str]) -> str:
+    quoted = ", ".join(repr(key) for key in keys)
+    return f"missing key {quoted}" if len(keys) == 1 else f"missing keys {quoted}"
+
+
+def first_of(data: dict, keys: tuple[str, ...]) -> str | None:
+    """The first of `keys` present (and not null) in `data`: renamed keys across tool versions."""
+    return next((key for key in keys if data.get(key) is not None), None)
+
+
 def ratio_or_none(numerator: float | None, denominator: float | None) -> float | None:
     if numerator is None or not denominator:
         return None
@@ -221,14 +303,17 @@ class Document:
 
     data: Any
     line: int | None = None
+    item: int | None = None  # position in a top-level JSON list
+
+    def ctx(self, fmt: str) -> Ctx:
+        return Ctx(fmt, line=self.line, item=self.item)
 
 
 def single_object(fmt: str, documents: list[Document]) -> dict:
     """Formats that write one JSON object per file refuse JSON lines and non-objects."""
     if len(documents) != 1:
-        raise LoadTestFormatError(
-            f"{fmt}: expected one JSON object, found {len(documents)} JSON lines"
-        )
+        kind = "JSON lines" if documents[0].line else "objects in a list"
+        raise LoadTestFormatError(f"{fmt}: expected one JSON object, found {len(documents)} {kind}")
     data = documents[0].data
     if not isinstance(data, dict):
         raise LoadTestFormatError(f"{fmt}: expected a JSON object, got a {json_type(data)}")

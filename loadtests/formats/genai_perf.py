@@ -1,11 +1,18 @@
-"""NVIDIA GenAI-Perf `profile_export_genai_perf.json`.
+"""NVIDIA GenAI-Perf `profile_export_genai_perf.json`, and AIPerf's `profile_export_aiperf.json`
+(GenAI-Perf's successor, same metric layout).
 
 Each metric is `{unit, avg, p1..p99, min, max, std}`; there is no p99.9, so p999 stays missing.
 GenAI-Perf's `inter_token_latency` is per request (latency - TTFT) / (output tokens - 1), which is
 what PerfHub calls TPOT, so it fills the tpot columns. `telemetry_stats` holds one entry per GPU.
+GenAI-Perf writes no timestamp and no duration: the run's date is asked of the importer, and the
+duration follows from count / throughput (GenAI-Perf's `request_throughput.avg` is one figure,
+requests over the time from the first request to the last response, not a mean of rates).
+AIPerf adds `benchmark_duration`, token totals and `min_request_timestamp`, which are used first.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from .base import (
     PERCENTILES,
@@ -13,11 +20,12 @@ from .base import (
     Document,
     ParsedRun,
     empty_fields,
-    product_or_none,
+    epoch_to_datetime,
+    mark_failed,
     rate_label,
-    ratio_or_none,
     single_object,
 )
+from .registry import LoadTestFormat, register
 
 FORMAT = "genai-perf"
 LATENCIES = {"request_latency": "e2e", "time_to_first_token": "ttft", "inter_token_latency": "tpot"}
@@ -50,74 +58,123 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     data = single_object(FORMAT, documents)
     ctx = Ctx(FORMAT)
     fields = empty_fields()
-    derived = []
+    sources: dict[str, str] = {}
 
-    qps = _avg(ctx, data, "request_throughput", required=True)
-    fields["qps"] = qps
-    fields["output_tps"] = _avg(ctx, data, "output_token_throughput")
+    def put(name: str, value, source: str) -> None:
+        if value is not None:
+            fields[name] = value
+            sources[name] = source
+
     count = _avg(ctx, data, "request_count")
-    fields["request_count"] = None if count is None else round(count)
+    put("request_count", None if count is None else round(count), "request_count.avg")
+    duration = _avg(ctx, data, "benchmark_duration")
+    if duration is not None:
+        # AIPerf: totals over the measured duration.
+        put("duration_s", duration, "benchmark_duration.avg (s)")
+        if duration and count is not None:
+            put("qps", count / duration, "request_count / benchmark_duration")
+        for name, key in (("output_tps", "total_osl"), ("input_tps", "total_isl")):
+            total = _avg(ctx, data, key)
+            if duration and total is not None:
+                put(name, total / duration, f"{key} / benchmark_duration")
+    if fields["qps"] is None:
+        put("qps", _avg(ctx, data, "request_throughput", required=True), "request_throughput.avg")
+    if fields["output_tps"] is None:
+        put("output_tps", _avg(ctx, data, "output_token_throughput"), "output_token_throughput.avg")
 
     stats = {}
     for name in ("input_sequence_length", "output_sequence_length"):
         stats[name] = _stats(ctx, data, name, scale=1.0)
     prompt, output = stats["input_sequence_length"], stats["output_sequence_length"]
-    fields["prompt_tokens_mean"], fields["prompt_tokens_std"] = prompt.get("avg"), prompt.get("std")
-    fields["output_tokens_mean"], fields["output_tokens_std"] = output.get("avg"), output.get("std")
+    put("prompt_tokens_mean", prompt.get("avg"), "input_sequence_length.avg")
+    put("prompt_tokens_std", prompt.get("std"), "input_sequence_length.std")
+    put("output_tokens_mean", output.get("avg"), "output_sequence_length.avg")
+    put("output_tokens_std", output.get("std"), "output_sequence_length.std")
 
-    # The export has neither a duration nor an input rate; both follow from what it has.
-    fields["input_tps"] = product_or_none(qps, fields["prompt_tokens_mean"])
-    if fields["input_tps"] is not None:
-        derived.append("input_tps")
-    fields["duration_s"] = ratio_or_none(count, qps)
-    if fields["duration_s"] is not None:
-        derived.append("duration_s")
+    if fields["input_tps"] is None and fields["qps"] is not None and prompt.get("avg") is not None:
+        put(
+            "input_tps",
+            fields["qps"] * prompt["avg"],
+            "request_throughput x input_sequence_length.avg (derived)",
+        )
+    if fields["duration_s"] is None and count is not None and fields["qps"]:
+        put("duration_s", count / fields["qps"], "request_count / request_throughput (derived)")
 
     for key, metric in LATENCIES.items():
         unit = _unit(ctx, data, key)
         summary = _stats(ctx, data, key, scale=TO_MS[unit] if unit else 1.0)
         stats[key] = summary
         for label in PERCENTILES:
-            fields[f"{metric}_{label}_ms"] = summary.get(label)
+            put(f"{metric}_{label}_ms", summary.get(label), f"{key}.{label} ({unit or 'ms'})")
     for key in OTHER_STATS:
         stats[key] = _stats(ctx, data, key, scale=TO_MS.get(_unit(ctx, data, key) or "", 1.0))
 
     telemetry = _telemetry(ctx, data)
-    fields["gpu_util"] = telemetry.pop("_gpu_util", None)
+    put(
+        "gpu_util",
+        telemetry.pop("_gpu_util", None),
+        "telemetry_stats.gpu_utilization: mean over GPUs "
+        f"{', '.join(telemetry.pop('_gpu_util_gpus', []))} (those with memory in use), % -> 0-1",
+    )
 
     config = ctx.obj(data, "input_config", required=False) or {}
     config_ctx = ctx.at("input_config")
-    stimulus = _stimulus(config_ctx, config)
+    stimulus, stimulus_key = _stimulus(config)
     concurrency = config_ctx.integer(stimulus, "concurrency")
     rate = config_ctx.num(stimulus, "request_rate")
     # Concurrency mode is closed-loop: no arrival rate limits the load.
     rate_inf = rate is None and concurrency is not None
-    fields["concurrency"] = concurrency
-    fields["request_rate"] = rate
+    put("concurrency", concurrency, f"{stimulus_key}.concurrency")
+    put("request_rate", rate, f"{stimulus_key}.request_rate")
 
+    errors = _avg(ctx, data, "error_request_count")
+    if errors is not None:
+        sources["errors"] = "error_request_count.avg"
+    measured_at = _measured_at(ctx, data)
+    if measured_at is not None:
+        sources["measured_at"] = (
+            "min_request_timestamp (ns)" if "min_request_timestamp" in data else "start_time"
+        )
+    version = config_ctx.text(config, "genai_perf_version") or ctx.text(data, "genai_perf_version")
+    aiperf = ctx.text(data, "aiperf_version")
     extra = {
+        "tool": "aiperf" if (aiperf or duration is not None) else "genai-perf",
         "model": _model(config),
-        "endpoint_type": config_ctx.text(config, "endpoint_type"),
+        "endpoint_type": _endpoint_type(config),
         "service_kind": config_ctx.text(config, "service_kind"),
         "streaming": config.get("streaming"),
         "stats": {key: value for key, value in stats.items() if value},
         "telemetry": telemetry,
-        "derived": derived,
         "notes": ["tpot_* are GenAI-Perf's inter_token_latency (per-request TPOT)"],
     }
-    return [
-        ParsedRun(
-            format=FORMAT,
-            tool_version=config_ctx.text(config, "genai_perf_version"),
-            label=f"genai-perf {rate_label(concurrency, rate, rate_inf)}".strip(),
-            measured_at=None,
-            fields=fields,
-            request_rate_inf=rate_inf,
-            errors=None,
-            samples={},
-            extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
-        )
-    ]
+    run = ParsedRun(
+        format=FORMAT,
+        tool_version=f"aiperf {aiperf}" if aiperf else version,
+        label=f"genai-perf {rate_label(concurrency, rate, rate_inf)}".strip(),
+        measured_at=measured_at,
+        fields=fields,
+        request_rate_inf=rate_inf,
+        errors=None if errors is None else round(errors),
+        samples={},
+        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        sources=sources,
+    )
+    return [mark_failed(run)]
+
+
+def _measured_at(ctx: Ctx, data: dict) -> datetime | None:
+    nanos = _avg(ctx, data, "min_request_timestamp")
+    if nanos is not None:
+        return epoch_to_datetime(ctx.at("min_request_timestamp"), nanos / 1e9)
+    text = ctx.text(data, "start_time")
+    if text is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        # AIPerf writes UTC without a zone.
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ctx.at("start_time").error(f"expected an ISO 8601 time, got {text!r}") from None
 
 
 def _avg(ctx: Ctx, data: dict, key: str, *, required: bool = False) -> float | None:
@@ -166,26 +223,74 @@ def _telemetry(ctx: Ctx, data: dict) -> dict:
             if avg is not None:
                 gpus[gpu] = avg
         out[metric] = {"unit": unit, "gpus": gpus}
-        if metric == "gpu_utilization" and gpus:
-            # Mean over GPUs of time-averaged utilization: a mean of means, not a percentile.
-            mean = sum(gpus.values()) / len(gpus)
-            ratio = mean / 100 if unit == "%" or mean > 1 else mean
-            if ratio > 1:
-                raise tctx.at(metric).error(f"utilization above 100%: {mean!r}")
-            out["_gpu_util"] = ratio
+    utilization = out.get("gpu_utilization", {}).get("gpus", {})
+    if utilization:
+        # GenAI-Perf reports every GPU of the node; one holding no memory served nothing, so
+        # only the GPUs with memory in use count (all of them when memory is not reported).
+        memory = out.get("gpu_memory_used", {}).get("gpus", {})
+        serving = {gpu: util for gpu, util in utilization.items() if memory.get(gpu, 1) > 0}
+        chosen = serving or utilization
+        # Mean over GPUs of time-averaged utilization: a mean of means, not a percentile.
+        mean = sum(chosen.values()) / len(chosen)
+        unit = out["gpu_utilization"]["unit"]
+        ratio = mean / 100 if unit == "%" or mean > 1 else mean
+        if ratio > 1:
+            raise tctx.at("gpu_utilization").error(f"utilization above 100%: {mean!r}")
+        out["_gpu_util"] = ratio
+        out["_gpu_util_gpus"] = sorted(chosen)
     return out
 
 
-def _stimulus(ctx: Ctx, config: dict) -> dict:
-    """Concurrency/rate sit in input_config (older) or input_config.perf_analyzer.stimulus."""
+def _stimulus(config: dict) -> tuple[dict, str]:
+    """Where the load settings sit: input_config (GenAI-Perf before config files),
+    input_config.perf_analyzer.stimulus (config files), input_config.loadgen (AIPerf)."""
     analyzer = config.get("perf_analyzer")
     if isinstance(analyzer, dict) and isinstance(analyzer.get("stimulus"), dict):
-        return {**config, **analyzer["stimulus"]}
-    return config
+        return analyzer["stimulus"], "input_config.perf_analyzer.stimulus"
+    if isinstance(config.get("loadgen"), dict):
+        return config["loadgen"], "input_config.loadgen"
+    phases = config.get("phases")
+    if isinstance(phases, list):
+        for phase in phases:
+            if isinstance(phase, dict) and not phase.get("exclude_from_results"):
+                return phase, "input_config.phases[profiling]"
+    return config, "input_config"
+
+
+def _endpoint_type(config: dict) -> str | None:
+    endpoint = config.get("endpoint")
+    if isinstance(endpoint, dict) and isinstance(endpoint.get("type"), str):
+        return endpoint["type"]
+    value = config.get("endpoint_type")
+    return value if isinstance(value, str) else None
 
 
 def _model(config: dict) -> str | None:
     model = config.get("model") or config.get("model_names")
+    if isinstance(model, dict):  # AIPerf: {"items": [{"name": ...}]}
+        model = [item.get("name") for item in model.get("items", []) if isinstance(item, dict)]
     if isinstance(model, list):
-        return ", ".join(str(name) for name in model) or None
+        return ", ".join(str(name) for name in model if name) or None
     return None if model is None else str(model)
+
+
+register(
+    LoadTestFormat(
+        name=FORMAT,
+        label="GenAI-Perf / AIPerf",
+        parse=parse,
+        looks_like=looks_like,
+        required=("request_throughput",),
+        signature=(
+            "request_throughput",
+            "request_latency",
+            "time_to_first_token",
+            "inter_token_latency",
+            "output_token_throughput",
+            "input_sequence_length",
+            "output_sequence_length",
+            "input_config",
+        ),
+        filename_hints=("genai", "profile_export", "aiperf"),
+    )
+)

@@ -1,9 +1,18 @@
-"""guidellm benchmark reports (`metadata.version` 2): one run per entry of `benchmarks[]`.
+"""guidellm benchmark reports: one run per entry of `benchmarks[]`.
 
 Each metric is a distribution summary per request status (`successful`, `errored`, ...) with
-`mean`, `std_dev`, `min`, `max`, `count` and `percentiles.p001..p999`. `request_latency` is in
+`mean`, `median`, `std_dev`, `count`, `total_sum` and `percentiles`. `request_latency` is in
 seconds; the `*_ms` metrics are in ms. guidellm reports TPOT and ITL separately: TPOT fills the
-tpot columns and ITL is kept for display.
+tpot columns and ITL is kept for display. Layouts read (docs/loadtest-formats.md has the table):
+
+- 0.2/0.3: no `metadata`; `args.strategy`, `run_stats.requests_made`, `request_totals` on the
+  benchmark; `percentiles` without `p50` (the `median` beside it stands in).
+- 0.4+: `metadata`, `config.strategy`, `scheduler_metrics.requests_made`, and
+  `metrics.request_totals` counting the measured window only (warm-up and cool-down excluded).
+
+Rates are totals over the benchmark's `duration` (`total_sum` of the successful requests' token
+counts); guidellm's `*_per_second` distributions are means of instantaneous rates, which can be
+off by orders of magnitude, so they are kept for display only.
 """
 
 from __future__ import annotations
@@ -15,9 +24,11 @@ from .base import (
     ParsedRun,
     empty_fields,
     epoch_to_datetime,
+    mark_failed,
     rate_label,
     single_object,
 )
+from .registry import LoadTestFormat, register
 
 FORMAT = "guidellm"
 # guidellm metric -> (our metric, factor to ms)
@@ -27,7 +38,8 @@ LATENCIES = {
     "time_per_output_token_ms": ("tpot", 1.0),
     "inter_token_latency_ms": ("itl", 1.0),
 }
-SUMMARY_KEYS = ("mean", "median", "std_dev", "min", "max", "count")
+SUMMARY_KEYS = ("mean", "median", "std_dev", "min", "max", "count", "total_sum")
+STATUSES = ("successful", "errored", "incomplete")
 
 
 def looks_like(data: dict) -> bool:
@@ -44,15 +56,18 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     benchmarks = ctx.array(data, "benchmarks")
     if not benchmarks:
         raise ctx.at("benchmarks").error("the report holds no benchmarks")
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    args = data.get("args") if isinstance(data.get("args"), dict) else {}
     extra = {
         "report_version": metadata.get("version"),
-        "target": (data.get("config") or {}).get("target")
-        if isinstance(data.get("config"), dict)
-        else None,
+        "target": config.get("target") or args.get("target"),
+        "model": args.get("model"),
     }
     tool_version = ctx.at("metadata").text(metadata, "guidellm_version")
     return [
-        _parse_benchmark(ctx.at("benchmarks").at(index), benchmark, tool_version, extra)
+        mark_failed(
+            _parse_benchmark(ctx.at("benchmarks").at(index), benchmark, tool_version, extra)
+        )
         for index, benchmark in enumerate(benchmarks)
     ]
 
@@ -63,10 +78,16 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
     metrics = ctx.obj(benchmark, "metrics")
     mctx = ctx.at("metrics")
     fields = empty_fields()
+    sources: dict[str, str] = {}
 
-    concurrency, rate, rate_inf, strategy_name = _strategy(ctx, benchmark)
-    fields["concurrency"] = concurrency
-    fields["request_rate"] = rate
+    def put(name: str, value, source: str) -> None:
+        if value is not None:
+            fields[name] = value
+            sources[name] = source
+
+    concurrency, rate, rate_inf, strategy_name, strategy_key = _strategy(ctx, benchmark)
+    put("concurrency", concurrency, strategy_key)
+    put("request_rate", rate, f"{strategy_key}.rate (req/s)")
 
     latency_stats = {}
     for key, (metric, scale) in LATENCIES.items():
@@ -74,43 +95,52 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         if not summary:
             continue
         latency_stats[metric] = summary
-        if metric != "itl":
-            for label in PERCENTILES:
-                fields[f"{metric}_{label}_ms"] = summary.get(label)
+        if metric == "itl":
+            continue
+        unit = " (s -> ms)" if scale != 1 else ""
+        for label in PERCENTILES:
+            value = summary.get(label)
+            source = f"metrics.{key}.successful.percentiles.{label}{unit}"
+            if value is None and label == "p50":
+                # 0.2/0.3 reports write the median beside percentiles that lack p50.
+                value = summary.get("median")
+                source = f"metrics.{key}.successful.median{unit}"
+            put(f"{metric}_{label}_ms", value, source)
 
     prompt = _summary(mctx, metrics, "prompt_token_count", 1.0)
     output = _summary(mctx, metrics, "output_token_count", 1.0)
-    fields["prompt_tokens_mean"], fields["prompt_tokens_std"] = (
-        prompt.get("mean"),
-        prompt.get("std_dev"),
-    )
-    fields["output_tokens_mean"], fields["output_tokens_std"] = (
-        output.get("mean"),
-        output.get("std_dev"),
-    )
+    for prefix, summary, key in (
+        ("prompt", prompt, "prompt_token_count"),
+        ("output", output, "output_token_count"),
+    ):
+        put(f"{prefix}_tokens_mean", summary.get("mean"), f"metrics.{key}.successful.mean")
+        put(f"{prefix}_tokens_std", summary.get("std_dev"), f"metrics.{key}.successful.std_dev")
 
-    fields["qps"] = _mean(mctx, metrics, "requests_per_second")
-    fields["output_tps"] = _mean(mctx, metrics, "output_tokens_per_second")
-    derived = []
-    fields["input_tps"] = _mean(mctx, metrics, "prompt_tokens_per_second")
-    total_tps = _mean(mctx, metrics, "tokens_per_second")
-    if fields["input_tps"] is None and total_tps is not None and fields["output_tps"] is not None:
-        # tokens_per_second counts prompt and output tokens together.
-        fields["input_tps"] = max(total_tps - fields["output_tps"], 0.0)
-        derived.append("input_tps")
-
-    made = _requests_made(ctx, benchmark)
-    latency_count = latency_stats.get("e2e", {}).get("count")
-    fields["request_count"] = made.get("successful", latency_count)
-    if fields["request_count"] is not None:
-        fields["request_count"] = int(fields["request_count"])
+    totals, totals_key = _request_totals(ctx, benchmark, metrics)
+    successful = totals.get("successful")
+    if successful is None:
+        successful = latency_stats.get("e2e", {}).get("count")
+        totals_key = "metrics.request_latency.successful.count"
+    put("request_count", successful, f"{totals_key}.successful" if totals else totals_key)
 
     start = ctx.num(benchmark, "start_time")
     end = ctx.num(benchmark, "end_time")
     duration = ctx.num(benchmark, "duration")
+    duration_key = "duration (s)"
     if duration is None and start is not None and end is not None:
-        duration = end - start
-    fields["duration_s"] = duration
+        duration, duration_key = end - start, "end_time - start_time (s)"
+    put("duration_s", duration, duration_key)
+
+    if duration:
+        if successful is not None:
+            put("qps", successful / duration, f"successful requests / {duration_key}")
+        for name, summary, key in (
+            ("output_tps", output, "output_token_count"),
+            ("input_tps", prompt, "prompt_token_count"),
+        ):
+            total = summary.get("total_sum")
+            if total is not None:
+                put(name, total / duration, f"metrics.{key}.successful.total_sum / duration")
 
     concurrency_seen = _summary(mctx, metrics, "request_concurrency", 1.0)
     config = benchmark.get("config") if isinstance(benchmark.get("config"), dict) else {}
@@ -119,43 +149,61 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         "benchmark_id": config.get("id_") or benchmark.get("id_"),
         "run_id": config.get("run_id") or benchmark.get("run_id"),
         "strategy": strategy_name,
-        "incomplete": made.get("incomplete"),
+        "incomplete": totals.get("incomplete"),
         "concurrency_observed_mean": concurrency_seen.get("mean"),
-        "tokens_per_second": total_tps,
+        # guidellm's own means of instantaneous rates, for comparison only (never throughputs)
+        "rate_means": {
+            key: _mean(mctx, metrics, key)
+            for key in (
+                "requests_per_second",
+                "prompt_tokens_per_second",
+                "output_tokens_per_second",
+                "tokens_per_second",
+            )
+            if _mean(mctx, metrics, key) is not None
+        },
         "latency_ms": latency_stats,
-        "derived": derived,
     }
+    errored = totals.get("errored")
+    if errored is not None:
+        sources["errors"] = f"{totals_key}.errored"
+    measured_at = epoch_to_datetime(ctx.at("start_time"), start)
+    if measured_at is not None:
+        sources["measured_at"] = "start_time (Unix seconds)"
     return ParsedRun(
         format=FORMAT,
         tool_version=tool_version,
         label=f"guidellm {strategy_name} {rate_label(concurrency, rate, rate_inf)}".strip(),
-        measured_at=epoch_to_datetime(ctx.at("start_time"), start),
+        measured_at=measured_at,
         fields=fields,
         request_rate_inf=rate_inf,
-        errors=made.get("errored"),
+        errors=errored,
         samples={},
         extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        sources=sources,
     )
 
 
-def _strategy(ctx: Ctx, benchmark: dict) -> tuple[int | None, float | None, bool, str]:
-    """(concurrency, rate, rate is unlimited, strategy type) from config.strategy or args."""
+def _strategy(ctx: Ctx, benchmark: dict) -> tuple[int | None, float | None, bool, str, str]:
+    """(concurrency, rate, rate is unlimited, strategy type, key) from config or args."""
     holder_key = "config" if isinstance(benchmark.get("config"), dict) else "args"
     holder = ctx.obj(benchmark, holder_key, required=False) or {}
+    key = f"{holder_key}.strategy"
     sctx = ctx.at(holder_key).at("strategy")
     strategy = ctx.at(holder_key).obj(holder, "strategy", required=False)
     if strategy is None:
-        return None, None, False, "unknown"
+        return None, None, False, "unknown", key
     kind = str(strategy.get("type_") or strategy.get("type") or "unknown")
     concurrency = sctx.integer(strategy, "max_concurrency")
     if kind == "synchronous":
-        return 1, None, True, kind
+        return 1, None, True, kind, f"{key}.type_ (synchronous: 1)"
     if kind == "concurrent":
-        return sctx.integer(strategy, "streams") or concurrency, None, True, kind
+        streams = sctx.integer(strategy, "streams")
+        return streams or concurrency, None, True, kind, f"{key}.streams"
     if kind == "throughput":
-        return concurrency, None, True, kind
+        return concurrency, None, True, kind, f"{key}.max_concurrency"
     # constant / poisson: an arrival rate in requests per second.
-    return concurrency, sctx.num(strategy, "rate", required=True), False, kind
+    return concurrency, sctx.num(strategy, "rate", required=True), False, kind, key
 
 
 def _summary(ctx: Ctx, metrics: dict, key: str, scale: float) -> dict:
@@ -169,8 +217,14 @@ def _summary(ctx: Ctx, metrics: dict, key: str, scale: float) -> dict:
     out = {}
     for stat in SUMMARY_KEYS:
         value = sctx.num(successful, stat)
-        if value is not None:
-            out[stat] = int(value) if stat == "count" else value * scale
+        if value is None:
+            continue
+        if stat == "count":
+            out[stat] = int(value)
+        elif stat == "total_sum":
+            out[stat] = value  # a token or request total: never scaled to ms
+        else:
+            out[stat] = value * scale
     percentiles = sctx.obj(successful, "percentiles", required=False) or {}
     for label in PERCENTILES:
         value = sctx.at("percentiles").num(percentiles, label)
@@ -183,11 +237,33 @@ def _mean(ctx: Ctx, metrics: dict, key: str) -> float | None:
     return _summary(ctx, metrics, key, 1.0).get("mean")
 
 
-def _requests_made(ctx: Ctx, benchmark: dict) -> dict[str, int]:
-    scheduler = ctx.obj(benchmark, "scheduler_metrics", required=False) or {}
-    made = ctx.at("scheduler_metrics").obj(scheduler, "requests_made", required=False) or {}
-    mctx = ctx.at("scheduler_metrics").at("requests_made")
-    counts = {
-        status: mctx.integer(made, status) for status in ("successful", "errored", "incomplete")
-    }
-    return {status: count for status, count in counts.items() if count is not None}
+def _request_totals(ctx: Ctx, benchmark: dict, metrics: dict) -> tuple[dict[str, int], str]:
+    """Request counts by status, from the most precise place the report's version has."""
+    places = (
+        ("metrics.request_totals", metrics, "request_totals"),
+        ("request_totals", benchmark, "request_totals"),
+        ("scheduler_metrics.requests_made", benchmark.get("scheduler_metrics"), "requests_made"),
+        ("run_stats.requests_made", benchmark.get("run_stats"), "requests_made"),
+    )
+    for name, holder, key in places:
+        if not isinstance(holder, dict) or not isinstance(holder.get(key), dict):
+            continue
+        tctx = ctx.at(name)
+        counts = {status: tctx.integer(holder[key], status) for status in STATUSES}
+        counts = {status: count for status, count in counts.items() if count is not None}
+        if counts:
+            return counts, name
+    return {}, ""
+
+
+register(
+    LoadTestFormat(
+        name=FORMAT,
+        label="guidellm",
+        parse=parse,
+        looks_like=looks_like,
+        required=("benchmarks",),
+        signature=("benchmarks", "metadata", "args", "config"),
+        filename_hints=("guidellm", "benchmarks"),
+    )
+)

@@ -15,11 +15,13 @@ from .base import (
     ParsedRun,
     empty_fields,
     epoch_to_datetime,
+    mark_failed,
     product_or_none,
     rate_label,
     ratio_or_none,
     single_object,
 )
+from .registry import LoadTestFormat, register
 
 FORMAT = "llmperf"
 # llmperf metric -> (our metric, factor to ms)
@@ -43,6 +45,13 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     data = single_object(FORMAT, documents)
     ctx = Ctx(FORMAT)
     fields = empty_fields()
+    sources: dict[str, str] = {}
+
+    def put(name: str, value, source: str) -> None:
+        if value is not None:
+            fields[name] = value
+            sources[name] = source
+
     completed = ctx.integer(data, "results_num_completed_requests", required=True)
 
     stats = {}
@@ -50,29 +59,54 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         summary = _metric(ctx, data, name, scale)
         stats[metric] = summary
         for label in PERCENTILES:
-            fields[f"{metric}_{label}_ms"] = summary.get(label)
+            put(
+                f"{metric}_{label}_ms",
+                summary.get(label),
+                f"results_{name}_quantiles_{label} (s -> ms)",
+            )
     for name in OTHER:
         stats[name] = _metric(ctx, data, name, 1.0)
 
     prompt, output = stats["number_input_tokens"], stats["number_output_tokens"]
-    fields["prompt_tokens_mean"] = _first(prompt.get("mean"), ctx.num(data, "mean_input_tokens"))
-    fields["prompt_tokens_std"] = _first(prompt.get("stddev"), ctx.num(data, "stddev_input_tokens"))
-    fields["output_tokens_mean"] = _first(output.get("mean"), ctx.num(data, "mean_output_tokens"))
-    fields["output_tokens_std"] = _first(
-        output.get("stddev"), ctx.num(data, "stddev_output_tokens")
-    )
+    for ours, summary, measured, configured in (
+        ("prompt", prompt, "results_number_input_tokens", "input_tokens"),
+        ("output", output, "results_number_output_tokens", "output_tokens"),
+    ):
+        if summary.get("mean") is not None:
+            put(f"{ours}_tokens_mean", summary["mean"], f"{measured}_mean")
+        else:
+            put(f"{ours}_tokens_mean", ctx.num(data, f"mean_{configured}"), f"mean_{configured}")
+        if summary.get("stddev") is not None:
+            put(f"{ours}_tokens_std", summary["stddev"], f"{measured}_stddev")
+        else:
+            put(f"{ours}_tokens_std", ctx.num(data, f"stddev_{configured}"), f"stddev_{configured}")
 
     concurrency = ctx.integer(data, "num_concurrent_requests")
-    fields["concurrency"] = concurrency
-    fields["request_count"] = completed
+    put("concurrency", concurrency, "num_concurrent_requests")
+    put("request_count", completed, "results_num_completed_requests")
     per_minute = ctx.num(data, "results_num_completed_requests_per_min")
-    fields["qps"] = None if per_minute is None else per_minute / 60
-    fields["output_tps"] = ctx.num(data, "results_mean_output_throughput_token_per_s")
+    # llmperf computes both from totals over the run's wall time (not means of per-request rates).
+    put(
+        "qps",
+        None if per_minute is None else per_minute / 60,
+        "results_num_completed_requests_per_min / 60",
+    )
+    put(
+        "output_tps",
+        ctx.num(data, "results_mean_output_throughput_token_per_s"),
+        "results_mean_output_throughput_token_per_s (total output tokens / wall time)",
+    )
     # llmperf writes neither a duration nor an input rate; both follow from what it has.
-    derived = []
-    fields["duration_s"] = ratio_or_none(completed, fields["qps"])
-    fields["input_tps"] = product_or_none(fields["qps"], fields["prompt_tokens_mean"])
-    derived += [name for name in ("duration_s", "input_tps") if fields[name] is not None]
+    put(
+        "duration_s",
+        ratio_or_none(completed, fields["qps"]),
+        "completed / completed-per-second (derived)",
+    )
+    put(
+        "input_tps",
+        product_or_none(fields["qps"], fields["prompt_tokens_mean"]),
+        "requests per second x mean input tokens (derived)",
+    )
 
     extra = {
         "model": ctx.text(data, "model"),
@@ -89,23 +123,28 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
             "stddev": ctx.num(data, "stddev_output_tokens"),
         },
         "stats": {key: value for key, value in stats.items() if value},
-        "derived": derived,
         "notes": ["tpot_* are llmperf's inter_token_latency (per-request time per token)"],
     }
-    return [
-        ParsedRun(
-            format=FORMAT,
-            tool_version=ctx.text(data, "version"),
-            # llmperf is closed-loop: a fixed number of concurrent requests, no rate limit.
-            label=f"llmperf {rate_label(concurrency, None, True)}".strip(),
-            measured_at=epoch_to_datetime(ctx.at("timestamp"), ctx.num(data, "timestamp")),
-            fields=fields,
-            request_rate_inf=True,
-            errors=ctx.integer(data, "results_number_errors"),
-            samples={},
-            extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
-        )
-    ]
+    errors = ctx.integer(data, "results_number_errors")
+    if errors is not None:
+        sources["errors"] = "results_number_errors"
+    measured_at = epoch_to_datetime(ctx.at("timestamp"), ctx.num(data, "timestamp"))
+    if measured_at is not None:
+        sources["measured_at"] = "timestamp (Unix seconds)"
+    run = ParsedRun(
+        format=FORMAT,
+        tool_version=ctx.text(data, "version"),
+        # llmperf is closed-loop: a fixed number of concurrent requests, no rate limit.
+        label=f"llmperf {rate_label(concurrency, None, True)}".strip(),
+        measured_at=measured_at,
+        fields=fields,
+        request_rate_inf=True,
+        errors=errors,
+        samples={},
+        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        sources=sources,
+    )
+    return [mark_failed(run)]
 
 
 def _metric(ctx: Ctx, data: dict, name: str, scale: float) -> dict[str, float]:
@@ -123,3 +162,24 @@ def _metric(ctx: Ctx, data: dict, name: str, scale: float) -> dict[str, float]:
 
 def _first(*values: float | None) -> float | None:
     return next((value for value in values if value is not None), None)
+
+
+register(
+    LoadTestFormat(
+        name=FORMAT,
+        label="ray-project llmperf",
+        parse=parse,
+        looks_like=looks_like,
+        required=("results_num_completed_requests",),
+        signature=(
+            "results_num_completed_requests",
+            "results_ttft_s_mean",
+            "results_end_to_end_latency_s_mean",
+            "results_inter_token_latency_s_mean",
+            "results_number_errors",
+            "num_concurrent_requests",
+            "mean_input_tokens",
+        ),
+        filename_hints=("llmperf", "_summary"),
+    )
+)

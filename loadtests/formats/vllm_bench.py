@@ -4,7 +4,9 @@ Keys as vLLM writes them (benchmarks/benchmark_serving.py, vllm/benchmarks/serve
 `p{P}_{metric}_ms` for each `--metric-percentiles` value (99.9 -> "p99.9_ttft_ms"), `e2el` for
 end-to-end latency, `request_rate` as the string "inf", per-request `ttfts` and `itls` in seconds,
 `errors` as one string per request ("" when it succeeded). Older versions wrote
-`request_goodput:` (with the colon), no `max_concurrency` and no `failed`.
+`request_goodput:` (with the colon), no `max_concurrency` and no `failed`; 0.4.0 wrote
+`request_inthroughput` and `input_throughput`. `vllm bench sweep` writes a JSON list of runs.
+The full key-by-key mapping is docs/loadtest-formats.md.
 """
 
 from __future__ import annotations
@@ -17,75 +19,93 @@ from .base import (
     Document,
     ParsedRun,
     empty_fields,
+    first_of,
+    mark_failed,
     mean_std,
+    missing_keys,
     rate_label,
 )
+from .registry import LoadTestFormat, register
 
 FORMAT = "vllm-bench"
-REQUIRED = ("completed", "duration", "request_throughput")
+REQUIRED = ("completed", "duration")
 
 # vLLM's metric name -> ours. ITL is kept for display; TPOT fills the tpot columns.
 METRICS = {"ttft": "ttft", "tpot": "tpot", "e2el": "e2e", "itl": "itl"}
 # Our percentile label -> the spelling vLLM uses in keys.
 PERCENTILE_KEYS = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p999": "p99.9"}
+# 0.4.0 misspelt the request rate; later versions fixed it.
+REQUEST_RATE_KEYS = ("request_throughput", "request_inthroughput")
 
 
 def looks_like(data: dict) -> bool:
     return "completed" in data and (
-        "request_throughput" in data or any(key.endswith("_ttft_ms") for key in data)
+        first_of(data, REQUEST_RATE_KEYS) is not None
+        or any(key.endswith("_ttft_ms") for key in data)
     )
 
 
 def parse(documents: list[Document]) -> list[ParsedRun]:
     runs = []
     for document in documents:
-        ctx = Ctx(FORMAT, line=document.line)
+        ctx = document.ctx(FORMAT)
         if not isinstance(document.data, dict):
             raise ctx.error("expected a JSON object")
-        runs.append(_parse_run(ctx, document.data))
+        runs.append(mark_failed(_parse_run(ctx, document.data)))
     return runs
 
 
 def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
-    for key in REQUIRED:
-        if data.get(key) is None:
-            raise ctx.error(f"missing key {key!r}")
+    missing = [key for key in REQUIRED if data.get(key) is None]
+    if missing:
+        raise ctx.error(missing_keys(missing))
 
     fields = empty_fields()
+    sources: dict[str, str] = {}
+
+    def put(name: str, value, source: str) -> None:
+        if value is not None:
+            fields[name] = value
+            sources[name] = source
+
     concurrency = ctx.integer(data, "max_concurrency")
     rate, rate_inf = _request_rate(ctx, data)
-    fields["concurrency"] = concurrency
-    fields["request_rate"] = rate
+    put("concurrency", concurrency, "max_concurrency")
+    put("request_rate", rate, "request_rate (req/s)")
 
     completed = ctx.integer(data, "completed", required=True)
     duration = ctx.num(data, "duration", required=True)
-    fields["request_count"] = completed
-    fields["duration_s"] = duration
-    fields["qps"] = ctx.num(data, "request_throughput", required=True)
-    fields["output_tps"] = ctx.num(data, "output_throughput")
-    fields["input_tps"] = _input_tps(ctx, data, duration)
+    put("request_count", completed, "completed")
+    put("duration_s", duration, "duration (s)")
+    _throughputs(ctx, data, completed, duration, put)
 
     succeeded = _success_mask(ctx, data)
     input_lens = _per_request(ctx, data, "input_lens", succeeded)
     output_lens = _per_request(ctx, data, "output_lens", succeeded)
     total_input = ctx.integer(data, "total_input_tokens")
     total_output = ctx.integer(data, "total_output_tokens")
-    fields["prompt_tokens_mean"], fields["prompt_tokens_std"] = _length_stats(
-        input_lens, total_input, completed
-    )
-    fields["output_tokens_mean"], fields["output_tokens_std"] = _length_stats(
-        output_lens, total_output, completed
-    )
+    for prefix, lens, total, lens_key, total_key in (
+        ("prompt", input_lens, total_input, "input_lens", "total_input_tokens"),
+        ("output", output_lens, total_output, "output_lens", "total_output_tokens"),
+    ):
+        mean, std = _length_stats(lens, total, completed)
+        how = f"mean of {lens_key}" if lens else f"{total_key} / completed"
+        put(f"{prefix}_tokens_mean", mean, how)
+        put(f"{prefix}_tokens_std", std, f"population std of {lens_key}")
 
     stats = {}
     for vllm_name, name in METRICS.items():
-        percentiles = {
-            ours: ctx.num(data, f"{theirs}_{vllm_name}_ms")
-            for ours, theirs in PERCENTILE_KEYS.items()
-        }
-        if name != "itl":
-            for label, value in percentiles.items():
-                fields[f"{name}_{label}_ms"] = value
+        percentiles = {}
+        for ours, theirs in PERCENTILE_KEYS.items():
+            key = f"{theirs}_{vllm_name}_ms"
+            value = ctx.num(data, key)
+            if value is None and ours == "p50":
+                # The default run writes median_* always and p50_* only when asked for.
+                key = f"median_{vllm_name}_ms"
+                value = ctx.num(data, key)
+            percentiles[ours] = value
+            if name != "itl":
+                put(f"{name}_{ours}_ms", value, key)
         summary = {
             "mean": ctx.num(data, f"mean_{vllm_name}_ms"),
             "median": ctx.num(data, f"median_{vllm_name}_ms"),
@@ -97,12 +117,18 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
 
     samples = _samples(ctx, data, succeeded, output_lens)
     measured_at = _date(ctx, data)
+    if measured_at is not None:
+        sources["measured_at"] = "date (local time of the client, read as UTC)"
     file_label = ctx.text(data, "label")
     label = f"vllm bench {rate_label(concurrency, rate, rate_inf)}".strip()
     if file_label:
         label = f"{label} ({file_label})"
 
     goodput_key = "request_goodput" if "request_goodput" in data else "request_goodput:"
+    errors, errors_source = _errors(ctx, data, succeeded, completed)
+    if errors_source:
+        sources["errors"] = errors_source
+    version = ctx.text(data, "vllm_version") or ctx.text(data, "version")
     extra = {
         "model_id": ctx.text(data, "model_id"),
         "tokenizer_id": ctx.text(data, "tokenizer_id"),
@@ -114,6 +140,12 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         "total_input_tokens": total_input,
         "total_output_tokens": total_output,
         "total_token_throughput": ctx.num(data, "total_token_throughput"),
+        # vLLM's own rates, validated and kept beside the ones computed from the totals.
+        "file_rates": {
+            key: ctx.num(data, key)
+            for key in (*REQUEST_RATE_KEYS, "output_throughput", "input_throughput")
+            if data.get(key) is not None
+        },
         "max_output_tokens_per_s": ctx.num(data, "max_output_tokens_per_s"),
         "max_concurrent_requests": ctx.integer(data, "max_concurrent_requests"),
         "goodput_rps": ctx.num(data, goodput_key),
@@ -124,15 +156,43 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     }
     return ParsedRun(
         format=FORMAT,
-        tool_version=ctx.text(data, "vllm_version"),
+        tool_version=None if version in (None, "N/A") else version,
         label=label,
         measured_at=measured_at,
         fields=fields,
         request_rate_inf=rate_inf,
-        errors=_errors(ctx, data, succeeded, completed),
+        errors=errors,
         samples=samples,
         extra={key: value for key, value in extra.items() if value not in (None, {})},
+        sources=sources,
     )
+
+
+def _throughputs(ctx: Ctx, data: dict, completed: int, duration: float, put) -> None:
+    """Rates from the totals over the benchmark's duration, which is how vLLM computes them too;
+    the file's own rate keys only stand in when a total is missing."""
+    total_input = ctx.num(data, "total_input_tokens")
+    total_output = ctx.num(data, "total_output_tokens")
+    if not duration:
+        return
+    put("qps", completed / duration, "completed / duration")
+    if total_output is not None:
+        put("output_tps", total_output / duration, "total_output_tokens / duration")
+    else:
+        put("output_tps", ctx.num(data, "output_throughput"), "output_throughput")
+    if total_input is not None:
+        put("input_tps", total_input / duration, "total_input_tokens / duration")
+    elif ctx.num(data, "input_throughput") is not None:
+        put("input_tps", ctx.num(data, "input_throughput"), "input_throughput")
+    else:
+        total = ctx.num(data, "total_token_throughput")
+        output = ctx.num(data, "output_throughput")
+        if total is not None and output is not None:
+            put(
+                "input_tps",
+                max(total - output, 0.0),
+                "total_token_throughput - output_throughput",
+            )
 
 
 def _request_rate(ctx: Ctx, data: dict) -> tuple[float | None, bool]:
@@ -142,17 +202,6 @@ def _request_rate(ctx: Ctx, data: dict) -> tuple[float | None, bool]:
     if isinstance(value, float) and math.isinf(value):  # JSON `Infinity`
         return None, True
     return ctx.num(data, "request_rate"), False
-
-
-def _input_tps(ctx: Ctx, data: dict, duration: float | None) -> float | None:
-    total = ctx.num(data, "total_token_throughput")
-    output = ctx.num(data, "output_throughput")
-    if total is not None and output is not None:
-        return max(total - output, 0.0)
-    total_input = ctx.num(data, "total_input_tokens")
-    if total_input is not None and duration:
-        return total_input / duration
-    return None
 
 
 def _success_mask(ctx: Ctx, data: dict) -> list[bool] | None:
@@ -208,6 +257,7 @@ def _samples(
     if ttft_ms:
         samples["ttft"] = ttft_ms
     kept_itls = [[gap for gap in gaps if gap is not None] for gaps in keep(per_request_itls)]
+    kept_itls = _without_ttft_in_itls(keep(ttfts), kept_itls)
     itl_ms = [gap * 1000 for gaps in kept_itls for gap in gaps]
     if itl_ms:
         samples["itl"] = itl_ms
@@ -231,25 +281,82 @@ def _samples(
     return samples
 
 
+def _without_ttft_in_itls(ttfts: list, itls: list[list[float]]) -> list[list[float]]:
+    """Some 2024 releases' OpenAI-completions client appended the time to the first token to
+    `itls` as well (vllm-project/vllm#7242): each request's first gap then equals its TTFT.
+    When that holds for nearly every request, the first gap is that duplicate and is dropped, so
+    e2e (ttft + sum of gaps) and TPOT samples do not count the prefill twice."""
+    pairs = [
+        (ttft, gaps[0])
+        for ttft, gaps in zip(ttfts, itls, strict=False)
+        if ttft and gaps and len(gaps) > 1
+    ]
+    if len(pairs) < 3:
+        return itls
+    duplicated = sum(1 for ttft, first in pairs if abs(first - ttft) <= 0.01 * ttft + 1e-4)
+    if duplicated < 0.9 * len(pairs):
+        return itls
+    return [gaps[1:] if gaps else gaps for gaps in itls]
+
+
 def _errors(
     ctx: Ctx, data: dict, succeeded: list[bool] | None, completed: int | None
-) -> int | None:
+) -> tuple[int | None, str | None]:
     failed = ctx.integer(data, "failed")
     if failed is not None:
-        return failed
+        return failed, "failed"
     if succeeded is not None:
-        return succeeded.count(False)
+        return succeeded.count(False), "non-empty entries of errors"
     prompts = ctx.integer(data, "num_prompts")
     if prompts is not None and completed is not None:
-        return max(prompts - completed, 0)
-    return None
+        return max(prompts - completed, 0), "num_prompts - completed"
+    return None, None
 
 
 def _date(ctx: Ctx, data: dict) -> datetime | None:
     value = data.get("date")
     if value is None:
         return None
-    try:
-        return datetime.strptime(str(value), "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
-    except ValueError:
-        raise ctx.at("date").error(f"expected YYYYMMDD-HHMMSS, got {value!r}") from None
+    text = str(value)
+    for parse in (
+        lambda t: datetime.strptime(t, "%Y%m%d-%H%M%S"),
+        lambda t: datetime.fromisoformat(t.replace("Z", "+00:00")),
+    ):
+        try:
+            parsed = parse(text)
+            return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        except (ValueError, OverflowError):
+            continue
+    raise ctx.at("date").error(f"expected YYYYMMDD-HHMMSS, got {value!r}")
+
+
+register(
+    LoadTestFormat(
+        name=FORMAT,
+        label="vLLM benchmark_serving.py / vllm bench serve",
+        parse=parse,
+        looks_like=looks_like,
+        required=REQUIRED,
+        signature=(
+            "completed",
+            "duration",
+            "request_throughput",
+            "request_inthroughput",
+            "total_input_tokens",
+            "total_output_tokens",
+            "output_throughput",
+            "mean_ttft_ms",
+            "median_ttft_ms",
+            "p99_ttft_ms",
+            "mean_tpot_ms",
+            "median_tpot_ms",
+            "num_prompts",
+            "request_rate",
+            "model_id",
+            "tokenizer_id",
+            "backend",
+            "date",
+        ),
+        filename_hints=("vllm", ".jsonl"),
+    )
+)

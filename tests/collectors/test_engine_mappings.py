@@ -64,14 +64,24 @@ def test_vllm_gpu_cache_usage_is_ignored_when_kv_cache_usage_is_present():
     assert parse(text, "vllm").gauges == {"kv_cache_usage": 0.25}
 
 
-def test_vllm_request_success_is_summed_over_finished_reasons():
+def test_vllm_successes_are_stop_and_length_not_abort_or_error():
     text = (
         "# TYPE vllm:request_success_total counter\n"
         'vllm:request_success_total{finished_reason="stop"} 7\n'
         'vllm:request_success_total{finished_reason="length"} 2\n'
         'vllm:request_success_total{finished_reason="abort"} 1\n'
+        'vllm:request_success_total{finished_reason="error"} 3\n'
     )
-    assert parse(text, "vllm").counter_total("requests_finished") == 10
+    assert parse(text, "vllm").counter_total("requests_finished") == 9
+
+
+def test_vllm_requests_finished_with_an_error_are_errors():
+    text = (
+        'vllm:request_success_total{finished_reason="stop"} 7\n'
+        'vllm:request_success_total{finished_reason="error"} 3\n'
+        'vllm:request_success_total{finished_reason="abort"} 1\n'
+    )
+    assert parse(text, "vllm").counter_total("request_errors") == 3
 
 
 def test_vllm_running_requests_are_summed_over_engines():

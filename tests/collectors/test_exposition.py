@@ -140,7 +140,7 @@ def test_a_series_new_in_the_later_scrape_counts_from_zero():
     before = parse('vllm:request_success_total{finished_reason="stop"} 10\n', "vllm")
     after = parse(
         'vllm:request_success_total{finished_reason="stop"} 12\n'
-        'vllm:request_success_total{finished_reason="abort"} 1\n',
+        'vllm:request_success_total{finished_reason="length"} 1\n',
         "vllm",
     )
     assert window(before, after, 1.0).counters["requests_finished"] == 3

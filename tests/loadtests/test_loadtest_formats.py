@@ -11,8 +11,8 @@ import pytest
 from dossiers.models import Baseline
 from loadtests.formats import (
     FIELD_NAMES,
-    FORMATS,
     LoadTestFormatError,
+    format_names,
     parse_loadtest,
 )
 
@@ -176,10 +176,12 @@ def test_the_vllm_sweep_keeps_file_order_and_p99_values(read):
     assert [run.fields["ttft_p99_ms"] for run in runs] == [line["p99_ttft_ms"] for line in lines]
 
 
-def test_the_vllm_sweep_has_only_p99_so_other_percentiles_are_missing_not_zero(read):
-    for run in parse_loadtest(read(VLLM_SWEEP)):
-        for metric in ("e2e", "ttft", "tpot"):
-            assert run.fields[f"{metric}_p50_ms"] is None
+def test_the_vllm_sweep_has_only_median_and_p99_so_other_percentiles_are_missing_not_zero(read):
+    lines = [json.loads(line) for line in sweep_lines(read)]
+    for run, line in zip(parse_loadtest(read(VLLM_SWEEP)), lines, strict=True):
+        for metric, key in (("e2e", "e2el"), ("ttft", "ttft"), ("tpot", "tpot")):
+            assert run.fields[f"{metric}_p50_ms"] == line[f"median_{key}_ms"]
+            assert run.fields[f"{metric}_p90_ms"] is None
             assert run.fields[f"{metric}_p999_ms"] is None
             assert run.fields[f"{metric}_p99_ms"] > 0
 
@@ -286,7 +288,7 @@ def test_genai_perf_latencies_in_seconds_are_converted_to_ms(load):
 def test_genai_perf_derived_duration_is_count_over_throughput(read):
     run = only(parse_loadtest(read(GENAI_PERF)))
     assert run.fields["duration_s"] == pytest.approx(500 / 6.2)
-    assert "duration_s" in run.extra["derived"]
+    assert "derived" in run.sources["duration_s"]
 
 
 # -- guidellm -----------------------------------------------------------------------------------
@@ -311,12 +313,15 @@ def test_guidellm_ms_metrics_stay_in_ms(read):
     assert run.fields["tpot_p50_ms"] == pytest.approx(15.176709642623676)
 
 
-def test_guidellm_throughputs_counts_and_times(read):
+def test_guidellm_throughputs_are_totals_over_the_duration(read, load):
+    raw = load(GUIDELLM)["benchmarks"][3]["metrics"]
     run = parse_loadtest(read(GUIDELLM))[3]
-    assert run.fields["qps"] == pytest.approx(5.47405741088334)
-    assert run.fields["output_tps"] == pytest.approx(1094.811482176668)
-    assert run.fields["input_tps"] == pytest.approx(4379.245928706672 - 1094.811482176668)
-    assert run.fields["request_count"] == 300
+    assert run.fields["qps"] == pytest.approx(657 / 120)
+    output_total = raw["output_token_count"]["successful"]["total_sum"]
+    prompt_total = raw["prompt_token_count"]["successful"]["total_sum"]
+    assert run.fields["output_tps"] == pytest.approx(output_total / 120)
+    assert run.fields["input_tps"] == pytest.approx(prompt_total / 120)
+    assert run.fields["request_count"] == 657
     assert run.fields["duration_s"] == 120.0
     assert run.errors == 0
     assert run.measured_at == datetime.fromtimestamp(1763900390.0, tz=UTC)
@@ -439,7 +444,7 @@ def test_json_of_an_unknown_shape_lists_the_formats_expected():
     with pytest.raises(LoadTestFormatError) as caught:
         parse_loadtest(b'{"hello": "world"}')
     assert str(caught.value) == (
-        "could not detect the format: expected one of " + ", ".join(FORMATS)
+        "could not detect the format: expected one of " + ", ".join(format_names())
     )
 
 
@@ -531,3 +536,18 @@ def test_genai_perf_utilization_above_100_percent_is_refused(load):
 def test_a_json_lines_file_is_refused_by_single_object_formats(read):
     with pytest.raises(LoadTestFormatError, match=r"^guidellm: expected one JSON object, found 7"):
         parse_loadtest(read(VLLM_SWEEP), format="guidellm")
+
+
+def test_vllm_itls_that_repeat_the_ttft_first_do_not_count_the_prefill_twice(load):
+    # vllm-project/vllm#7242: the completions client also appended the TTFT to `itls`.
+    raw = load(VLLM_C16)
+    raw.update(
+        ttfts=[0.5, 0.4, 0.6],
+        itls=[[0.5, 0.02, 0.02], [0.4, 0.01, 0.03], [0.6, 0.02, 0.02]],
+        output_lens=[3, 3, 3],
+        input_lens=[10, 10, 10],
+        errors=["", "", ""],
+    )
+    run = only(parse_loadtest(json.dumps(raw)))
+    assert run.samples["e2e"] == pytest.approx([540, 440, 640])
+    assert run.samples["itl"] == pytest.approx([20, 20, 10, 30, 20, 20])

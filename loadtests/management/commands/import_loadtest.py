@@ -1,8 +1,11 @@
 """manage.py import_loadtest FILE --service S [--baseline [--run N]] [--format F]
+[--measured-at TIME]
 
-Exit 0 after printing what was imported; exit 2 with the message on a bad file, an unknown
-service or an ambiguous --baseline. With several runs in one file, --baseline needs --run N
-(1-based): promoting "the last" or "the first" of a sweep would silently pick a reference.
+Exit 0 after printing what was imported; exit 2 with a one-line message on a bad file, an
+unknown service, a bad --measured-at, a failed run asked to be the baseline or an ambiguous
+--baseline. With several runs in one file, --baseline needs --run N (1-based): promoting "the
+last" or "the first" of a sweep would silently pick a reference. Runs whose file has no time
+(GenAI-Perf) take --measured-at; without it they are stored as "date unknown".
 """
 
 from __future__ import annotations
@@ -12,8 +15,12 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from dossiers.models import Service
-from loadtests.formats import FORMATS
-from loadtests.importing import LoadTestImportError, import_loadtest_file
+from loadtests.formats import format_names
+from loadtests.importing import (
+    LoadTestImportError,
+    import_loadtest_file,
+    parse_measured_at,
+)
 from loadtests.models import LoadTest
 
 
@@ -37,7 +44,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("file")
         parser.add_argument("--service", required=True, help="The service's slug.")
-        parser.add_argument("--format", choices=FORMATS, help="Force a format (else detected).")
+        # The registry is read when the command is built, so registered formats are offered.
+        parser.add_argument(
+            "--format", choices=format_names(), help="Force a format (else detected)."
+        )
+        parser.add_argument(
+            "--measured-at",
+            metavar="TIME",
+            help="ISO 8601 time of runs whose file has none (GenAI-Perf), e.g. 2026-11-30T14:05Z.",
+        )
         parser.add_argument(
             "--baseline", action="store_true", help="Promote the run to the service's baseline."
         )
@@ -52,6 +67,9 @@ class Command(BaseCommand):
         service = service_named(options["service"])
         content = read_file(options["file"])
         try:
+            measured_at = (
+                parse_measured_at(options["measured_at"]) if options["measured_at"] else None
+            )
             runs = import_loadtest_file(
                 service=service,
                 content=content,
@@ -60,9 +78,10 @@ class Command(BaseCommand):
                 baseline=options["baseline"],
                 baseline_run=options["run"],
                 origin=LoadTest.Origin.CLI,
+                measured_at=measured_at,
             )
         except LoadTestImportError as exc:
-            raise CommandError(str(exc), returncode=2) from exc
+            raise CommandError(one_line(str(exc)), returncode=2) from exc
         created = sum(1 for r in runs if r.just_created)
         self.stdout.write(
             f"{service.slug}: {len(runs)} run{'s' if len(runs) != 1 else ''} in "
@@ -72,10 +91,20 @@ class Command(BaseCommand):
         for number, run in enumerate(runs, start=1):
             promoted = run.promoted_to
             mark = " -> current baseline" if promoted is not None and promoted.is_current else ""
+            notes = ""
+            if run.failed:
+                notes += f" FAILED: {run.failure}"
+            if not run.date_known:
+                notes += " (date unknown: pass --measured-at)"
             self.stdout.write(
                 f"  {number}. #{run.pk} {run.label}: output {_num(run.output_tps)} tok/s, "
-                f"P99 e2e {_num(run.e2e_p99_ms)} ms{mark}"
+                f"P99 e2e {_num(run.e2e_p99_ms)} ms{mark}{notes}"
             )
+
+
+def one_line(message: str) -> str:
+    """Messages quote file content at most partly; keep the CLI's answer to one line."""
+    return " ".join(message.split())[:500]
 
 
 def _num(value: float | None) -> str:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from loadtests.formats import FORMATS
-from loadtests.gate import run_gate
-from loadtests.importing import LoadTestImportError
-from loadtests.management.commands.import_loadtest import read_file, service_named
+from loadtests.formats import format_names
+from loadtests.gate import GateInputError, run_gate
+from loadtests.importing import LoadTestImportError, parse_measured_at
+from loadtests.management.commands.import_loadtest import one_line, read_file, service_named
 from loadtests.models import GateRun
 
 EXIT_REGRESSION = 1
@@ -27,23 +27,38 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("file")
         parser.add_argument("--service", required=True, help="The service's slug.")
-        parser.add_argument("--format", choices=FORMATS, help="Force a format (else detected).")
+        parser.add_argument(
+            "--format", choices=format_names(), help="Force a format (else detected)."
+        )
+        parser.add_argument(
+            "--measured-at",
+            metavar="TIME",
+            help="ISO 8601 time of the candidate when its file has none (GenAI-Perf).",
+        )
 
     def handle(self, *args, **options) -> None:
         service = service_named(options["service"])
         content = read_file(options["file"])
         try:
+            measured_at = (
+                parse_measured_at(options["measured_at"]) if options["measured_at"] else None
+            )
             gate_run = run_gate(
                 service=service,
                 source=GateRun.Source.CLI,
                 candidate_content=content,
                 filename=Path(options["file"]).name,
                 format=options["format"],
+                measured_at=measured_at,
             )
-        except LoadTestImportError as exc:
-            raise CommandError(str(exc), returncode=EXIT_BAD_INPUT) from exc
+        except (LoadTestImportError, GateInputError) as exc:
+            raise CommandError(one_line(str(exc)), returncode=EXIT_BAD_INPUT) from exc
         if gate_run.verdict == GateRun.Verdict.REFUSED:
-            raise CommandError(gate_run.table, returncode=EXIT_BAD_INPUT)
+            reasons = "; ".join(gate_run.result.get("reasons", [])) or "not compared"
+            raise CommandError(
+                one_line(f"refused (gate run #{gate_run.pk}): {reasons}"),
+                returncode=EXIT_BAD_INPUT,
+            )
         self.stdout.write(gate_run.table)
         if gate_run.verdict == GateRun.Verdict.REGRESSION:
             raise SystemExit(EXIT_REGRESSION)

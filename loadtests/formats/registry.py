@@ -1,0 +1,81 @@
+"""The load-test formats PerfHub reads, in detection order.
+
+A format module describes itself with a `LoadTestFormat` and calls `register()` when imported;
+everything else (detection, `--format` choices, the upload form, the API, the docs list) asks
+this registry, so adding a format is adding a module:
+
+    register(LoadTestFormat(name="locust", label="Locust", parse=parse, signature=("...",)))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .base import Document, LoadTestFormatError, ParsedRun
+
+
+@dataclass(frozen=True)
+class LoadTestFormat:
+    name: str  # what `--format` takes and `LoadTest.format` stores (max 20 characters)
+    label: str  # how people call the tool, for forms and docs
+    parse: Callable[[list[Document]], list[ParsedRun]]
+    # Top-level keys that mark the tool's files; detection scores a file by how many it has.
+    signature: tuple[str, ...]
+    # The keys without which a file of this format cannot be read (named when one is missing).
+    required: tuple[str, ...] = ()
+    # True when the file is surely this format (a stricter test than the signature score).
+    looks_like: Callable[[dict], bool] | None = None
+    # File-name fragments that break a tie between formats whose content both match.
+    filename_hints: tuple[str, ...] = ()
+
+    def score(self, data: dict) -> float:
+        """Share of the signature keys the object has, 0 to 1."""
+        if not self.signature:
+            return 0.0
+        return sum(1 for key in self.signature if key in data) / len(self.signature)
+
+    def matches(self, data: dict) -> bool:
+        if self.looks_like is not None:
+            return self.looks_like(data)
+        return all(key in data for key in self.required) and self.score(data) > 0
+
+    def missing(self, data: dict) -> list[str]:
+        return [key for key in self.required if key not in data]
+
+
+_FORMATS: dict[str, LoadTestFormat] = {}
+
+
+def register(fmt: LoadTestFormat) -> LoadTestFormat:
+    """Add a format (or replace one of the same name); detection tries formats in this order."""
+    if not fmt.name or len(fmt.name) > 20:
+        raise ValueError(f"format name {fmt.name!r}: 1 to 20 characters")
+    _FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def unregister(name: str) -> None:
+    _FORMATS.pop(name, None)
+
+
+def formats() -> tuple[LoadTestFormat, ...]:
+    return tuple(_FORMATS.values())
+
+
+def format_names() -> tuple[str, ...]:
+    return tuple(_FORMATS)
+
+
+def get_format(name: str) -> LoadTestFormat:
+    try:
+        return _FORMATS[name]
+    except KeyError:
+        raise LoadTestFormatError(
+            f"unknown format {name!r}: expected one of {', '.join(_FORMATS)}"
+        ) from None
+
+
+def choices() -> list[tuple[str, str]]:
+    """(name, label) pairs for forms and serializers."""
+    return [(fmt.name, f"{fmt.label} ({fmt.name})") for fmt in _FORMATS.values()]

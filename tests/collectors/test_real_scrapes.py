@@ -1,0 +1,84 @@
+"""Real /metrics text (tests/fixtures/real/metrics, sources in SOURCES.md) read right.
+
+Expected values are read by hand from the files.
+"""
+
+import pytest
+
+from collectors.exposition.scrape import parse
+
+
+@pytest.fixture
+def scrape(fixtures_dir):
+    def scrape(name: str, source: str):
+        return parse((fixtures_dir / "real" / "metrics" / name).read_text(), source)
+
+    return scrape
+
+
+def test_sglang_docs_scrape_token_counters(scrape):
+    parsed = scrape("sglang-docs-production_metrics.prom", "sglang")
+    assert parsed.counter_total("prompt_tokens") == 8_128_902
+    assert parsed.counter_total("generation_tokens") == 7_557_572
+
+
+def test_sglang_docs_scrape_gauges(scrape):
+    parsed = scrape("sglang-docs-production_metrics.prom", "sglang")
+    assert parsed.gauges == {
+        "requests_running": 162,
+        "requests_waiting": 2826,
+        "kv_cache_usage": 0.28,
+    }
+
+
+def test_sglang_docs_scrape_histograms_count_every_request(scrape):
+    parsed = scrape("sglang-docs-production_metrics.prom", "sglang")
+    assert sum(parsed.histogram("ttft_seconds").counts) == 11008
+    assert sum(parsed.histogram("e2e_seconds").counts) == 11228
+    assert sum(parsed.histogram("itl_seconds").counts) == 7_400_757
+
+
+def test_sglang_of_that_release_exposes_no_request_counter(scrape):
+    parsed = scrape("sglang-docs-production_metrics.prom", "sglang")
+    assert parsed.counter_total("requests_finished") is None
+
+
+def test_triton_trtllm_readme_scrape(scrape):
+    parsed = scrape("triton-trtllm-readme.prom", "triton")
+    assert parsed.counter_total("requests_finished") == 0
+    assert parsed.counter_total("request_errors") == 0
+    # TensorRT-LLM's own counts win over Triton's pending-request gauge.
+    assert parsed.gauges == {
+        "requests_running": 1,
+        "requests_waiting": 1,
+        "kv_cache_usage": 0.4875,
+    }
+
+
+def test_dcgm_exporter_readme_scrape(scrape):
+    gpus = scrape("dcgm-exporter-readme.prom", "dcgm").gpus
+    assert [(g["index"], g["uuid"], g["sm_clock_mhz"]) for g in gpus] == [
+        (0, "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52", 139.0)
+    ]
+
+
+def test_vllm_v0_successes_leave_out_aborted_requests(scrape):
+    parsed = scrape("written-here-vllm-v0-0.6.prom", "vllm")
+    assert parsed.counter_total("requests_finished") == 250 + 40
+    assert parsed.counter_total("request_errors") is None
+
+
+def test_vllm_v0_old_names_feed_kv_cache_and_itl(scrape):
+    parsed = scrape("written-here-vllm-v0-0.6.prom", "vllm")
+    assert parsed.gauges["kv_cache_usage"] == 0.41
+    assert sum(parsed.histogram("itl_seconds").counts) == 59710
+
+
+def test_vllm_v1_successes_leave_out_aborted_and_errored_requests(scrape):
+    parsed = scrape("written-here-vllm-v1-aborts-errors.prom", "vllm")
+    assert parsed.counter_total("requests_finished") == 90 + 7
+
+
+def test_vllm_v1_errored_requests_are_errors(scrape):
+    parsed = scrape("written-here-vllm-v1-aborts-errors.prom", "vllm")
+    assert parsed.counter_total("request_errors") == 2

@@ -1,0 +1,118 @@
+"""Property tests: any input to a load-test parser gives runs or LoadTestFormatError, nothing else.
+
+Inputs: arbitrary text and bytes, arbitrary JSON, and real corpus files with one value replaced
+by arbitrary JSON (the files a tool almost wrote), each with the format detected and forced.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loadtests.formats import LoadTestFormatError, ParsedRun, format_names, parse_loadtest
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+SEEDS = {
+    "vllm-bench": ["vllm-bench/er0080-sweep-max_num_seqs4-run0.json"],
+    "genai-perf": [
+        "genai-perf/wellflat-2025-09-16-profile_export_genai_perf.json",
+        "genai-perf/wellflat-aiperf-profile_export_aiperf.json",
+    ],
+    "guidellm": ["guidellm/guidellm-repo-0.2-benchmarks_stripped.json"],
+    "llmperf": ["llmperf/leaderboard-bedrock_70b.json"],
+}
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def outcome(content, **kwargs) -> list[ParsedRun] | None:
+    """Runs, or None when the parser refused the input the documented way."""
+    try:
+        runs = parse_loadtest(content, **kwargs)
+    except LoadTestFormatError as exc:
+        assert str(exc)  # a refusal always says why
+        return None
+    assert runs and all(isinstance(run, ParsedRun) for run in runs)
+    for run in runs:
+        json.dumps(run.extra, allow_nan=False)  # storable as jsonb
+        assert all(v is None or math.isfinite(v) for v in run.fields.values())
+    return runs
+
+
+def _paths(data, prefix=()):
+    """Every (path to a value) in a JSON document, for picking one to replace."""
+    yield prefix
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _paths(value, (*prefix, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data[:3]):
+            yield from _paths(value, (*prefix, index))
+
+
+def _replace(data, path, value):
+    if not path:
+        return value
+    copy = json.loads(json.dumps(data))
+    holder = copy
+    for step in path[:-1]:
+        holder = holder[step]
+    holder[path[-1]] = value
+    return copy
+
+
+@PROPERTY
+@given(st.text())
+def test_any_text(text):
+    outcome(text)
+
+
+@PROPERTY
+@given(st.binary())
+def test_any_bytes(content):
+    outcome(content)
+
+
+@PROPERTY
+@given(json_values, st.sampled_from([None, *format_names()]))
+def test_any_json_detected_or_forced(value, fmt):
+    outcome(json.dumps(value), format=fmt)
+
+
+@PROPERTY
+@given(st.lists(json_values, min_size=1, max_size=3), st.sampled_from([None, *format_names()]))
+def test_any_json_lines(values, fmt):
+    outcome("\n".join(json.dumps(v) for v in values), format=fmt)
+
+
+@pytest.mark.parametrize("fmt", sorted(SEEDS))
+@PROPERTY
+@given(data=st.data())
+def test_a_real_file_with_one_value_replaced(fmt, data):
+    seed = json.loads((REAL / data.draw(st.sampled_from(SEEDS[fmt]))).read_text())
+    path = data.draw(st.sampled_from(list(_paths(seed))))
+    mutated = _replace(seed, path, data.draw(json_values))
+    content = json.dumps(mutated)
+    outcome(content, format=fmt)
+    outcome(content)
+
+
+@pytest.mark.parametrize("fmt", sorted(SEEDS))
+@PROPERTY
+@given(data=st.data())
+def test_a_real_file_with_keys_dropped(fmt, data):
+    seed = json.loads((REAL / SEEDS[fmt][0]).read_text())
+    keys = list(seed)
+    dropped = data.draw(st.sets(st.sampled_from(keys), max_size=len(keys)))
+    outcome(json.dumps({k: v for k, v in seed.items() if k not in dropped}), format=fmt)

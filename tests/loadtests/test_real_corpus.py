@@ -1,0 +1,361 @@
+"""The conformance corpus (tests/fixtures/real, sources in SOURCES.md) imports with its numbers.
+
+Every expected value below was read by hand from the file named in the test (a key's value, or
+arithmetic on keys: totals over the duration); none was copied from PerfHub's output.
+Latencies are in ms, rates per second.
+"""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from loadtests.formats import LoadTestFormatError, parse_loadtest
+from loadtests.importing import import_loadtest_file
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+LOADTEST_FILES = sorted(
+    p
+    for p in REAL.glob("*/*")
+    if p.suffix in (".json", ".jsonl", ".yaml") and p.parent.name != "metrics"
+)
+REFUSED = {"zhangxinyuehfad-serving_llama8B_tp1_qps_inf.json"}
+
+
+def runs_of(relative: str):
+    path = REAL / relative
+    return parse_loadtest(path.read_bytes(), filename=path.name)
+
+
+def only(relative: str):
+    runs = runs_of(relative)
+    assert len(runs) == 1
+    return runs[0]
+
+
+def check(run, **expected):
+    """Each expected field equals the run's (floats to 1e-9 relative); None means absent."""
+    got = {}
+    for name in expected:
+        if name in ("errors", "request_rate_inf", "tool_version", "measured_at", "failure"):
+            got[name] = getattr(run, name)
+        else:
+            got[name] = run.fields[name]
+    wanted = {
+        name: pytest.approx(value, rel=1e-9) if isinstance(value, float) else value
+        for name, value in expected.items()
+    }
+    assert got == wanted
+
+
+def utc(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+# -- vLLM -----------------------------------------------------------------------------------------
+
+
+def test_vllm_bench_serve_025_default_run():
+    run = only("vllm-bench/er0080-bench_serve_v0.25.1.json")
+    duration = 1.5441598830002476
+    check(
+        run,
+        request_count=8,
+        errors=0,
+        concurrency=2,
+        request_rate_inf=True,
+        qps=8 / duration,
+        output_tps=128 / duration,
+        input_tps=256 / duration,
+        ttft_p50_ms=55.68139649994919,  # median_ttft_ms: the default run writes no p50_*
+        ttft_p99_ms=734.4049174101428,
+        tpot_p50_ms=11.20450286665194,
+        tpot_p99_ms=11.979541883350674,
+        e2e_p99_ms=None,  # no e2el in the default --percentile-metrics
+        measured_at=utc("2026-08-16T16:08:53"),
+    )
+
+
+def test_vllm_bench_serve_where_every_request_failed_is_a_failed_run_without_statistics():
+    run = only("vllm-bench/er0080-bench_serve_all_requests_failed_v0.25.1.json")
+    check(
+        run,
+        failure="no request succeeded (0 completed)",
+        request_count=0,
+        errors=8,
+        qps=None,
+        output_tps=None,
+        ttft_p50_ms=None,
+        ttft_p99_ms=None,
+        tpot_p99_ms=None,
+    )
+
+
+def test_vllm_bench_sweep_run_with_e2el():
+    run = only("vllm-bench/er0080-sweep-max_num_seqs4-run0.json")
+    duration = 1.3653671270003542
+    check(
+        run,
+        request_count=8,
+        concurrency=2,
+        qps=8 / duration,
+        output_tps=128 / duration,
+        ttft_p50_ms=44.92285849846667,
+        ttft_p99_ms=762.4942294094944,
+        tpot_p50_ms=8.323490332986694,
+        tpot_p99_ms=9.394318119331729,
+        e2e_p50_ms=166.47808399284258,
+        e2e_p99_ms=876.8009717071254,
+    )
+
+
+def test_vllm_bench_sweep_summary_is_a_list_of_runs_in_file_order():
+    first, second = runs_of("vllm-bench/er0080-sweep-max_num_seqs8-summary.json")
+    check(
+        first,
+        measured_at=utc("2026-08-18T02:13:58"),
+        qps=8 / 0.6694539679883746,
+        ttft_p50_ms=43.21107800205937,
+        ttft_p99_ms=75.02528442884795,
+        e2e_p50_ms=163.2172929967055,
+        tpot_p99_ms=8.812129340338288,
+    )
+    check(second, ttft_p50_ms=36.01084349793382, tpot_p99_ms=12.104329406419614)
+
+
+def test_vllm_file_with_latencies_but_no_counts_is_refused_naming_what_is_missing():
+    with pytest.raises(LoadTestFormatError) as caught:
+        runs_of("vllm-bench/zhangxinyuehfad-serving_llama8B_tp1_qps_inf.json")
+    assert str(caught.value) == (
+        "could not detect the format: looks like vllm-bench: missing 'completed', 'duration'"
+    )
+
+
+def test_vllm_04_file_with_a_failed_request():
+    run = only("vllm-bench/written-here-benchmark_serving-0.4.0-with-failure.json")
+    check(
+        run,
+        request_count=4,
+        errors=1,  # one non-empty entry in `errors`
+        qps=4 / 10.0,
+        input_tps=2265 / 10.0,
+        output_tps=498 / 10.0,
+        prompt_tokens_mean=(512 + 433 + 1020 + 300) / 4,  # the failed request left out
+        ttft_p50_ms=131.25,
+        ttft_p99_ms=203.744,
+        tpot_p50_ms=20.9,
+    )
+    assert run.samples["ttft"] == pytest.approx([112.3, 98.1, 205.4, 150.2])
+
+
+def test_vllm_append_result_lines_are_runs():
+    first, second = runs_of("vllm-bench/written-here-append-result-0.7.jsonl")
+    check(first, request_rate=2.0, request_count=200, qps=200 / 101.52, ttft_p99_ms=81.7)
+    check(
+        second,
+        request_rate=8.0,
+        request_count=197,
+        errors=200 - 197,  # num_prompts - completed: 0.7 wrote no `failed`
+        qps=197 / 27.4,
+        output_tps=39544 / 27.4,
+        ttft_p50_ms=71.2,
+        ttft_p99_ms=310.5,
+    )
+
+
+# -- guidellm --------------------------------------------------------------------------------------
+
+
+def test_guidellm_02_report_takes_p50_from_the_median_and_rates_from_totals():
+    run = only("guidellm/guidellm-repo-0.2-benchmarks_stripped.json")
+    duration = 29.997201442718506
+    check(
+        run,
+        concurrency=1,  # synchronous
+        request_count=46,
+        errors=0,
+        duration_s=duration,
+        qps=46 / duration,
+        output_tps=5888 / duration,
+        input_tps=11827 / duration,  # not tokens_per_second.mean - output (2x too high)
+        e2e_p50_ms=0.6424565315246582 * 1000,
+        e2e_p99_ms=0.6891846656799316 * 1000,
+        ttft_p50_ms=16.38054847717285,
+        ttft_p99_ms=21.281957626342773,
+        tpot_p50_ms=4.885653033852577,
+        tpot_p99_ms=5.217265337705612,
+        measured_at=datetime.fromtimestamp(1749157168.1827004, tz=UTC),
+        tool_version=None,
+    )
+
+
+def test_guidellm_yaml_report_reads_like_its_json_twin():
+    from_yaml = only("guidellm/guidellm-repo-0.2-benchmarks_stripped.yaml")
+    from_json = only("guidellm/guidellm-repo-0.2-benchmarks_stripped.json")
+    assert from_yaml.fields == from_json.fields
+    assert from_yaml.measured_at == from_json.measured_at
+
+
+def test_guidellm_05_concurrent_run_prompt_throughput_is_the_total_over_the_duration():
+    run = only("guidellm/danielkorat-0.5.0dev-c4-sanity.json")
+    duration = 24.909644603729248
+    check(
+        run,
+        concurrency=4,
+        request_count=4,
+        errors=0,
+        qps=4 / duration,
+        input_tps=396 / duration,  # 15.9 tok/s; prompt_tokens_per_second.mean is 1,411,168
+        output_tps=4096 / duration,
+        ttft_p50_ms=171.52166366577148,
+        ttft_p99_ms=172.63293266296387,
+        tpot_p50_ms=24.32254352606833,
+        e2e_p50_ms=24.90842366218567 * 1000,
+        tool_version="0.5.0.dev0",
+    )
+
+
+def test_guidellm_05_counts_the_measured_window_not_warm_up_and_cool_down():
+    run = only("guidellm/danielkorat-0.5.0dev-synchronous-qwen3-30b.json")
+    check(
+        run,
+        concurrency=1,
+        request_count=19,  # metrics.request_totals; scheduler_metrics.requests_made has 23
+        duration_s=720.0,
+        qps=19 / 720.0,
+        output_tps=19456 / 720.0,
+        ttft_p50_ms=58.10093879699707,
+        ttft_p99_ms=72.79777526855469,
+        tpot_p50_ms=39.079260313883424,
+        e2e_p99_ms=40.430073499679565 * 1000,
+    )
+
+
+# -- GenAI-Perf / AIPerf ------------------------------------------------------------------------
+
+
+def test_genai_perf_flat_input_config_release():
+    run = only("genai-perf/wellflat-2025-09-16-profile_export_genai_perf.json")
+    qps = 0.31455262548511714
+    check(
+        run,
+        concurrency=1,
+        request_rate_inf=True,
+        request_count=66,
+        qps=qps,
+        output_tps=25.824770552328115,
+        input_tps=qps * 152.5,
+        duration_s=66 / qps,
+        ttft_p50_ms=2088.661403,
+        ttft_p99_ms=4323.045905799997,
+        tpot_p50_ms=7.0842575,
+        tpot_p99_ms=11.535691549999992,
+        e2e_p50_ms=3102.6717825,
+        e2e_p99_ms=4895.851983649999,
+        measured_at=None,  # GenAI-Perf writes no time
+        errors=None,
+    )
+
+
+def test_genai_perf_config_file_release_with_telemetry():
+    run = only("genai-perf/wellflat-2025-09-30-profile_export_genai_perf.json")
+    check(
+        run,
+        concurrency=1,  # input_config.perf_analyzer.stimulus
+        request_count=35,
+        qps=0.4701030011153585,
+        output_tps=12.095750218698175,
+        ttft_p50_ms=1416.927935,
+        ttft_p99_ms=2342.05304546,
+        tpot_p50_ms=7.6727289999999995,
+        tpot_p99_ms=9.243265319999992,
+        e2e_p50_ms=2196.9242019999997,
+        e2e_p99_ms=2645.8837561799996,
+        # GPU 3 is the only one of 8 with memory in use; the others idle at 0%.
+        gpu_util=77.36560693641619 / 100,
+    )
+
+
+def test_aiperf_export_rates_from_totals_over_benchmark_duration():
+    run = only("genai-perf/wellflat-aiperf-profile_export_aiperf.json")
+    duration = 519.597973721
+    check(
+        run,
+        concurrency=1,  # input_config.loadgen
+        request_count=100,
+        duration_s=duration,
+        qps=100 / duration,
+        output_tps=28348 / duration,  # total_osl, as AIPerf's own output_token_throughput
+        input_tps=19637 / duration,
+        ttft_p50_ms=82.04407599999999,
+        ttft_p99_ms=99.64934874000001,
+        tpot_p50_ms=18.04370675631875,
+        e2e_p50_ms=5230.033456499999,
+        measured_at=datetime.fromtimestamp(1.7684584541734423e18 / 1e9, tz=UTC),
+    )
+
+
+# -- llmperf -------------------------------------------------------------------------------------
+
+
+def test_llmperf_clean_run():
+    run = only("llmperf/leaderboard-groq_70b.json")
+    check(
+        run,
+        concurrency=5,
+        request_count=150,
+        errors=0,
+        qps=176.73895115400083 / 60,
+        output_tps=441.84737788500206,
+        ttft_p50_ms=0.2218883791938424 * 1000,
+        ttft_p99_ms=0.3500269545800982 * 1000,
+        e2e_p50_ms=0.8051837999373674 * 1000,
+        e2e_p99_ms=0.9922714155726133 * 1000,
+        tpot_p50_ms=0.005320808651546638 * 1000,
+        measured_at=datetime.fromtimestamp(1704851704, tz=UTC),
+        tool_version="2023-08-31",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "completed", "errors", "per_minute", "ttft_p99_s"),
+    [
+        ("leaderboard-bedrock_70b.json", 101, 49, 25.18838751305755, 0.686971139999514),
+        ("leaderboard-lepton_13b.json", 20, 130, 23.560301595745855, 1.3719118711400036),
+    ],
+)
+def test_llmperf_runs_with_errors(name, completed, errors, per_minute, ttft_p99_s):
+    run = only(f"llmperf/{name}")
+    check(
+        run,
+        request_count=completed,
+        errors=errors,
+        qps=per_minute / 60,
+        ttft_p99_ms=ttft_p99_s * 1000,
+        failure=None,
+    )
+
+
+# -- through the database -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", LOADTEST_FILES, ids=lambda p: p.name)
+def test_every_corpus_file_imports_or_is_refused_naming_what_is_missing(service, path):
+    if path.name in REFUSED:
+        with pytest.raises(ValueError, match="missing"):
+            import_loadtest_file(service=service, content=path.read_bytes(), filename=path.name)
+        return
+    runs = import_loadtest_file(service=service, content=path.read_bytes(), filename=path.name)
+    assert runs and all(run.pk for run in runs)
+    for run in runs:
+        run.refresh_from_db()
+        assert run.extra["sources"]
+        assert run.date_known == ("genai_perf.json" not in path.name)
+
+
+def test_the_failed_corpus_run_is_stored_as_failed(service):
+    path = REAL / "vllm-bench" / "er0080-bench_serve_all_requests_failed_v0.25.1.json"
+    (run,) = import_loadtest_file(service=service, content=path.read_bytes())
+    run.refresh_from_db()
+    assert run.failure == "no request succeeded (0 completed)"
+    assert (run.ttft_p99_ms, run.qps) == (None, None)
