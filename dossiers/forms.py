@@ -12,6 +12,7 @@ from typing import Any
 from django import forms
 
 from analysis.percentiles import LATENCY_FIELDS
+from analysis.runs import ENVIRONMENT_FIELDS, RESOURCE_FIELDS, THROUGHPUT_FIELDS
 from dossiers.models import Baseline, Bottleneck, Experiment, Service, Team
 
 MAX_MARKDOWN_BYTES = 1024 * 1024
@@ -88,9 +89,9 @@ BASELINE_WORKLOAD = [
     "output_tokens_std",
     "duration_s",
 ]
-BASELINE_ENVIRONMENT = ["code_version", "engine_version", "config_version"]
-BASELINE_THROUGHPUT = ["request_count", "qps", "input_tps", "output_tps"]
-BASELINE_RESOURCES = ["gpu_util", "sm_active", "dram_active", "mem_weights_bytes", "mem_kv_bytes"]
+BASELINE_ENVIRONMENT = [*ENVIRONMENT_FIELDS, "config_version"]
+BASELINE_THROUGHPUT = list(THROUGHPUT_FIELDS)
+BASELINE_RESOURCES = list(RESOURCE_FIELDS)
 BASELINE_LATENCY = list(LATENCY_FIELDS)
 
 

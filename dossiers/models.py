@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from analysis import configdiff, cost
 from analysis.percentiles import LATENCY_FIELDS, LATENCY_METRICS, PERCENTILE_LABELS
+from analysis.runs import ENVIRONMENT_FIELDS, RESOURCE_FIELDS, THROUGHPUT_FIELDS, WORKLOAD_FIELDS
 
 
 class Team(models.Model):
@@ -303,24 +304,10 @@ LATENCY_FIELD_NAMES = LATENCY_FIELDS
 # A measured run's columns other than the latency percentiles, in reading order.
 RUN_FIELD_NAMES = (
     "measured_at",
-    "concurrency",
-    "request_rate",
-    "prompt_tokens_mean",
-    "prompt_tokens_std",
-    "output_tokens_mean",
-    "output_tokens_std",
-    "duration_s",
-    "code_version",
-    "engine_version",
-    "request_count",
-    "qps",
-    "input_tps",
-    "output_tps",
-    "gpu_util",
-    "sm_active",
-    "dram_active",
-    "mem_weights_bytes",
-    "mem_kv_bytes",
+    *WORKLOAD_FIELDS,
+    *ENVIRONMENT_FIELDS,
+    *THROUGHPUT_FIELDS,
+    *RESOURCE_FIELDS,
 )
 
 

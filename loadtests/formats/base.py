@@ -14,29 +14,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from analysis.percentiles import LATENCY_FIELDS, PERCENTILE_LABELS
+from analysis.runs import RESOURCE_FIELDS, THROUGHPUT_FIELDS, WORKLOAD_FIELDS
 
 # The MeasuredRun percentile columns, and the label each is stored under.
 PERCENTILES = PERCENTILE_LABELS
 
-FIELD_NAMES = (
-    "concurrency",
-    "request_rate",
-    "prompt_tokens_mean",
-    "prompt_tokens_std",
-    "output_tokens_mean",
-    "output_tokens_std",
-    "duration_s",
-    "request_count",
-    "qps",
-    "input_tps",
-    "output_tps",
-    *LATENCY_FIELDS,
-    "gpu_util",
-    "sm_active",
-    "dram_active",
-    "mem_weights_bytes",
-    "mem_kv_bytes",
-)
+FIELD_NAMES = (*WORKLOAD_FIELDS, *THROUGHPUT_FIELDS, *LATENCY_FIELDS, *RESOURCE_FIELDS)
 
 SAMPLE_KEYS = ("ttft", "tpot", "itl", "e2e")
 
