@@ -20,3 +20,8 @@ urlpatterns = [
     path("", include("loadtests.urls")),
     path("", include("dossiers.urls")),
 ]
+
+# Errors under /api/ are JSON (perfhub.api); other paths keep Django's pages.
+handler400 = "perfhub.api.handler400"
+handler404 = "perfhub.api.handler404"
+handler500 = "perfhub.api.handler500"
