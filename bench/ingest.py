@@ -128,7 +128,10 @@ def gunicorn(workers: int):
             "--workers", str(workers), "--log-level", "warning",
         ],
         cwd=ROOT,
-        env={**os.environ, "ALLOWED_HOSTS": "127.0.0.1", "PERFHUB_INGEST_MAX_BYTES": str(50 << 20)},
+        env={
+            **os.environ, "ALLOWED_HOSTS": "127.0.0.1", "PERFHUB_INGEST_MAX_BYTES": str(50 << 20),
+            "PERFHUB_INGEST_RATE": "",  # no push-rate limit: the bench is one host pushing flat out
+        },
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/api/v1/ingest/"
     try:

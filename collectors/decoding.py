@@ -1,13 +1,14 @@
 """From an ingest body (bytes) to `IngestBatchSerializer.validated_data`, fast when it is valid.
 
 Agents send a thousand request samples a batch; DRF's per-field machinery costs ~20 us a sample,
-more than the database spends storing it. So the request list is first decoded and checked by
-msgspec (compiled; decoding and type checks in one pass, ~1 us a sample), under rules that
-accept only what `RequestSampleSerializer` accepts unchanged: JSON numbers for numbers, JSON
-booleans for `ok`, timestamps through the same `parse_rfc3339` and acceptance window, known
-service slugs without control characters. The rest of the document (a few GPU samples and
-scrapes) always goes through DRF. When msgspec refuses anything, the whole body goes through
-DRF instead, which names the bad field (`requests[3].e2e_ms`); msgspec never decides an error.
+more than the database spends storing it. So the request and GPU lists are first decoded and
+checked by msgspec (compiled: decoding and type checks in one pass, ~1 us a sample), under rules
+that accept only what `RequestSampleSerializer` / `GpuSampleSerializer` accept unchanged: JSON
+numbers for numbers, JSON booleans for booleans, the same bounds, timestamps through the same
+`parse_rfc3339` and acceptance window, no control characters in names. The batch's own fields
+and its scrapes (exposition text, parsed anyway) go through DRF (`IngestEnvelopeSerializer`).
+When msgspec refuses anything, the whole body goes through `IngestBatchSerializer` instead,
+which names the bad field (`requests[3].e2e_ms`): msgspec never words an error.
 """
 
 from __future__ import annotations
@@ -24,15 +25,18 @@ from collectors.models import Host
 from collectors.serializers import (
     CONTROL_CHARACTERS,
     IngestBatchSerializer,
+    IngestEnvelopeSerializer,
     ValidRequest,
     acceptance_window,
     parse_rfc3339,
 )
 from perfhub.api import check_depth, flatten_errors, loads_limited
 
-# Finite and >= 0 (JSON has no NaN; a huge exponent is refused by the decoder as out of range).
+# Finite (JSON has no NaN; an exponent past float's range is refused by the decoder).
 Number = Annotated[float, msgspec.Meta(ge=0, le=sys.float_info.max)]
+Ratio = Annotated[float, msgspec.Meta(ge=0, le=1)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**62)]
+Name = Annotated[str, msgspec.Meta(max_length=100)]
 UNSET: Any = msgspec.UNSET
 
 
@@ -48,21 +52,37 @@ class _Request(msgspec.Struct):
     ok: bool = True
 
 
+class _Gpu(msgspec.Struct):
+    ts: str
+    index: Annotated[int, msgspec.Meta(ge=0, le=1023)]
+    uuid: Name = ""
+    name: Name = ""
+    util: Ratio | None = None
+    mem_util: Ratio | None = None
+    mem_used_bytes: Count | None = None
+    mem_total_bytes: Count | None = None
+    power_w: Number | None = None
+    temp_c: Annotated[float, msgspec.Meta(ge=-100, le=250)] | None = None
+    sm_clock_mhz: Number | None = None
+    sm_active: Ratio | None = None
+    sm_occupancy: Ratio | None = None
+    dram_active: Ratio | None = None
+
+
 class _Body(msgspec.Struct):
-    """The batch with its request list typed; the other fields are left to DRF as decoded."""
+    """The batch with its GPU and request lists typed; the rest is left to DRF as decoded."""
 
     batch_id: Any = UNSET
     host: Any = UNSET
     agent_version: Any = UNSET
     sent_at: Any = UNSET
-    gpus: Any = UNSET
     scrapes: Any = UNSET
+    gpus: list[_Gpu] = []
     requests: list[_Request] = []
 
 
-_OTHER_FIELDS = ("batch_id", "host", "agent_version", "sent_at", "gpus", "scrapes")
-
-
+_ENVELOPE_FIELDS = ("batch_id", "host", "agent_version", "sent_at", "scrapes")
+_GPU_FIELDS = _Gpu.__struct_fields__
 _decoder = msgspec.json.Decoder(_Body)
 
 
@@ -72,23 +92,27 @@ def validate_body(raw: bytes, *, host: Host, now: datetime | None = None) -> dic
     now = now or timezone.now()
     fast = fast_path(raw, now)
     if fast is None:
-        document, context = loads_limited(raw), {"host": host, "now": now}
-    else:
-        document, requests = fast
-        check_depth(document)  # the request list is flat by type; the rest is as sent
-        context = {"host": host, "now": now, "requests": requests}
-    return validate_document(document, context)
+        return validate_document(loads_limited(raw), {"host": host, "now": now})
+    envelope, gpus, requests = fast
+    check_depth(envelope)  # the typed lists are flat by construction; the rest is as sent
+    context = {"host": host, "now": now, "gpus": gpus, "requests": requests}
+    return _validated(IngestEnvelopeSerializer(data=envelope, context=context))
 
 
 def validate_document(document: Any, context: dict) -> dict:
-    serializer = IngestBatchSerializer(data=document, context=context)
+    """Every field of a batch document through DRF (errors named by field path)."""
+    return _validated(IngestBatchSerializer(data=document, context=context))
+
+
+def _validated(serializer) -> dict:
     if not serializer.is_valid():
         raise ValidationError(flatten_errors(serializer.errors))
     return serializer.validated_data
 
 
-def fast_path(raw: bytes, now: datetime) -> tuple[dict, list[ValidRequest]] | None:
-    """(the document without its requests, the validated requests), or None: ask DRF."""
+def fast_path(raw: bytes, now: datetime) -> tuple[dict, list[dict], list[ValidRequest]] | None:
+    """(the batch's other fields as decoded, validated GPU samples, validated requests), or
+    None: only DRF can judge this body."""
     try:
         body = _decoder.decode(raw)
     except (msgspec.DecodeError, RecursionError):
@@ -106,9 +130,19 @@ def fast_path(raw: bytes, now: datetime) -> tuple[dict, list[ValidRequest]] | No
                 r.prompt_tokens, r.output_tokens, r.ok,
             )
         )  # fmt: skip
-    if any(CONTROL_CHARACTERS.search(slug) for slug in {r.service for r in requests}):
+    names = {r.service for r in requests}
+    gpus = []
+    for g in body.gpus:
+        ts = parse_rfc3339(g.ts)
+        if ts is None or ts.tzinfo is None or not start <= ts <= end:
+            return None
+        names |= {g.uuid, g.name}
+        gpus.append({**{f: getattr(g, f) for f in _GPU_FIELDS}, "ts": ts.astimezone(UTC)})
+    if any(CONTROL_CHARACTERS.search(name) for name in names):
         return None
-    document = {
-        name: value for name in _OTHER_FIELDS if (value := getattr(body, name)) is not msgspec.UNSET
+    envelope = {
+        name: value
+        for name in _ENVELOPE_FIELDS
+        if (value := getattr(body, name)) is not msgspec.UNSET
     }
-    return document, requests
+    return envelope, gpus, requests

@@ -287,18 +287,16 @@ class RequestSampleSerializer(serializers.Serializer):
         )  # fmt: skip
 
 
-class IngestBatchSerializer(serializers.Serializer):
-    """The agent's push (v1). Context: `host` (the token's host), optionally `now`, and
-    `requests` when the hot path has already validated the request list (then the document
-    carries none)."""
+class IngestEnvelopeSerializer(serializers.Serializer):
+    """A batch's own fields and its scrapes; the GPU samples and requests come validated in
+    the context (`gpus`, `requests`) from `collectors.decoding`'s hot path. Context: `host`
+    (the token's host), optionally `now`."""
 
     batch_id = StrictUUIDField()
     host = StrictCharField(max_length=200)
     agent_version = StrictCharField(max_length=40, allow_blank=True, required=False, default="")
     sent_at = Rfc3339Field(window=True)
-    gpus = GpuSampleSerializer(many=True, required=False, default=list)
     scrapes = ScrapeSerializer(many=True, required=False, default=list)
-    requests = RequestSampleSerializer(many=True, required=False, default=list)
 
     def validate_host(self, value: str) -> str:
         host: Host = self.context["host"]
@@ -310,8 +308,8 @@ class IngestBatchSerializer(serializers.Serializer):
         return value
 
     def validate(self, attrs: dict) -> dict:
-        if "requests" in self.context:
-            attrs["requests"] = self.context["requests"]
+        attrs.setdefault("gpus", self.context.get("gpus", []))
+        attrs.setdefault("requests", self.context.get("requests", []))
         slugs = {s["service"] for s in attrs["scrapes"] if s.get("service")}
         slugs |= {r.service for r in attrs["requests"]}
         services = {s.slug: s for s in Service.objects.filter(slug__in=slugs)} if slugs else {}
@@ -325,6 +323,14 @@ class IngestBatchSerializer(serializers.Serializer):
             raise serializers.ValidationError(errors)
         attrs["services"] = services
         return attrs
+
+
+class IngestBatchSerializer(IngestEnvelopeSerializer):
+    """The agent's push (v1), every field through DRF: the contract (and the schema), and the
+    path that names what is wrong in a batch the hot path refused."""
+
+    gpus = GpuSampleSerializer(many=True, required=False, default=list)
+    requests = RequestSampleSerializer(many=True, required=False, default=list)
 
 
 class IngestAcceptedSerializer(serializers.Serializer):

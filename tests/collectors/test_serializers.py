@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.decoding import fast_path
-from collectors.serializers import RequestSampleSerializer, ValidRequest, flatten_errors
+from collectors.serializers import (
+    GpuSampleSerializer,
+    RequestSampleSerializer,
+    ValidRequest,
+    flatten_errors,
+)
+from collectors.services.ingest import _gpu_row
 
 NOW = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)
 FULL = {
@@ -32,7 +38,39 @@ def drf(item) -> ValidRequest | None:
 
 def fast(item) -> ValidRequest | None:
     result = fast_path(json.dumps({"requests": [item]}).encode(), NOW)
-    return None if result is None else result[1][0]
+    return None if result is None else result[2][0]
+
+
+GPU = {
+    "ts": "2025-03-03T11:59:00Z",
+    "index": 0,
+    "uuid": "GPU-1",
+    "name": "NVIDIA H100",
+    "util": 0.97,
+    "mem_util": 0.61,
+    "mem_used_bytes": 77720453120,
+    "mem_total_bytes": 85899345920,
+    "power_w": 612.4,
+    "temp_c": 61,
+    "sm_clock_mhz": 1980,
+    "sm_active": 0.31,
+    "sm_occupancy": None,
+    "dram_active": 0.72,
+}
+
+
+def gpu_row(item: dict) -> tuple:
+    return _gpu_row(1, item)
+
+
+def drf_gpu(item) -> tuple | None:
+    serializer = GpuSampleSerializer(data=item, context={"now": NOW})
+    return gpu_row(serializer.validated_data) if serializer.is_valid() else None
+
+
+def fast_gpu(item) -> tuple | None:
+    result = fast_path(json.dumps({"gpus": [item]}).encode(), NOW)
+    return None if result is None else gpu_row(result[1][0])
 
 
 @pytest.mark.parametrize(
@@ -95,6 +133,23 @@ def test_the_fast_path_accepts_only_what_drf_accepts_unchanged(changes, removed)
     accepted = fast(item)
     if accepted is not None:
         assert accepted == drf(item)
+
+
+@pytest.mark.parametrize("change", [{}, {"temp_c": -5.5, "util": 0}, {"uuid": "", "name": ""}])
+def test_the_fast_path_stores_the_gpu_row_drf_would(change):
+    assert fast_gpu({**GPU, **change}) == drf_gpu({**GPU, **change}) is not None
+
+
+gpu_fields = st.sampled_from(list(GPU))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(gpu_fields, values, max_size=4), st.lists(gpu_fields, max_size=3))
+def test_the_fast_path_accepts_only_gpu_samples_drf_accepts_unchanged(changes, removed):
+    item = {k: v for k, v in {**GPU, **changes}.items() if k not in removed}
+    accepted = fast_gpu(item)
+    if accepted is not None:
+        assert accepted == drf_gpu(item)
 
 
 def test_errors_flatten_to_field_paths():
