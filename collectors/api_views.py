@@ -23,7 +23,7 @@ from collectors.serializers import (
 )
 from collectors.services import ingest
 from dossiers.models import Service
-from perfhub.api import DetailSerializer, flatten_errors, read_limited
+from webapi.core import DetailSerializer, flatten_errors, read_limited
 
 
 class HostRateThrottle(throttling.SimpleRateThrottle):

@@ -25,7 +25,7 @@ from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
 from dossiers.models import Service
-from perfhub.api import flatten_errors
+from webapi.core import flatten_errors
 
 __all__ = ["flatten_errors"]  # re-exported: callers flatten errors the way the API does
 

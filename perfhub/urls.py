@@ -21,7 +21,7 @@ urlpatterns = [
     path("", include("dossiers.urls")),
 ]
 
-# Errors under /api/ are JSON (perfhub.api); other paths keep Django's pages.
-handler400 = "perfhub.api.handler400"
-handler404 = "perfhub.api.handler404"
-handler500 = "perfhub.api.handler500"
+# Errors under /api/ are JSON (webapi.core); other paths keep Django's pages.
+handler400 = "webapi.core.handler400"
+handler404 = "webapi.core.handler404"
+handler500 = "webapi.core.handler500"

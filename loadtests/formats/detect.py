@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from webapi.core import json_depth_exceeds
+
 from . import genai_perf, guidellm, llmperf, vllm_bench
 from .base import FORMATS, Ctx, Document, LoadTestFormatError, json_type
 
@@ -37,6 +39,22 @@ def decode(content: bytes | str) -> str:
         ) from None
 
 
+# Load-test results nest a few levels; anything far deeper is not one (and must not exhaust
+# the parser's recursion).
+MAX_JSON_DEPTH = 32
+
+
+def _loads(text: str):
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = None
+    else:
+        if not json_depth_exceeds(value, MAX_JSON_DEPTH):
+            return value
+    raise LoadTestFormatError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+
+
 def load_documents(text: str, *, format: str | None = None) -> list[Document]:
     """One document for a JSON file; one per non-blank line for JSON lines."""
     prefix = f"{format}: " if format else ""
@@ -45,13 +63,13 @@ def load_documents(text: str, *, format: str | None = None) -> list[Document]:
             f"{prefix}the file is empty" + ("" if format else f": {EXPECTED}")
         )
     try:
-        return [Document(json.loads(text))]
+        return [Document(_loads(text))]
     except json.JSONDecodeError as whole:
         whole_error = whole
     lines = text.splitlines()
     first = next(index for index, line in enumerate(lines) if line.strip())
     try:
-        first_value = json.loads(lines[first])
+        first_value = _loads(lines[first])
     except json.JSONDecodeError:
         first_value = None
     if not isinstance(first_value, dict):
@@ -66,7 +84,7 @@ def load_documents(text: str, *, format: str | None = None) -> list[Document]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = _loads(line)
         except json.JSONDecodeError as exc:
             raise Ctx(fmt, line=number).error(
                 f"not valid JSON: {exc.msg} (column {exc.colno})"
