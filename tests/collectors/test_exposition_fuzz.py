@@ -50,7 +50,7 @@ documents = st.one_of(st.text(), st.lists(lines(), max_size=12).map("\n".join))
 
 
 @settings(max_examples=300, deadline=None)
-@given(documents, st.sampled_from(exposition.SOURCES))
+@given(documents, st.sampled_from(exposition.sources()))
 def test_any_text_parses_or_raises_the_documented_error(text, source):
     try:
         exposition.parse(text, source)

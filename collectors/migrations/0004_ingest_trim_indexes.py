@@ -60,7 +60,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("collectors", "0002_scrapewindow_resets_index"),
+        ("collectors", "0003_pull_kind_from_engine_registry"),
         ("dossiers", "0003_experiments_restrict"),
     ]
 
