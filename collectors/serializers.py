@@ -226,7 +226,7 @@ class ScrapeSerializer(serializers.Serializer):
     service = StrictCharField(
         max_length=50, allow_blank=True, allow_null=True, required=False, default=""
     )
-    source = StrictCharField(max_length=20)
+    source = StrictCharField(min_length=1, max_length=20)
     exposition = StrictCharField(allow_blank=True, allow_control=True)
 
     def validate_source(self, value: str) -> str:
@@ -269,7 +269,7 @@ class RequestSampleSerializer(serializers.Serializer):
     and comes here only to name what is wrong."""
 
     ts = Rfc3339Field(window=True)
-    service = StrictCharField(max_length=50)
+    service = StrictCharField(min_length=1, max_length=50)
     ttft_ms = non_negative()
     tpot_ms = non_negative()
     e2e_ms = non_negative(allow_null=False, required=True)
@@ -293,7 +293,7 @@ class IngestEnvelopeSerializer(serializers.Serializer):
     (the token's host), optionally `now`."""
 
     batch_id = StrictUUIDField()
-    host = StrictCharField(max_length=200)
+    host = StrictCharField(min_length=1, max_length=200)
     agent_version = StrictCharField(max_length=40, allow_blank=True, required=False, default="")
     sent_at = Rfc3339Field(window=True)
     scrapes = ScrapeSerializer(many=True, required=False, default=list)
