@@ -1,14 +1,23 @@
-"""Ingest budget (DESIGN.md section 8): samples/s through the real HTTP API vs a raw COPY.
+"""Ingest budget (DESIGN.md section 8): samples/s through the real HTTP API vs the database's
+own speed on the same rows.
 
     DATABASE_URL=postgres://... .venv/bin/python bench/ingest.py [--batches 40] [--rounds 3]
+        [--workers N] [--per-row]
 
-Server: gunicorn started by this script on 127.0.0.1 (sync workers, one per CPU), talking to
-the PostgreSQL in DATABASE_URL; the client posts agent batches (DESIGN.md section 3) from as
-many threads as there are workers, each with a keep-alive session. Baseline: the same rows
-(request samples + GPU samples), already as tuples, COPYed by psycopg over one connection into
-the same tables, one transaction per batch. Rounds alternate API and COPY (so background load
-hits both); prints each round, the best rate of each, and their ratio (target >= 0.5).
-A measurement, not a test: numbers depend on the machine.
+Server: gunicorn started by this script on 127.0.0.1 (sync workers, one per CPU by default),
+talking to the PostgreSQL in DATABASE_URL; the client posts agent batches (DESIGN.md section 3)
+from as many threads as there are workers, each with a keep-alive session.
+
+Reference (the budget): the same rows (request samples + GPU samples, timestamps in UTC),
+formatted as COPY text before timing, loaded with `COPY ... FROM STDIN` in 1 MiB writes, one
+COPY per table per connection, on as many connections as the API has workers, into the same
+tables with the same indexes: what `psql \\copy` of a prepared file does. `--per-row` also
+times the old reference (one `write_row` call per row from Python tuples, one transaction per
+batch, one connection), printed for comparison only: it measures psycopg's per-row path.
+
+Rounds alternate API and reference (so background load hits both); prints each round, the best
+rate of each, and their ratio (target >= 0.5). A measurement, not a test: numbers depend on the
+machine.
 """
 
 from __future__ import annotations
