@@ -38,7 +38,10 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 def parse_rfc3339(value: object) -> datetime | None:
     """The datetime an RFC 3339 string spells (offsets up to +-23:59, as Python allows; may be
     naive), or None. Shared by the DRF field and the msgspec hot path so they agree."""
-    if type(value) is not str or len(value) > 40 or "T" not in value.upper():
+    if type(value) is not str or len(value) > 40:
+        return None
+    value = value.upper()  # RFC 3339 allows "t" and "z"; Python's parser wants capitals
+    if "T" not in value:
         return None
     try:
         return datetime.fromisoformat(value)

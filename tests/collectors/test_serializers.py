@@ -82,6 +82,11 @@ def test_the_fast_path_gives_what_drf_gives(item):
     assert fast(item) is not None
 
 
+def test_both_paths_read_lowercase_t_and_z():
+    item = {**FULL, "ts": "2025-03-03t11:59:00z"}
+    assert fast(item).ts == drf(item).ts == datetime(2025, 3, 3, 11, 59, tzinfo=UTC)
+
+
 def test_both_paths_store_timestamps_in_utc():
     item = {**FULL, "ts": "2025-03-02T16:00:00-19:00"}
     assert fast(item).ts == drf(item).ts == datetime(2025, 3, 3, 11, 0, tzinfo=UTC)
