@@ -40,7 +40,7 @@ test: install
 	$(BIN)/python -m pytest
 	@if [ -n "$$DATABASE_URL" ]; then \
 	  echo "== again on the SQLite default (browser tests skipped) =="; \
-	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -m "not browser and not postgres and not e2e"; \
+	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -m "not browser and not postgres and not e2e and not fuzz"; \
 	fi
 
 lint: install

@@ -3,63 +3,60 @@ selector, answer."""
 
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, parsers, status
+from rest_framework import parsers, status, throttling
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collectors import selectors
+from collectors import decoding, selectors
 from collectors.authentication import AgentTokenAuthentication
 from collectors.serializers import (
     IngestAcceptedSerializer,
     IngestBatchSerializer,
     IngestDuplicateSerializer,
     MetricsQuerySerializer,
-    flatten_errors,
 )
 from collectors.services import ingest
 from dossiers.models import Service
+from webapi.core import DetailSerializer, flatten_errors, read_limited
 
 
-class PayloadTooLarge(exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "Request body too large."
-    default_code = "too_large"
+class HostRateThrottle(throttling.SimpleRateThrottle):
+    """PERFHUB_INGEST_RATE pushes per host (counted per server process, in Django's cache)."""
+
+    scope = "ingest"
+
+    def get_rate(self) -> str | None:
+        return settings.PERFHUB_INGEST_RATE or None
+
+    def get_cache_key(self, request, view) -> str | None:
+        token = request.auth
+        host_id = getattr(token, "host_id", None)
+        return (
+            None if host_id is None else self.cache_format % {"scope": self.scope, "ident": host_id}
+        )
 
 
-class IngestJSONParser(parsers.JSONParser):
-    """JSON with a size limit, and with NaN/Infinity let through to the serializer.
+class IngestBodyParser(parsers.BaseParser):
+    """The raw JSON body, read up to PERFHUB_INGEST_MAX_BYTES (counted while reading, chunked
+    or not); `collectors.decoding` decodes and validates it in one pass."""
 
-    Python's json accepts `NaN`; we keep it as a float so the field validator rejects it with
-    the field's path (`requests[0].e2e_ms`) instead of a bare parse error.
-    """
+    media_type = "application/json"
 
-    def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.PERFHUB_INGEST_MAX_BYTES
-        request = (parser_context or {}).get("request")
-        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
-        if declared and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge(f"Request body over {limit} bytes.")
-        raw = stream.read(limit + 1) if stream is not None else b""
-        if len(raw) > limit:
-            raise PayloadTooLarge(f"Request body over {limit} bytes.")
-        try:
-            return json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise exceptions.ParseError(f"JSON parse error - {exc}") from exc
+    def parse(self, stream, media_type=None, parser_context=None) -> bytes:
+        return read_limited(stream, settings.PERFHUB_INGEST_MAX_BYTES) if stream else b""
 
 
 class IngestView(APIView):
     authentication_classes = [AgentTokenAuthentication]
     permission_classes = [IsAuthenticated]
-    parser_classes = [IngestJSONParser]
+    parser_classes = [IngestBodyParser]
+    throttle_classes = [HostRateThrottle]
 
     @extend_schema(
         operation_id="ingest_batch",
@@ -69,17 +66,19 @@ class IngestView(APIView):
             202: IngestAcceptedSerializer,
             200: OpenApiResponse(IngestDuplicateSerializer, "A replayed batch_id: nothing stored."),
             400: OpenApiResponse(OpenApiTypes.OBJECT, "Errors keyed by field path."),
-            401: OpenApiResponse(description="Missing, invalid or revoked token."),
-            403: OpenApiResponse(description="The token belongs to another host."),
-            413: OpenApiResponse(description="Body over PERFHUB_INGEST_MAX_BYTES."),
+            401: OpenApiResponse(DetailSerializer, "Missing, invalid or revoked token."),
+            403: OpenApiResponse(DetailSerializer, "The token belongs to another host."),
+            413: OpenApiResponse(DetailSerializer, "Body over PERFHUB_INGEST_MAX_BYTES."),
+            429: OpenApiResponse(
+                DetailSerializer, "Over PERFHUB_INGEST_RATE pushes a minute (see Retry-After)."
+            ),
         },
     )
     def post(self, request: Request) -> Response:
         host = request.auth.host
-        serializer = IngestBatchSerializer(data=request.data, context={"host": host})
-        if not serializer.is_valid():
-            return Response(flatten_errors(serializer.errors), status=status.HTTP_400_BAD_REQUEST)
-        result = ingest.ingest_batch(host=host, data=serializer.validated_data)
+        raw = request.data if isinstance(request.data, bytes) else b""  # no body: {} -> 400
+        data = decoding.validate_body(raw, host=host)
+        result = ingest.ingest_batch(host=host, data=data)
         if result.duplicate:
             return Response({"duplicate": True}, status=status.HTTP_200_OK)
         return Response(
@@ -102,7 +101,12 @@ class ServiceMetricsView(APIView):
             OpenApiParameter("hosts", OpenApiTypes.STR, description="Comma-separated host names"),
             OpenApiParameter("resolution", OpenApiTypes.INT, enum=[60, 300, 3600]),
         ],
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            400: OpenApiResponse(OpenApiTypes.OBJECT, "Errors keyed by parameter."),
+            401: OpenApiResponse(DetailSerializer, "Not logged in, no valid token."),
+            404: OpenApiResponse(DetailSerializer, "No service with this slug."),
+        },
     )
     def get(self, request: Request, slug: str) -> Response:
         service = get_object_or_404(Service, slug=slug)

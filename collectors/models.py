@@ -222,11 +222,18 @@ class GpuSample(models.Model):
 
 
 class RequestSample(models.Model):
-    """One request as the agent saw it (times in ms)."""
+    """One request as the agent saw it (times in ms).
+
+    Two indexes besides the key, each with its reader (every index costs every insert):
+    `(host, ts)` for the roll-up's `host_id = %s AND ts >= %s AND ts < %s` (and deleting a
+    host's rows), `(service, host, ts)` for a service's raw rows over a range
+    (`service_id = %s AND ts >= ...`, deleting a service's rows). The foreign keys carry no
+    index of their own: the composites lead with their columns.
+    """
 
     id = models.BigAutoField(primary_key=True)
-    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
-    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+", db_index=False)
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+", db_index=False)
     ts = models.DateTimeField()
     ttft_ms = models.FloatField(null=True)
     tpot_ms = models.FloatField(null=True)

@@ -10,8 +10,12 @@ in `validated_data` so the ingest service does not parse it twice. What to store
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
+from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -21,32 +25,92 @@ from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
 from dossiers.models import Service
+from webapi.core import flatten_errors
 
-MAX_FUTURE = timedelta(minutes=5)
+__all__ = ["flatten_errors"]  # re-exported: callers flatten errors the way the API does
+
+# Control characters (C0, DEL, C1) have no place in names, slugs or ids.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# The earliest timestamp a metrics query may name: no date arithmetic on it leaves datetime's range.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def parse_rfc3339(value: object) -> datetime | None:
+    """The datetime an RFC 3339 string spells (offsets up to +-23:59, as Python allows; may be
+    naive), or None. Shared by the DRF field and the msgspec hot path so they agree."""
+    if type(value) is not str or len(value) > 40:
+        return None
+    value = value.upper()  # RFC 3339 allows "t" and "z"; Python's parser wants capitals
+    if "T" not in value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def acceptance_window(now: datetime) -> tuple[datetime, datetime]:
+    """The ingest acceptance window around `now` (PERFHUB_INGEST_MAX_AGE_S / _AHEAD_S)."""
+    return (
+        now - timedelta(seconds=settings.PERFHUB_INGEST_MAX_AGE_S),
+        now + timedelta(seconds=settings.PERFHUB_INGEST_MAX_AHEAD_S),
+    )
+
+
+def _span(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds} seconds"
+
+
+def _z(ts: datetime) -> str:
+    return ts.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
 class Rfc3339Field(serializers.Field):
-    """An RFC 3339 timestamp with its offset, at most 5 minutes in the future."""
+    """An RFC 3339 timestamp with its offset (any valid one), returned in UTC.
+
+    `window=True` (ingest): it must fall inside the acceptance window around the context's
+    `now`. Otherwise (metrics queries) it must lie between 1970 and the window's end.
+    """
 
     default_error_messages = {
         "invalid": "An RFC 3339 timestamp is required, e.g. 2025-01-31T12:00:00Z.",
         "naive": "The timestamp needs a time zone offset (RFC 3339), e.g. Z or +00:00.",
-        "future": "More than 5 minutes in the future ({value}); check the host's clock.",
+        "window": (
+            "{value} is outside the acceptance window {start} .. {end} (now - {age} .. "
+            "now + {ahead}); check the host's clock."
+        ),
+        "range": "The timestamp must lie between 1970 and now + {ahead}.",
     }
 
+    def __init__(self, *, window: bool = False, **kwargs) -> None:
+        self.window = window
+        super().__init__(**kwargs)
+
     def to_internal_value(self, data) -> datetime:
-        if not isinstance(data, str) or "T" not in data.upper() or len(data) > 40:
-            self.fail("invalid")
-        try:
-            value = datetime.fromisoformat(data)
-        except ValueError:
+        value = parse_rfc3339(data)
+        if value is None:
             self.fail("invalid")
         if value.tzinfo is None:
             self.fail("naive")
-        if value - self.context_now() > MAX_FUTURE:
-            self.fail("future", value=data)
-        return value
+        if self.window:
+            start, end = acceptance_window(self.context_now())
+            if not start <= value <= end:
+                self.fail(
+                    "window",
+                    value=data,
+                    start=_z(start),
+                    end=_z(end),
+                    age=_span(settings.PERFHUB_INGEST_MAX_AGE_S),
+                    ahead=_span(settings.PERFHUB_INGEST_MAX_AHEAD_S),
+                )
+        elif not EARLIEST <= value <= acceptance_window(self.context_now())[1]:
+            self.fail("range", ahead=_span(settings.PERFHUB_INGEST_MAX_AHEAD_S))
+        return value.astimezone(UTC)
 
     def context_now(self) -> datetime:
         root = self.root
@@ -55,6 +119,59 @@ class Rfc3339Field(serializers.Field):
 
     def to_representation(self, value: datetime) -> str:
         return value.isoformat()
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string (a number or boolean is refused, not coerced), kept as sent (no trimming),
+    without control characters unless `allow_control` (exposition text has newlines)."""
+
+    default_error_messages = {
+        "not_a_string": "A string is required.",
+        "control": "Control characters are not allowed.",
+    }
+
+    def __init__(self, *, allow_control: bool = False, **kwargs) -> None:
+        self.allow_control = allow_control
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data) -> str:
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        if not self.allow_control and CONTROL_CHARACTERS.search(data):
+            self.fail("control")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer: not a string, a boolean or a number with a fraction."""
+
+    default_error_messages = {"invalid": "A whole number is required."}
+
+    def to_internal_value(self, data) -> int:
+        if type(data) is not int:
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON boolean: `true` or `false`, not "yes", 1 or "true"."""
+
+    default_error_messages = {"invalid": "A JSON boolean (true or false) is required."}
+
+    def to_internal_value(self, data) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID as a JSON string (a number is refused, not turned into a made-up UUID)."""
+
+    def to_internal_value(self, data) -> uuid.UUID:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
 
 
 class StrictFloatField(serializers.FloatField):
@@ -87,14 +204,14 @@ def non_negative(**kwargs) -> StrictFloatField:
 def count(**kwargs) -> serializers.IntegerField:
     kwargs.setdefault("allow_null", True)
     kwargs.setdefault("required", False)
-    return serializers.IntegerField(min_value=0, max_value=2**62, **kwargs)
+    return StrictIntegerField(min_value=0, max_value=2**62, **kwargs)
 
 
 class GpuSampleSerializer(serializers.Serializer):
-    ts = Rfc3339Field()
-    index = serializers.IntegerField(min_value=0, max_value=1023)
-    uuid = serializers.CharField(max_length=100, allow_blank=True, required=False, default="")
-    name = serializers.CharField(max_length=100, allow_blank=True, required=False, default="")
+    ts = Rfc3339Field(window=True)
+    index = StrictIntegerField(min_value=0, max_value=1023)
+    uuid = StrictCharField(max_length=100, allow_blank=True, required=False, default="")
+    name = StrictCharField(max_length=100, allow_blank=True, required=False, default="")
     util = ratio()
     mem_util = ratio()
     mem_used_bytes = count()
@@ -108,12 +225,12 @@ class GpuSampleSerializer(serializers.Serializer):
 
 
 class ScrapeSerializer(serializers.Serializer):
-    ts = Rfc3339Field()
-    service = serializers.CharField(
+    ts = Rfc3339Field(window=True)
+    service = StrictCharField(
         max_length=50, allow_blank=True, allow_null=True, required=False, default=""
     )
-    source = serializers.CharField(max_length=20)
-    exposition = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    source = StrictCharField(min_length=1, max_length=20)
+    exposition = StrictCharField(allow_blank=True, allow_control=True)
 
     def validate_source(self, value: str) -> str:
         if value not in exposition.sources():
@@ -135,113 +252,54 @@ class ScrapeSerializer(serializers.Serializer):
         return attrs
 
 
-class FastPathListSerializer(serializers.ListSerializer):
-    """A list whose items are first checked by the child's `fast_validate` (plain Python).
+class ValidRequest(NamedTuple):
+    """One validated request sample (times in ms, `ts` in UTC), from either validation path."""
 
-    Agents send thousands of requests a batch; DRF's per-field machinery costs ~60 us an item.
-    The fast check accepts only what the full child serializer would accept unchanged; any item
-    it is unsure of sends the whole list through DRF, which produces the exact error messages.
-    """
-
-    def to_internal_value(self, data):
-        if isinstance(data, list) and data:
-            fast = self.child.fast_validate
-            now = self.child.fields["ts"].context_now()
-            items = []
-            for item in data:
-                value = fast(item, now)
-                if value is None:
-                    break
-                items.append(value)
-            else:
-                return items
-        return super().to_internal_value(data)
-
-
-def _fast_number(value, *, required: bool = False) -> bool:
-    if value is None:
-        return not required
-    return (
-        type(value) in (int, float)  # not bool, not str: DRF would coerce or refuse those
-        and math.isfinite(value)
-        and value >= 0
-    )
-
-
-def _fast_count(value) -> bool:
-    return value is None or (type(value) is int and 0 <= value <= 2**62)
-
-
-def _fast_ts(value, now: datetime) -> datetime | None:
-    if type(value) is not str or "T" not in value.upper() or len(value) > 40:
-        return None
-    try:
-        ts = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if ts.tzinfo is None or ts - now > MAX_FUTURE:
-        return None
-    return ts
+    service: str
+    ts: datetime
+    ttft_ms: float | None
+    tpot_ms: float | None
+    e2e_ms: float
+    queue_ms: float | None
+    prompt_tokens: int | None
+    output_tokens: int | None
+    ok: bool
 
 
 class RequestSampleSerializer(serializers.Serializer):
-    NUMBERS = ("ttft_ms", "tpot_ms", "queue_ms")
-    COUNTS = ("prompt_tokens", "output_tokens")
+    """The contract for one request sample, and its error messages. Valid batches usually
+    skip it: `collectors.decoding` checks the request list with msgspec first (the hot path)
+    and comes here only to name what is wrong."""
 
-    class Meta:
-        list_serializer_class = FastPathListSerializer
-
-    @classmethod
-    def fast_validate(cls, item, now: datetime) -> dict | None:
-        """The validated item, or None when only the full serializer can judge it."""
-        if type(item) is not dict:
-            return None
-        ts = _fast_ts(item.get("ts"), now)
-        service = item.get("service")
-        ok = item.get("ok", True)
-        if (
-            ts is None
-            or type(service) is not str
-            or not 0 < len(service) <= 50
-            or service != service.strip()
-            or not _fast_number(item.get("e2e_ms"), required=True)
-            or not all(_fast_number(item.get(k)) for k in cls.NUMBERS)
-            or not all(_fast_count(item.get(k)) for k in cls.COUNTS)
-            or type(ok) is not bool
-        ):
-            return None
-        out = {"ts": ts, "service": service, "e2e_ms": float(item["e2e_ms"]), "ok": ok}
-        for key in cls.NUMBERS:
-            if key in item:
-                out[key] = None if item[key] is None else float(item[key])
-        for key in cls.COUNTS:
-            if key in item:
-                out[key] = item[key]
-        return out
-
-    ts = Rfc3339Field()
-    service = serializers.CharField(max_length=50)
+    ts = Rfc3339Field(window=True)
+    service = StrictCharField(min_length=1, max_length=50)
     ttft_ms = non_negative()
     tpot_ms = non_negative()
     e2e_ms = non_negative(allow_null=False, required=True)
     queue_ms = non_negative()
     prompt_tokens = count()
     output_tokens = count()
-    ok = serializers.BooleanField(required=False, default=True)
+    ok = StrictBooleanField(required=False, default=True)
+
+    def to_internal_value(self, data) -> ValidRequest:
+        attrs = super().to_internal_value(data)
+        return ValidRequest(
+            attrs["service"], attrs["ts"], attrs.get("ttft_ms"), attrs.get("tpot_ms"),
+            attrs["e2e_ms"], attrs.get("queue_ms"), attrs.get("prompt_tokens"),
+            attrs.get("output_tokens"), attrs["ok"],
+        )  # fmt: skip
 
 
-class IngestBatchSerializer(serializers.Serializer):
-    """The agent's push (v1). Context: `host` (the token's host), optionally `now`."""
+class IngestEnvelopeSerializer(serializers.Serializer):
+    """A batch's own fields and its scrapes; the GPU samples and requests come validated in
+    the context (`gpus`, `requests`) from `collectors.decoding`'s hot path. Context: `host`
+    (the token's host), optionally `now`."""
 
-    batch_id = serializers.UUIDField()
-    host = serializers.CharField(max_length=200)
-    agent_version = serializers.CharField(
-        max_length=40, allow_blank=True, required=False, default=""
-    )
-    sent_at = Rfc3339Field()
-    gpus = GpuSampleSerializer(many=True, required=False, default=list)
+    batch_id = StrictUUIDField()
+    host = StrictCharField(min_length=1, max_length=200)
+    agent_version = StrictCharField(max_length=40, allow_blank=True, required=False, default="")
+    sent_at = Rfc3339Field(window=True)
     scrapes = ScrapeSerializer(many=True, required=False, default=list)
-    requests = RequestSampleSerializer(many=True, required=False, default=list)
 
     def validate_host(self, value: str) -> str:
         host: Host = self.context["host"]
@@ -253,19 +311,29 @@ class IngestBatchSerializer(serializers.Serializer):
         return value
 
     def validate(self, attrs: dict) -> dict:
+        attrs.setdefault("gpus", self.context.get("gpus", []))
+        attrs.setdefault("requests", self.context.get("requests", []))
         slugs = {s["service"] for s in attrs["scrapes"] if s.get("service")}
-        slugs |= {r["service"] for r in attrs["requests"]}
+        slugs |= {r.service for r in attrs["requests"]}
         services = {s.slug: s for s in Service.objects.filter(slug__in=slugs)} if slugs else {}
         errors: dict[str, list[str]] = {}
         for name in ("scrapes", "requests"):
             for i, item in enumerate(attrs[name]):
-                slug = item.get("service")
+                slug = item.get("service") if name == "scrapes" else item.service
                 if slug and slug not in services and f"{name}[{i}].service" not in errors:
                     errors[f"{name}[{i}].service"] = [f"Unknown service {slug!r}."]
         if errors:
             raise serializers.ValidationError(errors)
         attrs["services"] = services
         return attrs
+
+
+class IngestBatchSerializer(IngestEnvelopeSerializer):
+    """The agent's push (v1), every field through DRF: the contract (and the schema), and the
+    path that names what is wrong in a batch the hot path refused."""
+
+    gpus = GpuSampleSerializer(many=True, required=False, default=list)
+    requests = RequestSampleSerializer(many=True, required=False, default=list)
 
 
 class IngestAcceptedSerializer(serializers.Serializer):
@@ -281,31 +349,6 @@ class IngestDuplicateSerializer(serializers.Serializer):
     duplicate = serializers.BooleanField()
 
 
-def flatten_errors(detail, path: str = "") -> dict[str, list[str]]:
-    """DRF's nested errors as `{"requests[3].e2e_ms": ["..."]}`: one key per bad field path."""
-    flat: dict[str, list[str]] = {}
-    if isinstance(detail, dict):
-        for key, value in detail.items():
-            if isinstance(key, int):  # a list's errors by index
-                child = f"{path}[{key}]"
-            elif key == "non_field_errors" and path:
-                child = path
-            elif not path:
-                child = f"{path}{key}"
-            else:
-                child = f"{path}.{key}"
-            flat.update(flatten_errors(value, child))
-    elif isinstance(detail, list) and any(isinstance(v, dict | list) for v in detail):
-        for i, value in enumerate(detail):
-            if value:
-                flat.update(flatten_errors(value, f"{path}[{i}]"))
-    elif isinstance(detail, list):
-        flat.setdefault(path or "non_field_errors", []).extend(str(v) for v in detail)
-    else:
-        flat.setdefault(path or "non_field_errors", []).append(str(detail))
-    return flat
-
-
 class MetricsQuerySerializer(serializers.Serializer):
     """`?start=&end=&hosts=&resolution=` for the metrics API. Default: the last hour."""
 
@@ -313,7 +356,7 @@ class MetricsQuerySerializer(serializers.Serializer):
 
     start = Rfc3339Field(required=False)
     end = Rfc3339Field(required=False)
-    hosts = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    hosts = StrictCharField(required=False, allow_blank=True, max_length=2000)
     resolution = serializers.ChoiceField(choices=[60, 300, 3600], required=False)
 
     def validate(self, attrs: dict) -> dict:

@@ -1,13 +1,15 @@
 """Bulk writes of raw rows: psycopg 3's COPY on PostgreSQL, `bulk_create` elsewhere.
 
 COPY streams rows in one round trip with no per-row SQL to parse or plan, which is what lets
-the ingest API keep up with a raw COPY (DESIGN.md section 8). It runs inside the caller's
+the ingest API keep up with a raw COPY (DESIGN.md section 8). It uses COPY's binary format with
+the column types declared up front: psycopg dumps each value in C without formatting text,
+and the server has no text (floats, timestamps) to parse. It runs inside the caller's
 transaction, so a rejected batch still stores nothing.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Sequence
 
 from django.db import connection, models
@@ -37,18 +39,14 @@ def _copy(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple
     meta = model._meta
     by_attname = {f.attname: f for f in meta.concrete_fields}
     columns = [by_attname[name].column for name in fields]
-    json_positions = [
-        i for i, name in enumerate(fields) if isinstance(by_attname[name], models.JSONField)
-    ]
+    # "varchar(100)" -> "varchar": psycopg knows types by name, without modifiers.
+    types = [re.sub(r"\(.*\)$", "", by_attname[name].db_type(connection)) for name in fields]
     quote = connection.ops.quote_name
-    sql = "COPY {} ({}) FROM STDIN".format(
+    sql = "COPY {} ({}) FROM STDIN (FORMAT BINARY)".format(
         quote(meta.db_table), ", ".join(quote(c) for c in columns)
     )
     with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        copy.set_types(types)
+        write_row = copy.write_row
         for row in rows:
-            if json_positions:
-                row = list(row)
-                for i in json_positions:
-                    if row[i] is not None:
-                        row[i] = json.dumps(row[i])
-            copy.write_row(row)
+            write_row(row)

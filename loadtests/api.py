@@ -166,6 +166,7 @@ class LoadTestImportView(_FileEndpoint):
             201: OpenApiResponse(OpenApiTypes.OBJECT, description="Runs stored."),
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="Already imported."),
             400: OpenApiResponse(description="The file is not a known load-test format."),
+            404: OpenApiResponse(description="No service with this slug."),
             413: OpenApiResponse(description="The file is too large."),
         },
     )
@@ -220,6 +221,8 @@ class GateView(_FileEndpoint):
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="Verdict: pass or regression."),
             400: OpenApiResponse(description="The file is not a known load-test format."),
+            404: OpenApiResponse(description="No service with this slug."),
+            413: OpenApiResponse(description="The file is too large."),
             422: OpenApiResponse(
                 OpenApiTypes.OBJECT, description="Refused: no comparable baseline."
             ),

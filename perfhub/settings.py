@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webapi.core.ApiBodyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -152,6 +153,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 *
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 PERFHUB_INGEST_MAX_BYTES = env_int("PERFHUB_INGEST_MAX_BYTES", 5 * 1024 * 1024)
 PERFHUB_RAW_RETENTION_DAYS = env_int("PERFHUB_RAW_RETENTION_DAYS", 14)
+# Any /api/ body (Content-Length or counted while reading a chunked one); JSON nesting depth.
+PERFHUB_API_MAX_BYTES = env_int("PERFHUB_API_MAX_BYTES", 50 * 1024 * 1024)
+PERFHUB_API_MAX_JSON_DEPTH = env_int("PERFHUB_API_MAX_JSON_DEPTH", 32)
+# Ingest acceptance window: every timestamp in a batch within now - MAX_AGE .. now + MAX_AHEAD.
+PERFHUB_INGEST_MAX_AGE_S = env_int("PERFHUB_INGEST_MAX_AGE_S", 7 * 24 * 3600)
+PERFHUB_INGEST_MAX_AHEAD_S = env_int("PERFHUB_INGEST_MAX_AHEAD_S", 10 * 60)
+# Pushes per host per minute (per server process); an agent pushes every 10 s.
+PERFHUB_INGEST_RATE = env_str("PERFHUB_INGEST_RATE", "120/min")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -160,6 +169,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "webapi.core.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "webapi.core.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "PerfHub API",

@@ -29,3 +29,8 @@ urlpatterns = [
     path("", include("loadtests.urls")),
     path("", include("dossiers.urls")),
 ]
+
+# Errors under /api/ are JSON (webapi.core); other paths keep Django's pages.
+handler400 = "webapi.core.handler400"
+handler404 = "webapi.core.handler404"
+handler500 = "webapi.core.handler500"

@@ -47,8 +47,14 @@ def samples(text: str) -> Iterator[Sample]:
         raise _locate_error(text, exc, stream.line) from exc
 
 
+def lines(text: str) -> list[str]:
+    """The text's lines as the parser reads them (split at \\n only), so line numbers agree;
+    `str.splitlines` would also split at \\r, form feeds and other separators."""
+    return text.split("\n")
+
+
 def _locate_error(text: str, exc: Exception, reading: int) -> ExpositionError:
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -73,7 +79,7 @@ def line_of(text: str, name: str, labels: dict[str, str], occurrence: int = 1) -
     """The 1-based line of the sample `name{labels}` (its n-th copy), for errors found later."""
     # The parser renames typed counters to `_total`; the text may spell them either way.
     base = name.removesuffix("_total")
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines(text), start=1):
         stripped = line.lstrip()
         if not stripped.startswith(base):
             continue

@@ -1,10 +1,13 @@
 """Storing an agent's batch: one transaction, idempotent by batch id (DESIGN.md section 3).
 
-The batch row is inserted first, under a unique constraint on `batch_id`: a replay (or the
-same batch posted twice at once: the second INSERT waits for the first to commit, then fails)
-is answered as a duplicate before anything else is written. Raw rows go in with COPY; each
-engine scrape becomes a window against the previous scrape of the same host + service +
-source. The roll-up task picks the batch up later (`IngestBatch.rolled_up_at` is null).
+Rows, counts and touched minutes are built before the transaction opens. Then the batch row
+goes in first, under a unique constraint on `batch_id` with ON CONFLICT DO NOTHING: a replay (or
+the same batch posted twice at once: the second INSERT waits for the first to commit, then
+inserts nothing) is answered as a duplicate before anything else is written, without a
+savepoint. Raw rows go in with one COPY per table; each engine scrape becomes a window against
+the previous scrape of the same host + service + source. A batch of requests and GPU samples
+thus costs four round trips: INSERT, two COPYs, COMMIT. The roll-up task picks the batch up
+later (`IngestBatch.rolled_up_at` is null).
 """
 
 from __future__ import annotations
@@ -13,14 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
 from collectors import exposition, storage
+from collectors.decoding import validate_document
 from collectors.models import GpuSample, Host, IngestBatch, RequestSample, ScrapeState, ScrapeWindow
-from collectors.serializers import IngestBatchSerializer, flatten_errors
 
 LAST_SEEN_PRECISION = timedelta(minutes=1)
 
@@ -54,50 +56,66 @@ def ingest_batch(*, host: Host, data: dict, now: datetime | None = None) -> Inge
     """Store a validated batch (`IngestBatchSerializer.validated_data`) for `host`."""
     now = now or timezone.now()
     services = data["services"]
-    gpu_rows = [_gpu_row(host.pk, g) for g in data["gpus"]]
-    request_rows = [
-        (
-            services[r["service"]].pk, host.pk, r["ts"], r.get("ttft_ms"), r.get("tpot_ms"),
-            r["e2e_ms"], r.get("queue_ms"), r.get("prompt_tokens"), r.get("output_tokens"),
-            r["ok"],
-        )
-        for r in data["requests"]
-    ]  # fmt: skip
+    service_ids = {slug: service.pk for slug, service in services.items()}
+    host_id = host.pk
+    gpu_rows = [_gpu_row(host_id, g) for g in data["gpus"]]
+    request_rows = [(service_ids[r[0]], host_id, *r[1:]) for r in data["requests"]]
     for scrape in data["scrapes"]:
         if scrape["source"] == "dcgm":
             gpu_rows += [
-                _gpu_row(host.pk, {"ts": scrape["ts"], **g}) for g in scrape["parsed"].gpus
+                _gpu_row(host_id, {"ts": scrape["ts"], **g}) for g in scrape["parsed"].gpus
             ]
+    minutes = {epoch_minute(row[1]) for row in gpu_rows}
+    minutes |= {epoch_minute(row[2]) for row in request_rows}
+    counts = {
+        "gpus": len(gpu_rows),
+        "requests": len(request_rows),
+        "scrapes": len(data["scrapes"]),
+        "windows": 0,
+    }
 
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                batch = IngestBatch.objects.create(
-                    batch_id=data["batch_id"],
-                    host=host,
-                    sent_at=data["sent_at"],
-                    agent_version=data["agent_version"],
-                )
-        except IntegrityError:
+        batch_pk = _insert_batch(host=host, data=data, counts=counts, minutes=minutes, now=now)
+        if batch_pk is None:
             return IngestResult(duplicate=True, batch_id=data["batch_id"])
-
         window_rows = _scrape_windows(host, data["scrapes"], services)
         storage.bulk_insert(GpuSample, GPU_FIELDS, gpu_rows)
         storage.bulk_insert(RequestSample, REQUEST_FIELDS, request_rows)
         storage.bulk_insert(ScrapeWindow, WINDOW_FIELDS, window_rows)
-
-        minutes = {epoch_minute(row[1]) for row in gpu_rows}
-        minutes |= {epoch_minute(row[2]) for row in request_rows}
-        minutes |= {epoch_minute(row[4]) for row in window_rows}
-        counts = {
-            "gpus": len(gpu_rows),
-            "requests": len(request_rows),
-            "scrapes": len(data["scrapes"]),
-            "windows": len(window_rows),
-        }
-        IngestBatch.objects.filter(pk=batch.pk).update(counts=counts, minutes=sorted(minutes))
+        if window_rows:  # known only now: windows depend on the series' stored state
+            counts["windows"] = len(window_rows)
+            minutes |= {epoch_minute(row[4]) for row in window_rows}
+            IngestBatch.objects.filter(pk=batch_pk).update(counts=counts, minutes=sorted(minutes))
         host_touch(host=host, now=now)
-    return IngestResult(duplicate=False, batch_id=batch.batch_id, counts=counts)
+    return IngestResult(duplicate=False, batch_id=data["batch_id"], counts=counts)
+
+
+def _insert_batch(
+    *, host: Host, data: dict, counts: dict[str, int], minutes: set[int], now: datetime
+) -> int | None:
+    """The new batch row's pk, or None when `batch_id` is already stored (a replay)."""
+    meta = IngestBatch._meta
+    values = {
+        "batch_id": data["batch_id"], "host": host.pk, "received_at": now,
+        "sent_at": data["sent_at"], "agent_version": data["agent_version"], "counts": counts,
+        "minutes": sorted(minutes),
+    }  # fmt: skip
+    fields = [meta.get_field(name) for name in values]
+    params = [
+        f.get_db_prep_save(v, connection) for f, v in zip(fields, values.values(), strict=True)
+    ]
+    quote = connection.ops.quote_name
+    sql = "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO NOTHING RETURNING {}".format(
+        quote(meta.db_table),
+        ", ".join(quote(f.column) for f in fields),
+        ", ".join(["%s"] * len(fields)),
+        quote(meta.get_field("batch_id").column),
+        quote(meta.pk.column),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def host_touch(*, host: Host, now: datetime) -> None:
@@ -172,7 +190,6 @@ def ingest_document(*, host: Host, document: Any, now: datetime | None = None) -
     Raises `rest_framework.exceptions.ValidationError` (flattened field paths) or
     `PermissionDenied` (a document naming another host), as the API would answer.
     """
-    serializer = IngestBatchSerializer(data=document, context={"host": host, "now": now})
-    if not serializer.is_valid():
-        raise ValidationError(flatten_errors(serializer.errors))
-    return ingest_batch(host=host, data=serializer.validated_data, now=now)
+    now = now or timezone.now()
+    data = validate_document(document, {"host": host, "now": now})
+    return ingest_batch(host=host, data=data, now=now)

@@ -1,6 +1,7 @@
+import io
 import json
 import threading
-from datetime import timedelta
+from datetime import timedelta, timezone
 
 import pytest
 from django.db import connection
@@ -67,12 +68,153 @@ def test_it_rejects_bad_fields_naming_their_path(agent_client, service, mutate, 
     assert words in body[path][0]
 
 
-def test_it_rejects_a_timestamp_more_than_5_minutes_ahead(agent_client, service):
+def test_it_stores_a_timestamp_with_any_offset_in_utc(agent_client, service):
+    # -19:00 is a valid RFC 3339 offset that PostgreSQL itself would refuse.
+    ts = recent_minute(30)
     batch = make_batch()
-    batch["gpus"][0]["ts"] = rfc3339(recent_minute(0) + timedelta(minutes=7))
+    batch["requests"][0]["ts"] = ts.astimezone(timezone(-timedelta(hours=19))).isoformat()
+    assert post(agent_client, batch).status_code == 202
+    stored = RequestSample.objects.order_by("ts").first().ts
+    assert stored == ts
+    assert stored.utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "0001-01-01T00:00:00+05:00",
+        "1970-01-01T00:00:00Z",
+        "2020-11-30T00:00:00-19:00",  # a fine offset, but years before the window
+        rfc3339(recent_minute(0) + timedelta(minutes=15)),
+        rfc3339(recent_minute(0) - timedelta(days=8)),
+    ],
+)
+def test_it_rejects_a_timestamp_outside_the_acceptance_window(agent_client, service, value):
+    batch = make_batch()
+    batch["requests"][2]["ts"] = value
     response = post(agent_client, batch)
     assert response.status_code == 400
-    assert "future" in response.json()["gpus[0].ts"][0]
+    assert list(response.json()) == ["requests[2].ts"]
+    message = response.json()["requests[2].ts"][0]
+    assert "outside the acceptance window" in message
+    assert "(now - 7 days .. now + 10 minutes)" in message
+    assert not IngestBatch.objects.exists()
+
+
+def test_it_rejects_a_sent_at_outside_the_window(agent_client, service):
+    response = post(agent_client, make_batch(sent_at="0001-01-01T00:00:00+05:00"))
+    assert response.status_code == 400
+    assert "acceptance window" in response.json()["sent_at"][0]
+
+
+def test_the_acceptance_window_is_a_setting(agent_client, service, settings):
+    settings.PERFHUB_INGEST_MAX_AGE_S = 3600
+    response = post(agent_client, make_batch(ts=recent_minute(120)))
+    assert response.status_code == 400
+    assert "(now - 1 hour .. now + 10 minutes)" in response.json()["sent_at"][0]
+
+
+def test_it_rejects_a_gpu_sample_more_than_10_minutes_ahead(agent_client, service):
+    batch = make_batch()
+    batch["gpus"][0]["ts"] = rfc3339(recent_minute(0) + timedelta(minutes=12))
+    response = post(agent_client, batch)
+    assert response.status_code == 400
+    assert "check the host's clock" in response.json()["gpus[0].ts"][0]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path", "words"),
+    [
+        (lambda b: b.update(batch_id=12345), "batch_id", "valid UUID"),
+        (lambda b: b["requests"][1].update(ok="yes"), "requests[1].ok", "JSON boolean"),
+        (lambda b: b["requests"][0].update(ok=1), "requests[0].ok", "JSON boolean"),
+        (lambda b: b["requests"][0].update(service="chat\x007b"), "requests[0].service", "Control"),
+        (lambda b: b["requests"][0].update(service="chat\x1b7b"), "requests[0].service", "Control"),
+        (lambda b: b["gpus"][0].update(name="H100\x07"), "gpus[0].name", "Control"),
+        (
+            lambda b: b["requests"][0].update(prompt_tokens="5"),
+            "requests[0].prompt_tokens",
+            "whole",
+        ),
+        (
+            lambda b: b["requests"][0].update(prompt_tokens=5.5),
+            "requests[0].prompt_tokens",
+            "whole",
+        ),
+        (lambda b: b["gpus"][0].update(index=True), "gpus[0].index", "whole"),
+        (lambda b: b.update(agent_version=1), "agent_version", "string"),
+        (lambda b: b["requests"][0].update(e2e_ms=[[1]]), "requests[0].e2e_ms", "number"),
+    ],
+)
+def test_it_accepts_only_the_json_types_of_the_contract(agent_client, service, mutate, path, words):
+    batch = make_batch()
+    mutate(batch)
+    response = post(agent_client, batch)
+    assert response.status_code == 400
+    assert list(response.json()) == [path]
+    assert words in response.json()[path][0]
+
+
+def test_it_refuses_json_nested_beyond_the_limit_with_a_json_answer(agent_client, service):
+    response = agent_client.post(INGEST_URL, "[" * 50_000, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested" in response.json()["detail"]
+
+
+def test_it_refuses_a_nested_value_inside_a_valid_looking_batch(agent_client, service):
+    deep: list = []
+    for _ in range(40):
+        deep = [deep]
+    response = post(agent_client, make_batch(gpus=deep))
+    assert response.status_code == 400
+    assert "nested more than 32 levels" in response.json()["detail"]
+
+
+def test_it_reads_a_chunked_body(agent_client, service):
+    body = json.dumps(make_batch()).encode()
+    response = agent_client.generic(
+        "POST", INGEST_URL, body, content_type="application/json", CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked", **{"wsgi.input": io.BytesIO(body)},
+    )  # fmt: skip
+    assert response.status_code == 202
+    assert response.json()["counts"]["requests"] == 3
+
+
+def test_it_answers_413_to_a_chunked_body_over_the_limit(agent_client, service, settings):
+    settings.PERFHUB_API_MAX_BYTES = 500
+    body = json.dumps(make_batch()).encode()
+    response = agent_client.generic(
+        "POST", INGEST_URL, body, content_type="application/json", CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked", **{"wsgi.input": io.BytesIO(body)},
+    )  # fmt: skip
+    assert response.status_code == 413
+    assert "500 bytes" in response.json()["detail"]
+    assert not IngestBatch.objects.exists()
+
+
+def test_it_answers_413_in_json_to_a_body_over_the_api_limit(agent_client, service, settings):
+    settings.PERFHUB_API_MAX_BYTES = 500
+    response = post(agent_client, make_batch())
+    assert response.status_code == 413
+    assert response["Content-Type"] == "application/json"
+
+
+def test_it_answers_429_with_retry_after_over_the_push_rate(agent_client, service, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.PERFHUB_INGEST_RATE = "2/min"
+    answers = [post(agent_client, make_batch()) for _ in range(3)]
+    assert [a.status_code for a in answers] == [202, 202, 429]
+    assert int(answers[2]["Retry-After"]) > 0
+    assert "throttled" in answers[2].json()["detail"]
+    cache.clear()
+
+
+def test_an_unknown_api_path_answers_404_in_json(agent_client):
+    response = agent_client.get("/api/v1/nope/")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "No API endpoint at /api/v1/nope/."}
 
 
 def test_it_rejects_an_unknown_scrape_service(agent_client, service, vllm_texts):
@@ -114,6 +256,7 @@ def test_it_answers_413_over_the_size_limit(agent_client, service, settings):
     settings.PERFHUB_INGEST_MAX_BYTES = 500
     response = post(agent_client, make_batch())
     assert response.status_code == 413
+    assert response.json() == {"detail": "Request body over the limit of 500 bytes."}
     assert not IngestBatch.objects.exists()
 
 

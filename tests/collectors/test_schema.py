@@ -17,3 +17,14 @@ def test_the_schema_lists_the_ingest_path_with_its_request_shape(client):
 def test_the_schema_lists_the_metrics_path(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     assert "/api/v1/services/{slug}/metrics/" in schema["paths"]
+
+
+def test_the_schema_documents_404_413_and_429_and_minimum_lengths(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    paths = schema["paths"]
+    assert {"413", "429"} <= set(paths["/api/v1/ingest/"]["post"]["responses"])
+    assert "404" in paths["/api/v1/services/{slug}/metrics/"]["get"]["responses"]
+    assert {"404", "413"} <= set(paths["/api/v1/services/{slug}/gate/"]["post"]["responses"])
+    components = schema["components"]["schemas"]
+    assert components["IngestBatch"]["properties"]["host"]["minLength"] == 1
+    assert components["RequestSample"]["properties"]["service"]["minLength"] == 1

@@ -1,8 +1,21 @@
+"""The request list's two validation paths agree: whatever msgspec accepts (the hot path),
+DRF accepts unchanged; whatever DRF refuses, msgspec leaves to DRF (which names the field)."""
+
+import json
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from collectors.serializers import RequestSampleSerializer, flatten_errors
+from collectors.decoding import fast_path
+from collectors.serializers import (
+    GpuSampleSerializer,
+    RequestSampleSerializer,
+    ValidRequest,
+    flatten_errors,
+)
+from collectors.services.ingest import _gpu_row
 
 NOW = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)
 FULL = {
@@ -18,10 +31,46 @@ FULL = {
 }
 
 
-def full_path(item: dict) -> dict:
+def drf(item) -> ValidRequest | None:
     serializer = RequestSampleSerializer(data=item, context={"now": NOW})
-    assert serializer.is_valid(), serializer.errors
-    return dict(serializer.validated_data)
+    return serializer.validated_data if serializer.is_valid() else None
+
+
+def fast(item) -> ValidRequest | None:
+    result = fast_path(json.dumps({"requests": [item]}).encode(), NOW)
+    return None if result is None else result[2][0]
+
+
+GPU = {
+    "ts": "2025-03-03T11:59:00Z",
+    "index": 0,
+    "uuid": "GPU-1",
+    "name": "NVIDIA H100",
+    "util": 0.97,
+    "mem_util": 0.61,
+    "mem_used_bytes": 77720453120,
+    "mem_total_bytes": 85899345920,
+    "power_w": 612.4,
+    "temp_c": 61,
+    "sm_clock_mhz": 1980,
+    "sm_active": 0.31,
+    "sm_occupancy": None,
+    "dram_active": 0.72,
+}
+
+
+def gpu_row(item: dict) -> tuple:
+    return _gpu_row(1, item)
+
+
+def drf_gpu(item) -> tuple | None:
+    serializer = GpuSampleSerializer(data=item, context={"now": NOW})
+    return gpu_row(serializer.validated_data) if serializer.is_valid() else None
+
+
+def fast_gpu(item) -> tuple | None:
+    result = fast_path(json.dumps({"gpus": [item]}).encode(), NOW)
+    return None if result is None else gpu_row(result[1][0])
 
 
 @pytest.mark.parametrize(
@@ -29,25 +78,83 @@ def full_path(item: dict) -> dict:
     [FULL, {"ts": "2025-03-03T11:59:00+02:00", "service": "s", "e2e_ms": 0}],
 )
 def test_the_fast_path_gives_what_drf_gives(item):
-    assert RequestSampleSerializer.fast_validate(item, NOW) == full_path(item)
+    assert fast(item) == drf(item)
+    assert fast(item) is not None
+
+
+def test_both_paths_read_lowercase_t_and_z():
+    item = {**FULL, "ts": "2025-03-03t11:59:00z"}
+    assert fast(item).ts == drf(item).ts == datetime(2025, 3, 3, 11, 59, tzinfo=UTC)
+
+
+def test_both_paths_store_timestamps_in_utc():
+    item = {**FULL, "ts": "2025-03-02T16:00:00-19:00"}
+    assert fast(item).ts == drf(item).ts == datetime(2025, 3, 3, 11, 0, tzinfo=UTC)
+    assert fast(item).ts.tzinfo is UTC
 
 
 @pytest.mark.parametrize(
     "change",
     [
-        {"e2e_ms": "1000"},  # a string: DRF decides (and refuses)
+        {"e2e_ms": "1000"},
         {"e2e_ms": True},
-        {"ttft_ms": float("nan")},
+        {"e2e_ms": None},
         {"ttft_ms": -1},
         {"prompt_tokens": 1.0},
-        {"service": " chat-7b"},
+        {"prompt_tokens": "5"},
+        {"service": ""},
+        {"service": "chat\u00007b"},
+        {"service": "chat\u001b7b"},
         {"ts": "2025-03-03T11:59:00"},
+        {"ts": "2025-03-03 11:59:00Z"},
         {"ts": "2025-03-03T12:30:00Z"},
+        {"ts": "0001-01-01T00:00:00+05:00"},
         {"ok": "yes"},
+        {"ok": 1},
     ],
 )
-def test_the_fast_path_leaves_doubtful_items_to_drf(change):
-    assert RequestSampleSerializer.fast_validate({**FULL, **change}, NOW) is None
+def test_what_drf_refuses_the_fast_path_leaves_to_drf(change):
+    item = {**FULL, **change}
+    assert drf(item) is None
+    assert fast(item) is None
+
+
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=60),
+    st.sampled_from(["2025-03-03T11:59:00Z", "2025-03-03T02:59:00-09:00", "chat-7b", "1e3"]),
+    st.lists(st.integers(), max_size=2),
+)
+fields = st.sampled_from(list(FULL))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(fields, values, max_size=4), st.lists(fields, max_size=3))
+def test_the_fast_path_accepts_only_what_drf_accepts_unchanged(changes, removed):
+    item = {k: v for k, v in {**FULL, **changes}.items() if k not in removed}
+    accepted = fast(item)
+    if accepted is not None:
+        assert accepted == drf(item)
+
+
+@pytest.mark.parametrize("change", [{}, {"temp_c": -5.5, "util": 0}, {"uuid": "", "name": ""}])
+def test_the_fast_path_stores_the_gpu_row_drf_would(change):
+    assert fast_gpu({**GPU, **change}) == drf_gpu({**GPU, **change}) is not None
+
+
+gpu_fields = st.sampled_from(list(GPU))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(gpu_fields, values, max_size=4), st.lists(gpu_fields, max_size=3))
+def test_the_fast_path_accepts_only_gpu_samples_drf_accepts_unchanged(changes, removed):
+    item = {k: v for k, v in {**GPU, **changes}.items() if k not in removed}
+    accepted = fast_gpu(item)
+    if accepted is not None:
+        assert accepted == drf_gpu(item)
 
 
 def test_errors_flatten_to_field_paths():

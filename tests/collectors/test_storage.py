@@ -4,7 +4,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from collectors import storage
-from collectors.models import ScrapeWindow
+from collectors.models import RequestSample, ScrapeWindow
 from collectors.services.ingest import WINDOW_FIELDS
 
 pytestmark = pytest.mark.django_db
@@ -40,3 +40,14 @@ def test_it_falls_back_to_bulk_create_elsewhere(host, service):
 
 def test_it_writes_nothing_for_no_rows():
     assert storage.bulk_insert(ScrapeWindow, WINDOW_FIELDS, []) == "none"
+
+
+def test_request_samples_carry_only_the_indexes_queries_use():
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, RequestSample._meta.db_table)
+    indexed = sorted(
+        info["columns"]
+        for info in constraints.values()
+        if info["index"] and not info["primary_key"]
+    )
+    assert indexed == [["host_id", "ts"], ["service_id", "host_id", "ts"]]

@@ -131,3 +131,17 @@ def test_a_machine_token_imports_for_ci(service, c16):
     response = client.post(URL, c16.read_bytes(), content_type="application/json")
     assert response.status_code == 201
     assert LoadTest.objects.get().imported_by is None
+
+
+@pytest.mark.parametrize("path", [URL, "/api/v1/services/chat-7b/gate/"])
+def test_deeply_nested_json_is_a_400_naming_the_limit(api, service, path):
+    response = api.post(path, "[" * 50_000, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested more than 64 levels" in response.json()["detail"]
+
+
+def test_a_body_over_the_api_limit_is_a_json_413(api, service, settings):
+    settings.PERFHUB_API_MAX_BYTES = 100
+    response = api.post(URL, "{" + " " * 200 + "}", content_type="application/json")
+    assert response.status_code == 413
+    assert "100 bytes" in response.json()["detail"]
