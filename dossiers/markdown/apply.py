@@ -77,7 +77,10 @@ class ImportPlan:
 
 def plan_import(*, service: Service, text: str) -> ImportPlan:
     """Parse `text` and work out what importing it into `service` would change (no writes)."""
-    parsed = parse_dossier(text)
+    return _plan(service, parse_dossier(text))
+
+
+def _plan(service: Service, parsed: ParsedDossier) -> ImportPlan:
     plan = ImportPlan(service=service, parsed=parsed, renames=parsed.slug != service.slug)
     for name, value in parsed.service_fields.items():
         if getattr(service, name) != value:
@@ -131,15 +134,14 @@ def import_dossier(*, service: Service, text: str, author, rename: bool = False)
         raise
 
 
-def create_from_dossier(*, text: str, team: Team, author) -> Service:
-    """A new service made from a dossier file (slug from its header), in one transaction."""
-    parsed = parse_dossier(text)
+def create_from_dossier(*, parsed: ParsedDossier, team: Team, author) -> Service:
+    """A new service made from a parsed dossier file (slug from its header), atomically."""
     with transaction.atomic():
         service = _validated(
             f"line {parsed.service_line}: Service",
             lambda: services.service_create(team=team, slug=parsed.slug, **parsed.service_fields),
         )
-        _apply(plan_import(service=service, text=text), author)
+        _apply(_plan(service, parsed), author)
     return service
 
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dossiers', '0003_experiments_restrict'),
+        ('dossiers', '0004_loadtests_move_out'),
     ]
 
     operations = [
