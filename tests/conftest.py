@@ -39,6 +39,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """MD5 for the test users' passwords: production's PBKDF2 costs most of a second per user
+    on a busy 2-core machine, and nearly every test makes one (Django's testing advice)."""
+    from django.test.utils import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _eager_celery(settings):
     from perfhub.celery import app
