@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -88,6 +89,11 @@ class ParsedDossier:
 def parse_dossier(text: str) -> ParsedDossier:
     """Parse and validate a dossier file; raise DossierFormatError naming the line."""
     lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        if match := _CONTROL.search(line):
+            raise DossierFormatError(
+                f"line {number}: control character U+{ord(match.group()):04X} is not allowed."
+            )
     header, body_start = _header(lines)
     sections = _sections(lines, body_start)
     people = _section_data(sections.get(schema.PEOPLE), schema.PEOPLE)
@@ -121,6 +127,9 @@ def parse_dossier(text: str) -> ParsedDossier:
 # --------------------------------------------------------------------------------------------
 # Header
 
+# C0 controls other than tab (newlines are already split off), and DEL; NUL would not even
+# reach the database (PostgreSQL refuses it in text).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _V1_MARKER = re.compile(r"<!--\s*perfhub-dossier\s+v1\s*-->")
 HEADER_KEYS = {"format", "version", "service", "team"}
 
@@ -278,7 +287,14 @@ class LineDict(dict):
 
 
 class _Loader(yaml.SafeLoader):
-    pass
+    first_line = 1
+
+    def compose_node(self, parent, index):
+        # Aliases let a few bytes expand into gigabytes ("billion laughs"); a dossier has none.
+        if self.check_event(yaml.AliasEvent):
+            line = self.peek_event().start_mark.line + self.first_line
+            raise DossierFormatError(f"line {line}: YAML aliases (*name) are not allowed.")
+        return super().compose_node(parent, index)
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
@@ -316,6 +332,16 @@ def _load_yaml(body: list[str], first_line: int, where: str) -> LineDict:
         raise DossierFormatError(f"line {line}: {where}: not valid YAML: {exc.problem}.") from None
     except yaml.YAMLError as exc:
         raise DossierFormatError(f"line {first_line}: {where}: not valid YAML: {exc}.") from None
+    except DossierFormatError:
+        raise
+    except RecursionError:
+        raise DossierFormatError(
+            f"line {first_line}: {where}: the YAML nests too deeply."
+        ) from None
+    except ValueError as exc:  # e.g. a date YAML recognises but cannot build (2026-13-45)
+        raise DossierFormatError(
+            f"line {first_line}: {where}: a value is not valid: {exc}."
+        ) from None
     finally:
         loader.dispose()
     if data is None:
@@ -392,7 +418,7 @@ def _value(model: type[models.Model], key: schema.Key, raw: Any, where: str, lin
         if kind in {"CharField", "TextField", "URLField"}:
             return ""
         return model_field.get_default() if not model_field.null else None
-    number = isinstance(raw, int | float) and not isinstance(raw, bool)
+    number = isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw)
     if key.scale in {"gb", "pct"}:
         if not number:
             raise fail("a number")

@@ -2,6 +2,7 @@
 refuses what is not a dossier naming the line, a preview, the round trip; and the commands."""
 
 import datetime as dt
+import re
 from decimal import Decimal
 
 import pytest
@@ -380,3 +381,20 @@ def test_import_command_exits_2_for_an_unknown_service(tmp_path, db):
     with pytest.raises(CommandError, match="Unknown service slug: 'nope'") as excinfo:
         call_command("import_dossier", str(path), "--service", "nope")
     assert excinfo.value.returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ("identified_on: 2026-03-02", "identified_on: 2026-13-45", "month must be in 1..12"),
+        ("concurrency: 16", "concurrency: " + "[" * 5000, "nests too deeply"),
+        ("concurrency: 16", "a: &a [1, 2]\nconcurrency: *a", "aliases"),
+        ("gpu_busy_pct: 31", "gpu_busy_pct: .inf", "expected a number"),
+        ("name: Chat 7B", "name: Chat\x007B", "control character U+0000"),
+        ("concurrency: 16", "concurrency: !!python/object:os.system x", "not valid YAML"),
+    ],
+)
+def test_hostile_values_are_refused_naming_the_line(dossier, owner, old, new, reason):
+    text = export_dossier(dossier).replace(old, new, 1)
+    with pytest.raises(DossierFormatError, match=rf"^line \d+: .*{re.escape(reason)}"):
+        import_dossier(service=dossier, text=text, author=owner)
