@@ -74,7 +74,11 @@ def baseline(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "latency": selectors.latency_table(run),
             "slo": selectors.slo_checks(service, run),
             "economics": selectors.economics_view(service, run),
-            "bottlenecks": run.bottlenecks.all(),
+            "bottlenecks": [
+                b
+                for _, items in selectors.bottleneck_groups(list(run.bottlenecks.all()))
+                for b in items
+            ],
             "experiments_before": run.experiments_before.all(),
             "experiments_after": run.experiments_after.all(),
         },
