@@ -64,11 +64,16 @@ class DemoResult:
 
 
 def demo_files(folder: Path = DEMO_DOSSIERS) -> list[Path]:
-    return sorted(folder.glob("*.md"))
+    """The dossier files in import order (their names start with a number: the seed's
+    scenarios first, so they get the first demo hosts)."""
+    return sorted(folder.glob("*.md"), key=lambda p: (int(p.name.split("-", 1)[0]), p.name))
 
 
 def demo_slugs(folder: Path = DEMO_DOSSIERS) -> list[str]:
-    return [path.stem for path in demo_files(folder)]
+    """The demo services' slugs (from each file's header), sorted."""
+    return sorted(
+        markdown.parse_dossier(p.read_text(encoding="utf-8")).slug for p in demo_files(folder)
+    )
 
 
 @transaction.atomic

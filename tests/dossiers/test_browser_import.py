@@ -21,7 +21,7 @@ def test_an_owner_previews_an_import_and_confirms_the_rename(
     source.write_text(export_dossier(service))
     target = Service.objects.create(
         slug="blank", name="Blank", team=team, model_name="m", model_params_b=Decimal("1"),
-        engine=Service.Engine.TGI, gpu_model="L40S", gpu_hour_price=Decimal("1"),
+        engine="tgi", gpu_model="L40S", gpu_hour_price=Decimal("1"),
     )  # fmt: skip
     page = browser_page
     browser_login(page, live_server.url, "alice", "pw-alice-123")

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dossiers', '0004_loadtests_move_out'),
+        ('dossiers', '0005_engine_from_registry'),
     ]
 
     operations = [
