@@ -8,6 +8,7 @@ line: `DossierFormatError("line 12: Baselines > B2: concurrency: expected a whol
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -127,9 +128,9 @@ def parse_dossier(text: str) -> ParsedDossier:
 # --------------------------------------------------------------------------------------------
 # Header
 
-# C0 controls other than tab (newlines are already split off), and DEL; NUL would not even
+# C0 controls other than tab (newlines are already split off), DEL and C1; NUL would not even
 # reach the database (PostgreSQL refuses it in text).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _V1_MARKER = re.compile(r"<!--\s*perfhub-dossier\s+v1\s*-->")
 HEADER_KEYS = {"format", "version", "service", "team"}
 
@@ -322,16 +323,19 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 
 def _load_yaml(body: list[str], first_line: int, where: str) -> LineDict:
     """A YAML mapping; `first_line` is the file line of body[0]."""
-    loader = _Loader("\n".join(body))
-    loader.first_line = first_line
+    loader = None
     try:
+        loader = _Loader("\n".join(body))
+        loader.first_line = first_line
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first_line + (mark.line if mark else 0)
-        raise DossierFormatError(f"line {line}: {where}: not valid YAML: {exc.problem}.") from None
+        problem = exc.problem or exc.context or "unreadable"
+        raise DossierFormatError(f"line {line}: {where}: not valid YAML: {problem}.") from None
     except yaml.YAMLError as exc:
-        raise DossierFormatError(f"line {first_line}: {where}: not valid YAML: {exc}.") from None
+        problem = (str(exc).splitlines() or ["unreadable"])[0]
+        raise DossierFormatError(f"line {first_line}: {where}: not valid YAML: {problem}") from None
     except DossierFormatError:
         raise
     except RecursionError:
@@ -343,7 +347,8 @@ def _load_yaml(body: list[str], first_line: int, where: str) -> LineDict:
             f"line {first_line}: {where}: a value is not valid: {exc}."
         ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if data is None:
         data = LineDict()
         data.lines = {}
@@ -450,19 +455,24 @@ def _value(model: type[models.Model], key: schema.Key, raw: Any, where: str, lin
     if kind == "DateTimeField":
         return _datetime(raw, fail)
     if kind == "DateField":
-        if isinstance(raw, dt.date) and not isinstance(raw, dt.datetime):
-            return raw
+        value = raw
         if isinstance(raw, str):
-            try:
-                return dt.date.fromisoformat(raw)
-            except ValueError:
-                pass
-        raise fail("a date like 2026-03-01")
+            with contextlib.suppress(ValueError):
+                value = dt.date.fromisoformat(raw)
+        is_date = isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+        if is_date and YEARS[0] <= value.year <= YEARS[1]:
+            return value
+        raise fail(f"a date like 2026-03-01, between {YEARS[0]} and {YEARS[1]}")
     if kind == "JSONField":
         if not isinstance(raw, dict):
             raise fail("a mapping")
         return raw
     raise fail(kind)  # pragma: no cover - every mapped field kind is handled above
+
+
+# Dates outside these years are typing mistakes, and year 1 in a zone east of UTC does not
+# even convert to UTC.
+YEARS = (1990, 2100)
 
 
 def _datetime(raw: Any, fail) -> dt.datetime:
@@ -476,6 +486,8 @@ def _datetime(raw: Any, fail) -> dt.datetime:
         raise fail("a date and time like 2026-03-01 12:00:00+00:00")
     if value.tzinfo is None:
         raise fail("a time zone (e.g. +00:00)")
+    if not YEARS[0] <= value.year <= YEARS[1]:
+        raise fail(f"a time between {YEARS[0]} and {YEARS[1]}")
     return value.astimezone(dt.UTC)
 
 

@@ -387,6 +387,8 @@ def test_import_command_exits_2_for_an_unknown_service(tmp_path, db):
     ("old", "new", "reason"),
     [
         ("identified_on: 2026-03-02", "identified_on: 2026-13-45", "month must be in 1..12"),
+        ("identified_on: 2026-03-02", "identified_on: 0001-01-01", "between 1990 and 2100"),
+        ("2026-02-22 12:00:00+00:00", "0001-01-01 00:00:00+05:00", "between 1990 and 2100"),
         ("concurrency: 16", "concurrency: " + "[" * 5000, "nests too deeply"),
         ("concurrency: 16", "a: &a [1, 2]\nconcurrency: *a", "aliases"),
         ("gpu_busy_pct: 31", "gpu_busy_pct: .inf", "expected a number"),
