@@ -46,6 +46,10 @@ SERVICE_FIELDS = list(Service.EDITABLE_FIELDS)
 class ServiceSettingsForm(NoColonMixin, forms.ModelForm):
     """Edit a service. The slug is fixed once created: agents and CI name the service by it."""
 
+    runbook_url = forms.URLField(
+        label="Runbook", max_length=300, required=False, assume_scheme="https"
+    )
+
     class Meta:
         model = Service
         fields = ["team", *SERVICE_FIELDS]
@@ -262,3 +266,13 @@ class MarkdownImportForm(NoColonMixin, forms.Form):
             return upload.read().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise forms.ValidationError("File is not UTF-8 text.") from exc
+
+
+class MarkdownApplyForm(NoColonMixin, forms.Form):
+    """The previewed file, sent back to be applied; `rename` confirms another service's file."""
+
+    text = forms.CharField(widget=forms.HiddenInput, max_length=MAX_MARKDOWN_BYTES, strip=False)
+    rename = forms.BooleanField(
+        label="Yes, this file is another service's: give this service its name and settings",
+        required=False,
+    )

@@ -149,16 +149,31 @@ class Service(models.Model):
         help_text='Per-metric rule changes, e.g. {"ttft_p99_ms": {"relative": 0.1}}.',
     )
 
+    # Whom a newcomer calls: shown first on the onboarding page and in the Markdown export.
+    owner = models.CharField(
+        max_length=120, blank=True, help_text="The person who answers for it, e.g. Mei Chen."
+    )
+    on_call = models.CharField(
+        "on-call", max_length=200, blank=True, help_text="Rotation or pager, e.g. assistant-oncall."
+    )
+    channel = models.CharField(
+        max_length=120, blank=True, help_text="Where to ask, e.g. #support-chat-perf."
+    )
+    runbook_url = models.URLField("runbook", max_length=300, blank=True)
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = ServiceQuerySet.as_manager()
+
+    PEOPLE_FIELDS = ("owner", "on_call", "channel", "runbook_url")
 
     # What an owner edits on the settings form and a Markdown dossier carries (slug and team
     # are chosen at creation).
     EDITABLE_FIELDS = (
         "name",
         "summary",
+        *PEOPLE_FIELDS,
         "model_name",
         "model_params_b",
         "quantization",

@@ -77,6 +77,7 @@ class FleetRow:
     economics: cost.Economics | None
     open_bottlenecks: int
     updated: datetime
+    first_open_bottleneck_id: int | None = None  # where the fleet's "N open" link lands
 
     @property
     def p99_ms(self) -> float | None:
@@ -112,6 +113,23 @@ FLEET_SORTS = {
 }
 
 
+# Newest first inside a group; the groups (open, then past) come from `bottleneck_groups`.
+BOTTLENECK_ORDER = ("-identified_on", "-pk")
+
+
+def bottleneck_groups(bottlenecks: list[Bottleneck]) -> list[tuple[str, list[Bottleneck]]]:
+    """Open bottlenecks first (top layer first, then newest), then mitigated or won't fix."""
+    layers = [value for value, _ in Bottleneck.Layer.choices]
+
+    def key(b: Bottleneck) -> int:  # a stable sort keeps the newest first within a layer
+        return layers.index(b.layer) if b.layer in layers else len(layers)
+
+    open_ones = sorted((b for b in bottlenecks if b.is_open), key=key)
+    past = sorted((b for b in bottlenecks if not b.is_open), key=key)
+    groups = [("Open", open_ones), ("Mitigated or won't fix", past)]
+    return [(label, items) for label, items in groups if items]
+
+
 def fleet_rows(*, q: str = "", sort: str = "name") -> list[FleetRow]:
     """The fleet table: one row per service matching `q`, sorted by `sort` (`-` for descending).
 
@@ -124,6 +142,11 @@ def fleet_rows(*, q: str = "", sort: str = "name") -> list[FleetRow]:
             .values("service")
             .annotate(n=Count("pk"))
             .values("n")[:1]
+        ),
+        first_open_bottleneck_id=Subquery(
+            Bottleneck.objects.filter(service=OuterRef("pk"), status__in=Bottleneck.OPEN_STATUSES)
+            .order_by(*BOTTLENECK_ORDER)
+            .values("pk")[:1]
         ),
         last_revision_at=Subquery(
             NarrativeRevision.objects.filter(service=OuterRef("pk"))
@@ -166,6 +189,7 @@ def fleet_rows(*, q: str = "", sort: str = "name") -> list[FleetRow]:
                 economics=baseline.economics(service) if baseline else None,
                 open_bottlenecks=service.open_bottlenecks or 0,
                 updated=updated,
+                first_open_bottleneck_id=service.first_open_bottleneck_id,
             )
         )
     descending = sort.startswith("-")
@@ -235,7 +259,7 @@ class Dossier:
     experiments: list[Experiment]
     config: ConfigVersion | None
     previous_config: ConfigVersion | None
-    bottlenecks_by_layer: list[tuple[str, list[Bottleneck]]] = field(default_factory=list)
+    bottleneck_groups: list[tuple[str, list[Bottleneck]]] = field(default_factory=list)
 
     @property
     def config_json(self) -> str:
@@ -272,10 +296,6 @@ def dossier(service: Service, *, user) -> Dossier:
         previous = (
             service.config_versions.filter(version__lt=config.version).order_by("-version").first()
         )
-    by_layer = [
-        (label, [b for b in bottlenecks if b.layer == value])
-        for value, label in Bottleneck.Layer.choices
-    ]
     return Dossier(
         service=service,
         can_edit=service.can_edit(user),
@@ -286,11 +306,11 @@ def dossier(service: Service, *, user) -> Dossier:
         slo=slo_checks(service, baseline),
         economics=economics_view(service, baseline),
         latency=latency_table(baseline) if baseline else [],
-        bottlenecks=bottlenecks,
+        bottlenecks=[b for _, items in bottleneck_groups(bottlenecks) for b in items],
         experiments=experiments,
         config=config,
         previous_config=previous,
-        bottlenecks_by_layer=[(label, items) for label, items in by_layer if items],
+        bottleneck_groups=bottleneck_groups(bottlenecks),
     )
 
 

@@ -12,12 +12,11 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from dossiers import forms, markdown_io, rendering, selectors, services
+from dossiers import forms, markdown, rendering, selectors, services
 from dossiers.models import Service
 from dossiers.permissions import service_for_editing, service_for_reading
 
@@ -75,7 +74,11 @@ def baseline(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "latency": selectors.latency_table(run),
             "slo": selectors.slo_checks(service, run),
             "economics": selectors.economics_view(service, run),
-            "bottlenecks": run.bottlenecks.all(),
+            "bottlenecks": [
+                b
+                for _, items in selectors.bottleneck_groups(list(run.bottlenecks.all()))
+                for b in items
+            ],
             "experiments_before": run.experiments_before.all(),
             "experiments_after": run.experiments_after.all(),
         },
@@ -124,7 +127,7 @@ def config_versions(request: HttpRequest, slug: str) -> HttpResponse:
 def export_markdown(request: HttpRequest, slug: str) -> HttpResponse:
     service = service_for_reading(slug)
     response = HttpResponse(
-        markdown_io.export_dossier(service), content_type="text/markdown; charset=utf-8"
+        markdown.export_dossier(service), content_type="text/markdown; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{service.slug}-dossier.md"'
     return response
@@ -315,22 +318,54 @@ def config_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def import_markdown(request: HttpRequest, slug: str) -> HttpResponse:
+    """Upload a file -> a preview of what it changes -> apply (one transaction).
+
+    The preview page carries the file's text in a hidden field, so applying imports exactly
+    what was previewed; a file of another service needs the rename box ticked.
+    """
     service = service_for_editing(request.user, slug)
+    title = "Import dossier from Markdown"
+    if request.method == "POST" and "text" in request.POST:
+        confirm = forms.MarkdownApplyForm(request.POST)
+        if confirm.is_valid():
+            try:
+                plan = markdown.import_dossier(
+                    service=service,
+                    text=confirm.cleaned_data["text"],
+                    author=request.user,
+                    rename=confirm.cleaned_data["rename"],
+                )
+            except markdown.OtherServiceError as exc:
+                confirm.add_error("rename", str(exc))
+            except markdown.DossierFormatError as exc:
+                confirm.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Imported from Markdown: {plan.summary()}.")
+                return redirect(service)
+        return _preview_page(request, service, confirm, title)
     form = forms.MarkdownImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
+        text = form.cleaned_data["file"]
         try:
-            # One transaction: a file rejected halfway leaves the dossier as it was.
-            with transaction.atomic():
-                summary = markdown_io.import_dossier(
-                    service=service, text=form.cleaned_data["file"], author=request.user
-                )
-        except markdown_io.MarkdownImportError as exc:
+            markdown.plan_import(service=service, text=text)
+        except markdown.DossierFormatError as exc:
             form.add_error("file", str(exc))
-        except ValidationError as exc:
-            form.add_error("file", "; ".join(exc.messages))
         else:
-            messages.success(request, f"Imported from Markdown: {summary}.")
-            return redirect(service)
-    return _form_page(
-        request, "dossiers/import.html", service, form, title="Import dossier from Markdown"
+            confirm = forms.MarkdownApplyForm(initial={"text": text})
+            return _preview_page(request, service, confirm, title)
+    return _form_page(request, "dossiers/import.html", service, form, title=title)
+
+
+def _preview_page(request: HttpRequest, service: Service, confirm, title: str) -> HttpResponse:
+    text = confirm["text"].value() or ""
+    try:
+        plan = markdown.plan_import(service=service, text=text)
+    except markdown.DossierFormatError as exc:
+        form = forms.MarkdownImportForm()
+        form.add_error(None, str(exc))
+        return _form_page(request, "dossiers/import.html", service, form, title=title)
+    return render(
+        request,
+        "dossiers/import_preview.html",
+        {"service": service, "form": confirm, "plan": plan, "title": title},
     )

@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 
 from dossiers.models import Membership, Service, Team
 
@@ -37,6 +37,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "postgres" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """MD5 for the test users' passwords: production's PBKDF2 costs most of a second per user
+    on a busy 2-core machine, and nearly every test makes one (Django's testing advice)."""
+    from django.test.utils import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -136,3 +146,24 @@ def service(db, team) -> Service:
         gpu_hour_price=Decimal("10"),
         price_per_mtok=Decimal("5"),
     )
+
+
+@pytest.fixture(scope="module")
+def demo_fleet(django_db_setup, django_db_blocker):
+    """The demo fleet (`seed_demo`'s files), imported once per test module, for reading.
+
+    It lives in a transaction opened around the module and rolled back after it, as Django's
+    `setUpTestData` does; each test's own changes roll back to it (tests use `db` as usual).
+    """
+    from dossiers.demo import build_demo
+    from loadtests.demo import add_demo_loadtests
+
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        result = build_demo()
+        add_demo_loadtests(result.services.values())
+    yield result
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        atomic.__exit__(None, None, None)

@@ -23,8 +23,8 @@ from collectors.agent.cli import build_parser
 from collectors.agent.config import build_config
 from collectors.agent.simulate import Simulator
 from dashboards.management.commands.run_demo import SLO_HEADROOM, agent_command, demo_profile
-from dossiers.demo import build_demo, measured
 from dossiers.services import baseline_record
+from tests.demo_values import measured
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,8 +170,8 @@ def test_run_demo_refuses_a_slowdown_end_without_a_start(db):
 
 
 @pytest.fixture
-def demo_services(db):
-    return build_demo().services
+def demo_services(demo_fleet, db):
+    return demo_fleet.services
 
 
 def _simulate(service, start: datetime, seconds: float) -> list[dict]:

@@ -84,6 +84,31 @@ def signed_percent(value: float | None) -> str:
     return DASH if _missing(value) else f"{value * 100:+.1f}%"
 
 
+METRIC_UNITS = {"qps": "req/s", "output_tps": "tok/s", "input_tps": "tok/s"}
+
+
+@register.filter
+def signed_change(delta) -> str:
+    """An experiment's change in the metric's own unit: "-7,250 ms", "+19.2 tok/s", "+3 pts"."""
+    change = delta.after - delta.before
+    sign = "+" if change > 0 else "-" if change < 0 else "±"
+    size = abs(change)
+    if delta.metric in RATIO_METRICS:
+        return f"{sign}{size * 100:.0f} pts"
+    if delta.metric.endswith("_ms"):
+        return f"{sign}{ms(size)} ms"
+    unit = METRIC_UNITS.get(delta.metric, "")
+    return f"{sign}{num(size)} {unit}".rstrip()
+
+
+@register.filter
+def change_with_percent(delta) -> str:
+    """The change in units with the relative change beside it: "-7,250 ms (-86.3%)"."""
+    if delta.relative is None:
+        return signed_change(delta)
+    return f"{signed_change(delta)} ({signed_percent(delta.relative)})"
+
+
 @register.filter
 def figure(value: float | None, unit: str) -> str:
     """A figure in its unit as every page shows it: "1,840 ms", "2,010 tok/s", "97%", "1.39"."""

@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dossiers import services
-from dossiers.models import Team
+from dossiers.models import Bottleneck, Team
 from tests.dossiers.conftest import baseline_values, make_service, outsider_client, owner_client
 
 __all__ = ["make_service", "outsider_client", "owner_client"]  # fixtures shared with dossiers
@@ -36,6 +36,22 @@ def test_it_shows_cost_per_mtok_margin_and_open_bottlenecks(owner_client, make_s
     assert round(row.base.margin, 3) == 0.722
     assert row.base.open_bottlenecks == 1
     assert "72.2%" in response.content.decode()
+
+
+def test_the_open_count_links_to_an_open_bottleneck(owner_client, make_service):
+    service = make_service("chat-8b")
+    open_one = service.bottlenecks.get()
+    Bottleneck.objects.create(
+        service=service,
+        title="Fixed long ago",
+        layer=Bottleneck.Layer.SCHEDULING,
+        kind=Bottleneck.Kind.CPU,
+        symptom="s",
+        status=Bottleneck.Status.MITIGATED,
+        identified_on=open_one.identified_on.replace(year=2027),
+    )
+    page = owner_client.get(FLEET).content.decode()
+    assert f'href="/services/chat-8b/#bottleneck-{open_one.pk}">1</a>' in page
 
 
 def test_it_marks_a_service_without_a_baseline_as_no_data(owner_client, team):

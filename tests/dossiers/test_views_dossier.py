@@ -61,6 +61,28 @@ def test_it_shows_measured_deltas_of_an_experiment(owner_client, full_dossier):
     assert "+100.0%" in page  # output tokens/s 1,000 -> 2,000
 
 
+def test_experiment_changes_are_shown_in_real_units_beside_the_percent(owner_client, full_dossier):
+    page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
+    assert "+1,000 tok/s (+100.0%)" in page  # output tokens/s 1,000 -> 2,000
+    assert "-750 ms" in page  # e2e P99 3,000 -> 2,250 ms
+
+
+def test_open_bottlenecks_are_listed_before_mitigated_ones(owner_client, full_dossier):
+    service = full_dossier["service"]
+    newer_but_mitigated = Bottleneck.objects.create(
+        service=service,
+        title="Old queueing problem",
+        layer=Bottleneck.Layer.SCHEDULING,
+        kind=Bottleneck.Kind.QUEUEING,
+        symptom="s",
+        status=Bottleneck.Status.MITIGATED,
+        identified_on=full_dossier["bottleneck"].identified_on.replace(day=28),
+    )
+    for name in ("dossier", "onboarding"):
+        page = owner_client.get(reverse(f"dossiers:{name}", args=[service.slug])).content.decode()
+        assert page.index(full_dossier["bottleneck"].title) < page.index(newer_but_mitigated.title)
+
+
 def test_it_shows_the_current_config_and_its_diff_to_the_previous(owner_client, full_dossier):
     page = owner_client.get(dossier_url(full_dossier["service"])).content.decode()
     assert "Changes from v1" in page
@@ -125,6 +147,7 @@ def test_the_onboarding_view_is_ordered_for_a_new_hire(owner_client, full_dossie
     service = full_dossier["service"]
     page = owner_client.get(reverse("dossiers:onboarding", args=[service.slug])).content.decode()
     headings = [
+        "Whom to call",
         "What the service is",
         "How it performs",
         "Where it hurts",
@@ -134,6 +157,15 @@ def test_the_onboarding_view_is_ordered_for_a_new_hire(owner_client, full_dossie
     ]
     positions = [page.index(f"</span> {h}</h2>") for h in headings]
     assert positions == sorted(positions)
+
+
+def test_the_onboarding_view_says_whom_to_call_first(owner_client, full_dossier):
+    service = full_dossier["service"]
+    service.owner, service.on_call, service.channel = "Alice Martin", "chat-oncall", "#chat"
+    service.save()
+    page = owner_client.get(reverse("dossiers:onboarding", args=[service.slug])).content.decode()
+    assert page.index("Alice Martin") < page.index("What the service is</h2>")
+    assert "chat-oncall" in page and "#chat" in page
 
 
 def test_the_onboarding_glossary_explains_the_metrics(owner_client, full_dossier):

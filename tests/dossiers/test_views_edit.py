@@ -120,6 +120,20 @@ def test_the_owner_saves_service_settings(owner_client, service):
     assert (service.name, service.replicas) == ("Chat 7B v2", 6)
 
 
+def test_the_owner_names_owner_on_call_channel_and_runbook(owner_client, service):
+    url = reverse("dossiers:service_edit", args=[service.slug])
+    people = {
+        "owner": "Alice Martin",
+        "on_call": "chat-oncall (PagerDuty)",
+        "channel": "#chat-perf",
+        "runbook_url": "https://wiki.example.com/chat",
+    }
+    response = owner_client.post(url, service_post_data(service, **people))
+    assert response.status_code == 302
+    service.refresh_from_db()
+    assert {name: getattr(service, name) for name in people} == people
+
+
 def test_a_negative_price_is_rejected_next_to_its_field_and_nothing_changes(owner_client, service):
     url = reverse("dossiers:service_edit", args=[service.slug])
     response = owner_client.post(

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def thirteen_b(make_service):
-    return make_service("chat-13b", model_params_b=Decimal("13"), slo_p99_e2e_ms=10000)
+    return make_service("code-review-13b", model_params_b=Decimal("13"), slo_p99_e2e_ms=10000)
 
 
 def test_the_demo_sweep_names_16_on_the_13b_service(thirteen_b, service):

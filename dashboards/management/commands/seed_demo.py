@@ -1,4 +1,8 @@
-"""`manage.py seed_demo`: build the demo fleet (idempotent); the data lives in dossiers.demo."""
+"""`manage.py seed_demo`: import the demo fleet (idempotent) from the files under `demo/`.
+
+Dossiers (`demo/dossiers/*.md`) go through the dossier import, load tests
+(`demo/loadtests/<slug>/`) through the load-test import: the paths a user's files take.
+"""
 
 from django.core.management.base import BaseCommand
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from dossiers.markdown_io import export_dossier
+from dossiers.markdown import export_dossier
 from dossiers.models import Service
 
 

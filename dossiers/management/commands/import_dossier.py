@@ -1,7 +1,8 @@
-"""`manage.py import_dossier FILE --service SLUG`: merge a dossier Markdown file into a service.
+"""`manage.py import_dossier FILE --service SLUG [--rename] [--dry-run]`: merge a dossier file.
 
-Exit status 2 with the reason (naming the section or line) when the file cannot be imported;
-nothing is changed then.
+Exit status 2 with a one-line reason (naming the line) when the file cannot be imported: no
+`perfhub-dossier` header, an unknown version, a malformed header or section, or the dossier of
+another service without `--rename`. Nothing is changed then.
 """
 
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from dossiers.markdown_io import MarkdownImportError, import_dossier
+from dossiers import markdown
 from dossiers.models import Service
 
 
@@ -20,6 +21,14 @@ class Command(BaseCommand):
         parser.add_argument("file", help="The Markdown file.")
         parser.add_argument("--service", required=True, help="Slug of the service to import into.")
         parser.add_argument("--author", help="Username recorded as the author of what is added.")
+        parser.add_argument(
+            "--rename",
+            action="store_true",
+            help="Import another service's dossier: the target takes its name and settings.",
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Say what would change; change nothing."
+        )
 
     def handle(self, *args, file: str, service: str, author: str | None = None, **options):
         target = Service.objects.filter(slug=service).first()
@@ -35,7 +44,15 @@ class Command(BaseCommand):
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"{file}: cannot read: {exc}", returncode=2) from None
         try:
-            summary = import_dossier(service=target, text=text, author=user)
-        except MarkdownImportError as exc:
+            if options["dry_run"]:
+                plan = markdown.plan_import(service=target, text=text)
+                self.stdout.write(f"Would import into {target.slug}: {plan.summary()}.")
+                return
+            plan = markdown.import_dossier(
+                service=target, text=text, author=user, rename=options["rename"]
+            )
+        except markdown.OtherServiceError as exc:
+            raise CommandError(f"{file}: {exc} Pass --rename.", returncode=2) from None
+        except markdown.DossierFormatError as exc:
             raise CommandError(f"{file}: {exc}", returncode=2) from None
-        self.stdout.write(self.style.SUCCESS(f"Imported into {target.slug}: {summary}."))
+        self.stdout.write(self.style.SUCCESS(f"Imported into {target.slug}: {plan.summary()}."))

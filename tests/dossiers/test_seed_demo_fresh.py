@@ -1,0 +1,31 @@
+"""`seed_demo` on an empty database: the command, the files as written, existing users."""
+
+import io
+
+from django.core.management import call_command
+
+from dossiers import demo
+from dossiers.markdown import export_dossier
+from loadtests.models import LoadTest
+
+
+def test_the_command_imports_the_fleet_and_prints_the_demo_login(db):
+    out = io.StringIO()
+    call_command("seed_demo", "--history-days", "0", stdout=out)
+    assert "demo / perfhub-demo" in out.getvalue()
+    assert f"{len(demo.demo_slugs())} service(s) built" in out.getvalue()
+    assert LoadTest.objects.filter(origin=LoadTest.Origin.DEMO).count() == 7
+
+
+def test_the_demo_files_are_exactly_what_the_export_writes(db):
+    # Imported on the day they were exported (no date shift), each exports back to its file.
+    result = demo.build_demo(today=demo.EXPORTED_ON)
+    for path in demo.demo_files():
+        slug = path.stem.split("-", 1)[1]
+        assert export_dossier(result.services[slug]) == path.read_text(), path.name
+
+
+def test_existing_users_are_left_alone(db, django_user_model):
+    django_user_model.objects.create_user("demo", password="changed-by-the-user")
+    demo.ensure_demo_users()
+    assert django_user_model.objects.get(username="demo").check_password("changed-by-the-user")
