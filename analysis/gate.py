@@ -286,21 +286,18 @@ class PreparedRun:
     Prepare each run once (`prepare`): a baseline set is compared with many candidates.
     """
 
-    values: dict[str, float]
+    values: dict[str, object]
     logs: dict[str, np.ndarray]  # sorted log(ms) by family
     requests: int | None
     throughput_var: float | None  # within-run variance of log(requests / duration)
     output_tokens_cv: float | None
+    medians: dict[str, tuple[float, float]]  # (log median, its standard error) by family
 
 
 def prepare(run: RunData | PreparedRun, side: str = "run") -> PreparedRun:
     if isinstance(run, PreparedRun):
         return run
-    values = {}
-    for metric, value in run.values.items():
-        checked = _value(side, metric, value)
-        if checked is not None:
-            values[metric] = checked
+    values = dict(run.values)  # checked row by row: only gated metrics must be numbers
     samples = _clean_samples(f"{side}_samples", run.samples)
     # A zero (a cached response) has no logarithm; 1 microsecond stands in for it.
     logs = {family: np.sort(np.log(np.maximum(a, 1e-3))) for family, a in samples.items()}
@@ -310,7 +307,8 @@ def prepare(run: RunData | PreparedRun, side: str = "run") -> PreparedRun:
     throughput_var = None
     if run.concurrency and "e2e" in samples and samples["e2e"].size >= 2:
         throughput_var = gatestats.closed_loop_log_variance(samples["e2e"], run.concurrency)
-    return PreparedRun(values, logs, requests, throughput_var, run.output_tokens_cv)
+    medians = {family: gatestats.quantile_log(a, 0.5)[:2] for family, a in logs.items()}
+    return PreparedRun(values, logs, requests, throughput_var, run.output_tokens_cv, medians)
 
 
 @dataclass(frozen=True)
@@ -353,9 +351,11 @@ class GateResult:
     @property
     def summary(self) -> str:
         if self.passed:
+            if not self.tested:
+                return f"PASS: {self.compared} metrics compared, no regression (thresholds only)."
             return (
-                f"PASS: {self.compared} metrics compared, no regression "
-                f"({self.tested} tested as one decision, false alarms <= {self.alpha:.0%})."
+                f"PASS: {self.compared} metrics compared, no regression ({self.tested} tested "
+                f"as one decision, false alarms <= {self.alpha:.1%})."
             )
         worst = "; ".join(f"{row.label} {_change_text(row)}" for row in self.regressions)
         count = len(self.regressions)
@@ -498,7 +498,7 @@ class _Context:
         if family not in self._spread:
             groups = []
             for side in (self.base, self.cand):
-                meds = [gatestats.quantile_log(run.logs[family], 0.5) for run in side]
+                meds = [run.medians[family] for run in side]
                 values = np.array([m[0] for m in meds])
                 variances = np.array([m[1] ** 2 for m in meds])
                 groups.append((values, variances))
@@ -592,8 +592,10 @@ class _Context:
         return _Estimate("thin", baseline=b, candidate=c, note=note, tail=min(tail_b, tail_c))
 
     def _run_level(self, rule: MetricRule) -> _Estimate:
-        b_vals = [run.values.get(rule.metric) for run in self.base]
-        c_vals = [run.values.get(rule.metric) for run in self.cand]
+        b_vals = [_value("baseline", rule.metric, run.values.get(rule.metric)) for run in self.base]
+        c_vals = [
+            _value("candidate", rule.metric, run.values.get(rule.metric)) for run in self.cand
+        ]
         missing_b, missing_c = None in b_vals, None in c_vals
         if missing_b or missing_c:
             if missing_b and missing_c:

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from analysis import gate
+from analysis import gate, gatestats
 
 CONCURRENCY = 16
 BASELINE_RUNS = 5
@@ -108,23 +108,30 @@ class Pool:
         return [self.runs[i] for i in choices], set(choices)
 
 
+def mde90(row: gate.GateRow, tested: int) -> float | None:
+    """The change the row catches 90% of the time (its interval's width, Holm's first step)."""
+    if row.interval is None:
+        return None
+    se = (math.log1p(row.interval[1]) - math.log1p(row.interval[0])) / (2 * 1.959964)
+    z = gatestats.critical(gate.ALPHA / tested, None) + gatestats.critical(0.10, None)
+    return math.expm1(z * se)
+
+
 def rate(base_pool, cand_pool, rng, repeats, trials, row=None):
-    """Share of trials the gate fails (or, with `row`, that row alone calls a regression)."""
+    """Share of trials the gate fails (or, with `row`, that row alone calls a regression), and
+    the median change `row` would catch 90% of the time."""
     hits = 0
-    mdes = []
+    reach = []
     for _ in range(trials):
         base, used = base_pool.draw(rng, BASELINE_RUNS)
         same = cand_pool is base_pool
         cand, _ = cand_pool.draw(rng, repeats, exclude=used if same else ())
         result = gate.compare_runs(base, cand)
-        if row is None:
-            hits += not result.passed
-        else:
-            found = next(r for r in result.rows if r.metric == row)
-            hits += found.verdict == "regression"
-            if found.mde is not None:
-                mdes.append(found.mde)
-    return hits / trials, (float(np.median(mdes)) if mdes else None)
+        found = next((r for r in result.rows if r.metric == row), None)
+        hits += (found.verdict == "regression") if found else not result.passed
+        if found is not None and (value := mde90(found, result.tested)) is not None:
+            reach.append(value)
+    return hits / trials, (float(np.median(reach)) if reach else None)
 
 
 def main() -> None:
@@ -175,6 +182,17 @@ def main() -> None:
             for effect in EFFECTS:
                 hit, _ = rate(null, effect_pools[effect.name], rng, repeats, effect_trials)
                 cells.append(f"{hit:.0%}")
+                if effect.throughput != 1.0 or effect.ttft == 1.10:
+                    row = "qps" if effect.throughput != 1.0 else "ttft_shift"
+                    _, reach = rate(null, null, rng, repeats, 10, row)
+                    size = abs(effect.throughput - 1) + abs(effect.ttft - 1)
+                    if reach is not None and reach > size:
+                        cells[-1] += "*"
+                        notes.append(
+                            f"{n:,} x {repeats}: {effect.name} is out of reach (*): the "
+                            f"{row} row's noise puts the change caught 90% of the time at "
+                            f"{reach:.0%}."
+                        )
                 if effect.tail != 1.0:
                     row_hit, _ = rate(
                         null, effect_pools[effect.name], rng, repeats, effect_trials, "e2e_p99_ms"
