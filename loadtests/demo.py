@@ -1,4 +1,6 @@
-"""Demo data for the load-test pages: a concurrency sweep of the 13B demo service.
+"""Demo data for the load-test pages: a concurrency sweep of the 13B demo service, and its
+nightly regression history (c=16, shorter prompts) where TTFT P50 steps up by ~12% at run 9 of
+12, so the dossier timeline shows a change point.
 
 The sweep has the seed's shape (DESIGN.md section 1): from concurrency 1 to 16 each doubling
 buys x1.78 throughput for x1.17 P99 (10x for <2x overall), 16 -> 32 buys +20% for 2x, and
@@ -49,21 +51,30 @@ def _percentiles(values: np.ndarray, name: str) -> dict[str, float]:
     return out
 
 
-def _run(rng: np.random.Generator, concurrency: int, when: datetime) -> dict:
+def _run(
+    rng: np.random.Generator,
+    concurrency: int,
+    when: datetime,
+    *,
+    prompt: int = 1024,
+    output: int = 256,
+    ttft_factor: float = 1.0,
+    label: str = "demo sweep",
+) -> dict:
     tps, p99 = _shape(concurrency)
-    input_lens = rng.normal(1024, 40, REQUESTS).round().astype(int)
-    output_lens = rng.normal(256, 20, REQUESTS).round().astype(int)
+    input_lens = rng.normal(prompt, 40, REQUESTS).round().astype(int)
+    output_lens = rng.normal(output, 20, REQUESTS).round().astype(int)
     # Log-normal e2e latencies scaled so their P99 lands on the curve.
     e2e = rng.lognormal(0.0, 0.25, REQUESTS)
     e2e *= p99 / np.percentile(e2e, 99)
-    ttft = e2e * rng.uniform(0.03, 0.06, REQUESTS)
+    ttft = e2e * rng.uniform(0.03, 0.06, REQUESTS) * ttft_factor
     tpot = (e2e - ttft) / np.maximum(output_lens - 1, 1)
     total_out = int(output_lens.sum())
     duration = total_out / tps
     return {
         "date": when.strftime("%Y%m%d-%H%M%S"),
         "backend": "openai-chat",
-        "label": "demo sweep",
+        "label": label,
         "model_id": "meta-llama/Llama-2-13b-chat-hf",
         "num_prompts": REQUESTS,
         "request_rate": "inf",
@@ -98,6 +109,24 @@ def demo_sweep_file() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+HISTORY_RUNS = 12
+HISTORY_STEP = 9  # the first run (1-based) with the slower prefill
+HISTORY_START = datetime(2026, 11, 3, 2, 0, tzinfo=UTC)
+HISTORY_FILENAME = "demo-13b-nightly.jsonl"
+
+
+def demo_history_file() -> bytes:
+    """Nightly c=16 runs as JSON lines; from run HISTORY_STEP on, TTFT is 12% slower."""
+    rng = np.random.default_rng(SEED + 1)
+    lines = []
+    for night in range(HISTORY_RUNS):
+        factor = 1.12 if night + 1 >= HISTORY_STEP else 1.0
+        when = HISTORY_START + timedelta(days=night)
+        run = _run(rng, 16, when, prompt=512, output=128, ttft_factor=factor, label="nightly")
+        lines.append(json.dumps(run))
+    return ("\n".join(lines) + "\n").encode()
+
+
 def _thirteen_b(services: Iterable[Service]) -> Service | None:
     services = list(services)
     for service in services:
@@ -107,13 +136,14 @@ def _thirteen_b(services: Iterable[Service]) -> Service | None:
 
 
 def add_demo_loadtests(services: Iterable[Service]) -> None:
-    """Import the demo sweep for the 13B service among `services` (none: nothing to do)."""
+    """Import the demo sweep and history for the 13B service among `services` (none: nothing)."""
     service = _thirteen_b(services)
     if service is None:
         return
-    import_loadtest_file(
-        service=service,
-        content=demo_sweep_file(),
-        filename=FILENAME,
-        origin=LoadTest.Origin.DEMO,
-    )
+    for content, filename in (
+        (demo_sweep_file(), FILENAME),
+        (demo_history_file(), HISTORY_FILENAME),
+    ):
+        import_loadtest_file(
+            service=service, content=content, filename=filename, origin=LoadTest.Origin.DEMO
+        )
