@@ -528,7 +528,7 @@ class _Context:
                 note=f"not enough requests ({min(b.size, c.size)}; needs {SHIFT_MIN_REQUESTS})",
             )
         shift, low, high = gatestats.hodges_lehmann(b, c)
-        within = ((high - low) / (2 * 1.959964)) ** 2
+        within = max(((high - low) / (2 * 1.959964)) ** 2, gatestats.SE_FLOOR**2)
         tau2, df = self.spread(family)
         between = tau2 * self._runs_factor()
         base_median = math.exp(float(np.median(b)))
@@ -640,7 +640,7 @@ class _Context:
                 baseline=math.exp(mb),
                 candidate=math.exp(mc),
                 log_change=mc - mb,
-                se=math.sqrt(max(pooled, gatestats._SE_FLOOR**2) * self._runs_factor()),
+                se=math.sqrt(max(pooled, gatestats.SE_FLOOR**2) * self._runs_factor()),
                 df=float(df),
                 test="t-test over runs",
             )

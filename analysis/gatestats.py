@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import signal, special
 
-_SE_FLOOR = 0.003  # sketch-rebuilt samples tie within 1% bins; never claim less than 0.3%
+SE_FLOOR = 0.003  # sketch-rebuilt samples tie within 1% bins; never claim less than 0.3%
 
 
 def hodges_lehmann(
@@ -69,7 +69,7 @@ def quantile_log(sorted_logs: np.ndarray, q: float) -> tuple[float, float, int]:
     )
     m = min(max(math.floor(q * n + 0.5), 2), n - 1)
     if n < 3:
-        return value, _SE_FLOOR, math.floor(n * (1 - q) + 1e-9)
+        return value, SE_FLOOR, math.floor(n * (1 - q) + 1e-9)
     # The Beta weights vanish a few rank deviations away from m: only that window counts.
     reach = math.ceil(10 * math.sqrt(n * q * (1 - q))) + 10
     first, last = max(m - reach, 0), min(m + reach, n)
@@ -78,7 +78,7 @@ def quantile_log(sorted_logs: np.ndarray, q: float) -> tuple[float, float, int]:
     window = sorted_logs[first:last]
     c1 = float(np.dot(weights, window))
     c2 = float(np.dot(weights, window**2))
-    se = max(math.sqrt(max(c2 - c1 * c1, 0.0)), _SE_FLOOR)
+    se = max(math.sqrt(max(c2 - c1 * c1, 0.0)), SE_FLOOR)
     tail = math.floor(n * (1 - q) + 1e-9)
     return value, se, tail
 

@@ -139,7 +139,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer trials (CI-size check)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    aa_trials, effect_trials, pool_size = (60, 30, 40) if args.quick else (300, 100, 120)
+    aa_trials, effect_trials, pool_size = (60, 30, 40) if args.quick else (400, 120, 160)
+    effect_pool_size = min(pool_size, 100)
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
 
@@ -169,7 +170,7 @@ def main() -> None:
         for sigma in (0.5, 1.0):
             for itls in (True, False):
                 pools[(sigma, itls)] = Pool(rng, pool_size, n, sigma, NULL, itls)
-        effect_pools = {e.name: Pool(rng, pool_size, n, 0.5, e, True) for e in EFFECTS}
+        effect_pools = {e.name: Pool(rng, effect_pool_size, n, 0.5, e, True) for e in EFFECTS}
         for repeats in (1, 3):
             cells = [f"{n:,} x {repeats}"]
             for sigma in (0.5, 1.0):
