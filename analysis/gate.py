@@ -290,6 +290,7 @@ class PreparedRun:
     logs: dict[str, np.ndarray]  # sorted log(ms) by family
     requests: int | None
     throughput_var: float | None  # within-run variance of log(requests / duration)
+    throughput_noise: np.ndarray | None  # its standardized shape (slow runs drag: a low tail)
     output_tokens_cv: float | None
     medians: dict[str, tuple[float, float]]  # (log median, its standard error) by family
 
@@ -304,11 +305,30 @@ def prepare(run: RunData | PreparedRun, side: str = "run") -> PreparedRun:
     requests = run.requests
     if requests is None and samples:
         requests = max(a.size for a in samples.values())
-    throughput_var = None
-    if run.concurrency and "e2e" in samples and samples["e2e"].size >= 2:
-        throughput_var = gatestats.closed_loop_log_variance(samples["e2e"], run.concurrency)
+    throughput_var = throughput_noise = None
+    if run.concurrency and requests and requests >= 2:
+        # Replays of the run's requests through its slots measure its throughput noise: fresh
+        # lognormal draws through its E2E P50 and P99 (the slowest requests make a run's end
+        # drag) give the noise's shape, long low tail included, and stand in when the file has
+        # no E2E per request (no `itls`); a resample of the run's own requests keeps whatever
+        # shape they have. The larger variance wins.
+        if "e2e" in samples:
+            p50, p99 = (float(v) for v in np.quantile(samples["e2e"], [0.5, 0.99]))
+        else:
+            p50, p99 = _positive(values.get("e2e_p50_ms")), _positive(values.get("e2e_p99_ms"))
+        if p50 is not None and p99 is not None and p99 > p50 > 0:
+            # Rounded to 0.05: the replays are cached per sigma (a 2.5% error at sigma 1).
+            sigma = round(math.log(p99 / p50) / _Z99 * 20) / 20
+            throughput_var, throughput_noise = gatestats.lognormal_closed_loop_noise(
+                sigma, requests, run.concurrency
+            )
+        if "e2e" in samples and samples["e2e"].size >= 2:
+            resampled = gatestats.closed_loop_log_variance(samples["e2e"], run.concurrency)
+            throughput_var = max(throughput_var or 0.0, resampled)
     medians = {family: gatestats.quantile_log(a, 0.5)[:2] for family, a in logs.items()}
-    return PreparedRun(values, logs, requests, throughput_var, run.output_tokens_cv, medians)
+    return PreparedRun(
+        values, logs, requests, throughput_var, throughput_noise, run.output_tokens_cv, medians
+    )
 
 
 @dataclass(frozen=True)
@@ -418,15 +438,8 @@ def compare_runs(
         raise ValueError("Nothing to compare: no gated metric is measured by both runs.")
 
     tested = [i for i, e in enumerate(estimates) if e.kind == "test"]
-    worse_p = [
-        gatestats.one_sided_p(
-            estimates[i].log_change,
-            estimates[i].se,
-            estimates[i].df,
-            worse_if_positive=list(rules.values())[i].direction == "lower",
-        )
-        for i in tested
-    ]
+    directions = [rule.direction for rule in rules.values()]
+    worse_p = [estimates[i].p_value(worse_if_positive=directions[i] == "lower") for i in tested]
     adjusted = dict(zip(tested, gatestats.holm(worse_p), strict=True))
     rows = [
         _row(rule, estimate, adjusted.get(i), len(tested), alpha)
@@ -456,6 +469,23 @@ class _Estimate:
     note: str = ""
     tail: int | None = None
     display_change: float | None = None  # relative change shown, when not candidate/baseline
+    null: np.ndarray | None = None  # draws of log_change under no change, when not normal
+
+    def p_value(self, *, worse_if_positive: bool) -> float:
+        if self.null is not None:
+            return gatestats.empirical_p(
+                self.log_change, self.null, worse_if_positive=worse_if_positive
+            )
+        return gatestats.one_sided_p(
+            self.log_change, self.se, self.df, worse_if_positive=worse_if_positive
+        )
+
+    def critical(self, level: float, *, worse_if_positive: bool) -> float:
+        """How far the bad way log_change goes by chance with probability `level`."""
+        if self.null is not None:
+            q = np.quantile(self.null, 1 - level if worse_if_positive else level)
+            return float(q) if worse_if_positive else -float(q)
+        return gatestats.critical(level, self.df) * self.se
 
 
 class _Context:
@@ -618,6 +648,20 @@ class _Context:
             mc, var_c = gatestats.weighted_mean(yc_runs, vc, tau2)
             between = tau2 * self._runs_factor()
             within = max(var_b + var_c - between, 0.0)
+            null = None
+            noises = [run.throughput_noise for run in self.cand + self.base]
+            if all(noise is not None for noise in noises):
+                # The runs' own noise shapes, long low tails included, summed as the weighted
+                # means sum them; the spread between runs (tau^2) adds a normal part.
+                weights, scales = [], []
+                for variances, sign in ((vc, 1.0), (vb, -1.0)):
+                    w = 1.0 / (variances + tau2)
+                    weights += list(sign * w / w.sum())
+                    scales += list(np.sqrt(variances))
+                a = np.array(weights)
+                null = gatestats.null_draws(
+                    noises, weights, scales, math.sqrt(tau2 * float(np.sum(a**2)))
+                )
             return _Estimate(
                 "test",
                 baseline=math.exp(mb),
@@ -625,6 +669,7 @@ class _Context:
                 log_change=mc - mb,
                 se=math.sqrt(var_b + var_c),
                 df=gatestats.satterthwaite_df(within, between, df),
+                null=null,
                 test="random effects",
             )
         if self.k + self.m >= 3 and (self.k >= 2 or self.m >= 2):
@@ -661,6 +706,15 @@ class _Context:
             # Token rates also move with how long the sampled outputs were.
             var += run.output_tokens_cv**2 / run.requests
         return var
+
+
+_Z99 = 2.3263479  # the standard normal's 99th percentile
+
+
+def _positive(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
 
 
 _SHIFT_METRIC = re.compile(r"^(?P<family>[a-z0-9]+)_shift$")
@@ -727,9 +781,7 @@ def _row(
         math.expm1(estimate.log_change + z95 * estimate.se),
     )
     mde = _mde(rule, estimate, b, tested, alpha)
-    p_better = gatestats.one_sided_p(
-        estimate.log_change, estimate.se, estimate.df, worse_if_positive=not lower_better
-    )
+    p_better = estimate.p_value(worse_if_positive=not lower_better)
     significant = p_adjusted is not None and p_adjusted <= alpha
     if worse > 0 and beyond and significant:
         verdict, note = "regression", ""
@@ -758,8 +810,9 @@ def _mde(
 ) -> float:
     """Smallest relative regression caught with probability POWER: the test's and the rule's."""
     level = alpha / max(tested, 1)  # Holm's first step, the strictest a row can face
-    df = estimate.df
-    log_mde = (gatestats.critical(level, df) + gatestats.critical(1 - POWER, df)) * estimate.se
+    worse_if_positive = rule.direction == "lower"
+    log_mde = estimate.critical(level, worse_if_positive=worse_if_positive)
+    log_mde += gatestats.critical(1 - POWER, estimate.df) * estimate.se
     statistical = math.expm1(log_mde) if rule.direction == "lower" else -math.expm1(-log_mde)
     floor = rule.floor / abs(baseline) if baseline else 0.0
     return max(statistical, rule.relative, floor)

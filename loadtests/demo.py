@@ -1,6 +1,6 @@
 """Demo data for the load-test pages: a concurrency sweep of the 13B demo service, and its
 nightly regression history (c=16, shorter prompts) where TTFT P50 steps up by ~12% at run 9 of
-12, so the dossier timeline shows a change point.
+16, so the dossier timeline shows a change point.
 
 The sweep has the seed's shape (DESIGN.md section 1): from concurrency 1 to 16 each doubling
 buys x1.78 throughput for x1.17 P99 (10x for <2x overall), 16 -> 32 buys +20% for 2x, and
@@ -109,7 +109,7 @@ def demo_sweep_file() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-HISTORY_RUNS = 12
+HISTORY_RUNS = 16
 HISTORY_STEP = 9  # the first run (1-based) with the slower prefill
 HISTORY_START = datetime(2026, 11, 3, 2, 0, tzinfo=UTC)
 HISTORY_FILENAME = "demo-13b-nightly.jsonl"
