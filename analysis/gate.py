@@ -7,12 +7,15 @@ judged by the test that fits what it measures (the statistics live in `analysis.
 - **all requests** (one row per latency family with per-request samples in every run): the
   Hodges-Lehmann shift of log latency (a ratio) with the interval from Mann-Whitney's U, over
   the merged requests of each side.
-- **quantile rows** (P50, P90, P99): the merged side's quantile with an order-statistic
-  standard error, judged only when each side has ``TAIL_REQUESTS`` requests beyond it (10: a P99
-  needs 1,000 requests a side). Below that the row says "not enough tail data" and the run
-  length that would decide it; it neither passes as noise nor fails on a threshold.
+- **quantile rows** (P50, P90, P99): the merged side's quantile with a Maritz-Jarrett
+  (order-statistic) standard error, judged only when each side has ``TAIL_REQUESTS`` requests
+  beyond it (10: a P99 needs 1,000 requests a side). Below that the row says "not enough tail
+  data" and the run length that would decide it; it neither passes as noise nor fails on a
+  threshold.
 - **throughput and token rates**: per-run log values, each run's own noise measured by replaying
-  its requests through its concurrency slots, tested as a random-effects comparison.
+  requests through its concurrency slots (lognormal requests fitted to its E2E P50 and P99, or a
+  resample of its own), tested as a random-effects comparison whose p-value comes from the
+  replays' own shape: slow last requests give throughput a long low tail a normal would miss.
 - Request-level tests add the run-to-run variance that the runs show beyond their request noise
   (DerSimonian-Laird over run medians). Without per-request samples a row is a t-test over runs
   (when a side has two or more), else the thresholds decide alone ("thresholds only").

@@ -108,13 +108,17 @@ class Pool:
         return [self.runs[i] for i in choices], set(choices)
 
 
-def mde90(row: gate.GateRow, tested: int) -> float | None:
-    """The change the row catches 90% of the time (its interval's width, Holm's first step)."""
-    if row.interval is None:
+def mde90(row: gate.GateRow) -> float | None:
+    """The change the row catches 90% of the time: its MDE (80%), moved by 0.44 standard errors
+    (the normal's 90th minus 80th percentile), so the row's own tail (throughput's long low
+    tail) and Holm's first step stay in it."""
+    if row.interval is None or row.mde is None:
         return None
     se = (math.log1p(row.interval[1]) - math.log1p(row.interval[0])) / (2 * 1.959964)
-    z = gatestats.critical(gate.ALPHA / tested, None) + gatestats.critical(0.10, None)
-    return math.expm1(z * se)
+    extra = (gatestats.critical(0.10, None) - gatestats.critical(0.20, None)) * se
+    if row.threshold_text.startswith("+"):  # lower is better: a rise
+        return math.expm1(math.log1p(row.mde) + extra)
+    return -math.expm1(math.log(1 - row.mde) - extra)  # higher is better: a drop
 
 
 def rate(base_pool, cand_pool, rng, repeats, trials, row=None):
@@ -129,7 +133,7 @@ def rate(base_pool, cand_pool, rng, repeats, trials, row=None):
         result = gate.compare_runs(base, cand)
         found = next((r for r in result.rows if r.metric == row), None)
         hits += (found.verdict == "regression") if found else not result.passed
-        if found is not None and (value := mde90(found, result.tested)) is not None:
+        if found is not None and (value := mde90(found)) is not None:
             reach.append(value)
     return hits / trials, (float(np.median(reach)) if reach else None)
 
