@@ -15,8 +15,9 @@ Printed per run size (400 requests, 1,000 requests) and candidate repeats (1, 3)
   whole gate, and by the E2E P99 row alone), request and token throughput -10%.
 Runs are drawn from pools of independent runs (each trial takes distinct runs at random).
 
-    .venv/bin/python bench/gate_quality.py            # the full table (about 2-3 minutes)
-    .venv/bin/python bench/gate_quality.py --quick    # fewer trials, for CI-size checks
+    .venv/bin/python bench/gate_quality.py             # the table (~40 s of CPU)
+    .venv/bin/python bench/gate_quality.py --quick     # fewer trials, for CI-size checks
+    .venv/bin/python bench/gate_quality.py --thorough  # 400 A/A trials a cell (~1 min of CPU)
 """
 
 from __future__ import annotations
@@ -141,9 +142,16 @@ def rate(base_pool, cand_pool, rng, repeats, trials, row=None):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer trials (CI-size check)")
+    parser.add_argument(
+        "--thorough", action="store_true", help="more trials (400 A/A a cell; ~1 min of CPU)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    aa_trials, effect_trials, pool_size = (60, 30, 40) if args.quick else (400, 120, 160)
+    aa_trials, effect_trials, pool_size = (300, 100, 120)
+    if args.quick:
+        aa_trials, effect_trials, pool_size = (60, 30, 40)
+    elif args.thorough:
+        aa_trials, effect_trials, pool_size = (400, 120, 160)
     effect_pool_size = min(pool_size, 100)
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
