@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('dossiers', '0004_loadtests_move_out'),
-        ('loadtests', '0002_promoted_to_reverse_name'),
+        ('loadtests', '0003_corpus_failed_runs_and_unknown_dates'),
     ]
 
     operations = [
