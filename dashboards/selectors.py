@@ -29,6 +29,7 @@ from collectors.services.rollups import Traffic
 from dashboards.claims import ClaimCheck, check_claims
 from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
 from dossiers.selectors import FleetRow, current_baseline, fleet_rows
+from loadtests.history import HistoryChange, history_changes
 from loadtests.models import GateRun, LoadTest, LoadTestSketch
 
 # Alert history kinds worth a line on a chart; the timeline lists every transition but these
@@ -43,7 +44,7 @@ class Marker:
     """Something that happened to the service at a moment: drawn on charts, listed in the
     timeline. `tone` picks the colour: bad (firing), ok (resolved, pass), info, warn."""
 
-    kind: str  # "alert" | "deploy" | "experiment" | "gate"
+    kind: str  # "alert" | "deploy" | "experiment" | "gate" | "change"
     at: datetime
     title: str
     detail: str = ""
@@ -139,6 +140,25 @@ def _gate_markers(runs: list[GateRun]) -> list[Marker]:
     return markers
 
 
+def _change_markers(changes: list[HistoryChange], slug: str) -> list[Marker]:
+    """Steps in the load-test history: worse is "bad", better is "ok"."""
+    markers = []
+    for change in changes:
+        lower_is_better = change.unit != "tok/s"
+        worse = change.relative > 0 if lower_is_better else change.relative < 0
+        markers.append(
+            Marker(
+                kind="change",
+                at=change.at,
+                title=change.title,
+                detail=change.detail,
+                url=_link("loadtests:detail", slug, change.run.pk),
+                tone="bad" if worse else "ok",
+            )
+        )
+    return markers
+
+
 def time_markers(*, service: Service, start: datetime, end: datetime) -> list[Marker]:
     """Alerts firing/resolving, deploys and experiments in [start, end], oldest first.
 
@@ -164,9 +184,10 @@ def time_markers(*, service: Service, start: datetime, end: datetime) -> list[Ma
 
 
 def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
-    """The dossier timeline: alert transitions, deploys, experiments, gate runs, newest first.
+    """The dossier timeline: alert transitions, deploys, experiments, gate runs and steps in the
+    load-test history (change points), newest first.
 
-    Four queries, each bounded by `limit`.
+    Six queries, each bounded.
     """
     events = recent_history_for_service(service, timezone.now(), limit, states_only=True)
     configs = list(ConfigVersion.objects.filter(service=service).order_by("-created_at")[:limit])
@@ -181,6 +202,7 @@ def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
         + _deploy_markers(configs, service.slug)
         + _experiment_markers(experiments)
         + _gate_markers(runs)
+        + _change_markers(history_changes(service=service), service.slug)
     )
     return sorted(markers, key=lambda m: m.at, reverse=True)[:limit]
 

@@ -11,6 +11,8 @@ Answers, loadtests/: 201 with the runs stored (200 when the same file was import
 Answers, gate/: 200 with the verdict ("pass" or "regression") and the table; 422 when the gate
 refuses to compare (no baseline, another workload shape: the body has `reasons`), so a CI step
 can tell "regressed" (200 + verdict) from "could not judge" (422) from "bad file" (400).
+The gate takes several `file` parts (multipart) as the repeats of one build, judged together
+against the baseline set of their workload shape.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from loadtests.importing import (
     import_loadtest_file,
 )
 from loadtests.models import GateRun, LoadTest
+
+MAX_GATE_FILES = 20  # repeats of one build in one gate run
 
 
 class LoadTestSerializer(serializers.ModelSerializer):
@@ -208,19 +212,37 @@ def gate_run_body(gate_run: GateRun, request) -> dict:
         if gate_run.baseline is None
         else {"id": gate_run.baseline.pk, "label": gate_run.baseline.label},
         "candidate": {"id": candidate.pk, "label": candidate.label},
+        "candidates": [{"id": r.pk, "label": r.label} for r in gate_run.candidates.all()],
+        "baselines": [{"id": b.pk, "label": b.label} for b in gate_run.baseline_set.all()],
         "result": gate_run.result,
         "table": gate_run.table,
         "url": request.build_absolute_uri(gate_run.get_absolute_url()),
     }
 
 
+_GATE_BODY = {
+    "multipart/form-data": {
+        "type": "object",
+        "properties": {
+            "file": {
+                "type": "array",
+                "items": {"type": "string", "format": "binary"},
+                "description": "One or more result files: repeats of the same build.",
+            }
+        },
+        "required": ["file"],
+    },
+    "application/json": OpenApiTypes.OBJECT,
+}
+
+
 class GateView(_FileEndpoint):
     @extend_schema(
-        request=_FILE_BODY,
+        request=_GATE_BODY,
         parameters=_OPTIONS[:2],
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="Verdict: pass or regression."),
-            400: OpenApiResponse(description="The file is not a known load-test format."),
+            400: OpenApiResponse(description="A file is not a known load-test format."),
             404: OpenApiResponse(description="No service with this slug."),
             413: OpenApiResponse(description="The file is too large."),
             422: OpenApiResponse(
@@ -233,12 +255,25 @@ class GateView(_FileEndpoint):
         content, filename, options, error = self.upload(request)
         if error is not None:
             return error
+        # Several `file` parts are the repeats of one build, judged together.
+        files = [(content, filename)]
+        if request.content_type.startswith("multipart/form-data"):
+            uploads = request.FILES.getlist("file")
+            if len(uploads) > MAX_GATE_FILES:
+                return Response(
+                    {"file": [f"At most {MAX_GATE_FILES} files (repeats) per gate run."]}, 400
+                )
+            if any(upload.size > MAX_FILE_BYTES for upload in uploads):
+                return _too_large()
+            files = []
+            for upload in uploads:
+                upload.seek(0)  # `upload()` read one of them already
+                files.append((upload.read(), upload.name))
         try:
             gate_run = run_gate(
                 service=service,
                 source=GateRun.Source.API,
-                candidate_content=content,
-                filename=filename,
+                files=files,
                 format=options.get("format"),
                 user=request.user,
                 measured_at=options.get("measured_at"),

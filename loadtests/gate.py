@@ -1,11 +1,12 @@
 """The release gate over stored runs: which baseline a candidate meets, and the stored verdict.
 
-The comparison itself is `analysis.gate` (thresholds, floors, bootstrap on quantile ratios).
-This module picks the baseline of the candidate's workload shape, feeds it per-request samples
-rebuilt from stored sketches, applies the service's overrides and keeps every run as a GateRun.
+The comparison itself is `analysis.gate` (per-row tests, Holm across rows, thresholds and
+floors). This module picks the baseline set of the candidates' workload shape (the newest
+`BASELINE_WINDOW` baselines of that shape), feeds the gate per-request samples rebuilt from
+stored sketches, applies the service's overrides and keeps every run as a GateRun.
 
 Samples from sketches: a load test keeps its per-request arrays only as DDSketches, so the
-bootstrap gets each bin's representative value repeated by the bin's count. Every value is then
+tests get each bin's representative value repeated by the bin's count. Every value is then
 within the sketch's 1.08% relative accuracy of a real request, the quantiles are the sketch's
 own, and the same sketch always yields the same samples (an identical rerun compares equal).
 """
@@ -100,14 +101,24 @@ def samples_of(run: LoadTest | Baseline | None) -> dict[str, np.ndarray]:
     }
 
 
-# --- Choosing the baseline --------------------------------------------------------------------
+# --- Choosing the baseline set ----------------------------------------------------------------
+
+BASELINE_WINDOW = 5  # the newest accepted runs of a workload shape that form the reference
 
 
 @dataclass(frozen=True)
 class Match:
-    candidate: LoadTest
-    baseline: Baseline | None
+    candidates: tuple[LoadTest, ...]  # the runs judged (repeats), all of the baseline's shape
+    baselines: tuple[Baseline, ...]  # the reference set, current (or newest) first
     reasons: tuple[str, ...]  # why no baseline fits; empty when one does
+
+    @property
+    def candidate(self) -> LoadTest:
+        return self.candidates[0]
+
+    @property
+    def baseline(self) -> Baseline | None:
+        return self.baselines[0] if self.baselines else None
 
 
 def _baselines(service: Service) -> list[Baseline]:
@@ -121,22 +132,52 @@ def _baselines(service: Service) -> list[Baseline]:
     return sorted(found, key=lambda b: not b.is_current)
 
 
-def match_baseline(candidates: Sequence[LoadTest], baselines: Sequence[Baseline]) -> Match:
-    """The candidate run and the baseline it is judged against.
+def match_baselines(
+    files: Sequence[Sequence[LoadTest]],
+    baselines: Sequence[Baseline],
+    *,
+    window: int = BASELINE_WINDOW,
+) -> Match:
+    """The candidate runs and the baseline set they are judged against.
 
-    The current baseline when its shape is the candidate's; else the newest baseline of the same
-    shape. With several candidate runs (a sweep file), the first run that has such a baseline,
-    runs matching the current baseline first. When none fits, the reasons say how the first run
-    differs from the current baseline.
+    The shape is the current baseline's when a candidate run has it, else the newest baseline's
+    that one has. The reference set is the `window` newest baselines of that shape (the accepted
+    history, or several runs promoted together); the candidates are every run of that shape in
+    the files (repeats), and each file must hold one. A run that is in both sets (an identical
+    rerun) leaves the reference set unless it is all there is. When nothing fits, the reasons
+    say how the first run differs from the current baseline.
     """
-    first = candidates[0]
+    runs = [run for file_runs in files for run in file_runs]
+    first = runs[0]
     if not baselines:
-        return Match(first, None, ("the service has no baseline to compare with",))
-    shapes = [(b, shape_of(b)) for b in baselines]
-    for baseline, shape in shapes:  # current first, then newest
-        for candidate in candidates:
-            if not gate.shape_differences(shape, shape_of(candidate)):
-                return Match(candidate, baseline, ())
+        return Match((first,), (), ("the service has no baseline to compare with",))
+    for anchor in baselines:  # current first, then newest
+        shape = shape_of(anchor)
+        if not any(not gate.shape_differences(shape, shape_of(run)) for run in runs):
+            continue
+        missing = [
+            number
+            for number, file_runs in enumerate(files, start=1)
+            if all(gate.shape_differences(shape, shape_of(run)) for run in file_runs)
+        ]
+        if missing:
+            numbers = ", ".join(str(n) for n in missing)
+            return Match(
+                (first,),
+                (),
+                (
+                    f"candidate file{'s' if len(missing) > 1 else ''} {numbers} hold no run of "
+                    f"the baseline's workload shape ({shape_text(shape)}): repeats must share "
+                    "one shape",
+                ),
+            )
+        candidates: dict[int, LoadTest] = {}
+        for run in runs:
+            if not gate.shape_differences(shape, shape_of(run)):
+                candidates.setdefault(run.pk, run)
+        same_shape = [b for b in baselines if not gate.shape_differences(shape, shape_of(b))]
+        reference = [b for b in same_shape if _source_pk(b) not in candidates] or same_shape
+        return Match(tuple(candidates.values()), tuple(reference[:window]), ())
     current = baselines[0]
     reasons = gate.shape_differences(shape_of(current), shape_of(first))
     label = "current baseline" if current.is_current else "newest baseline"
@@ -144,7 +185,31 @@ def match_baseline(candidates: Sequence[LoadTest], baselines: Sequence[Baseline]
         f"no baseline has the candidate's workload shape ({shape_text(shape_of(first))}); "
         f"the {label} “{current.label}” is {shape_text(shape_of(current))}"
     )
-    return Match(first, None, (intro, *reasons))
+    return Match((first,), (), (intro, *reasons))
+
+
+def match_baseline(candidates: Sequence[LoadTest], baselines: Sequence[Baseline]) -> Match:
+    """One file's runs against the baselines (see `match_baselines`)."""
+    return match_baselines([candidates], baselines)
+
+
+def _source_pk(baseline: Baseline) -> int | None:
+    run = source_run(baseline)
+    return run.pk if run is not None else None
+
+
+def run_data(run: LoadTest | Baseline) -> gate.RunData:
+    """What the gate needs of a stored run: values, per-request samples, how it was loaded."""
+    shape = shape_of(run)
+    closed_loop = shape.request_rate is not None and math.isinf(shape.request_rate)
+    mean, std = run.output_tokens_mean, run.output_tokens_std
+    return gate.RunData(
+        values=measured_values(run),
+        samples=samples_of(run),
+        requests=run.request_count,
+        concurrency=shape.concurrency if closed_loop else None,
+        output_tokens_cv=std / mean if mean and std is not None else None,
+    )
 
 
 # --- Running the gate ---------------------------------------------------------------------------
@@ -165,87 +230,113 @@ def run_gate(
     candidate: LoadTest | None = None,
     candidate_content: bytes | None = None,
     filename: str | None = None,
+    files: Sequence[tuple[bytes, str | None]] | None = None,
     format: str | None = None,
     user=None,
     measured_at=None,
 ) -> GateRun:
-    """Judge a candidate (a stored load test, or a file imported here) and store the GateRun.
+    """Judge candidate runs against the baseline set of their shape and store the GateRun.
 
-    Refusals (no baseline, different workload shape, nothing measured by both) are stored too,
-    with verdict "refused" and the reasons. A bad file or bad overrides raise
-    LoadTestImportError / GateInputError and store nothing.
+    The candidates are a stored load test, one file (`candidate_content`, `filename`), or several
+    files (`files`: (content, filename) pairs, the repeats of one build). Refusals (no baseline,
+    another workload shape, nothing measured by both) are stored too, with verdict "refused" and
+    the reasons. A bad file or bad overrides raise LoadTestImportError / GateInputError and store
+    nothing.
     """
-    if (candidate is None) == (candidate_content is None):
-        raise ValueError("pass exactly one of candidate and candidate_content")
+    given = [candidate is not None, candidate_content is not None, bool(files)]
+    if sum(given) != 1:
+        raise ValueError("pass exactly one of candidate, candidate_content and files")
     rules = service_rules(service)
     if candidate is not None:
-        candidates = [candidate]
+        per_file = [[candidate]]
     else:
-        candidates = import_loadtest_file(
-            service=service,
-            content=candidate_content,
-            filename=filename,
-            format=format,
-            user=user,
-            origin=LoadTest.Origin.GATE,
-            measured_at=measured_at,
-        )
+        uploads = files or [(candidate_content, filename)]
+        per_file = []
+        for number, (content, name) in enumerate(uploads, start=1):
+            try:
+                per_file.append(
+                    import_loadtest_file(
+                        service=service,
+                        content=content,
+                        filename=name,
+                        format=format,
+                        user=user,
+                        origin=LoadTest.Origin.GATE,
+                        measured_at=measured_at,
+                    )
+                )
+            except LoadTestImportError as exc:
+                if len(uploads) == 1:
+                    raise
+                label = name or f"file {number}"
+                raise LoadTestImportError(f"{label}: {exc}") from exc
     created_by = user if getattr(user, "pk", None) else None
-    usable = [run for run in candidates if not run.failed]
-    if not usable:
-        # A run without one successful request has no statistics to judge.
-        first = candidates[0]
-        reason = f"the candidate run failed ({first.failure}): there is nothing to compare"
-        return _refuse(service, first, None, (reason,), source, created_by)
-    match = match_baseline(usable, _baselines(service))
-    if match.baseline is None:
-        return _refuse(service, match.candidate, None, match.reasons, source, created_by)
+    for runs in per_file:
+        if not any(not run.failed for run in runs):
+            # A run without one successful request has no statistics to judge.
+            first = runs[0]
+            reason = f"the candidate run failed ({first.failure}): there is nothing to compare"
+            return _refuse(service, Match((first,), (), ()), (reason,), source, created_by)
+    usable = [[run for run in runs if not run.failed] for runs in per_file]
+    match = match_baselines(usable, _baselines(service))
+    if not match.baselines:
+        return _refuse(service, match, match.reasons, source, created_by)
     try:
-        result = gate.compare(
-            measured_values(match.baseline),
-            measured_values(match.candidate),
+        result = gate.compare_runs(
+            [run_data(b) for b in match.baselines],
+            [run_data(c) for c in match.candidates],
             rules=rules,
-            baseline_samples=samples_of(match.baseline),
-            candidate_samples=samples_of(match.candidate),
         )
     except ValueError as exc:
-        return _refuse(service, match.candidate, match.baseline, (str(exc),), source, created_by)
-    return GateRun.objects.create(
+        return _refuse(service, match, (str(exc),), source, created_by)
+    gate_run = GateRun.objects.create(
         service=service,
         candidate=match.candidate,
         baseline=match.baseline,
         verdict=GateRun.Verdict.PASS if result.passed else GateRun.Verdict.REGRESSION,
         result=result.to_dict(),
-        table=_heading(match.baseline, match.candidate) + gate.format_table(result),
+        table=_heading(match) + gate.format_table(result),
         source=source,
         created_by=created_by,
     )
+    gate_run.candidates.set(match.candidates)
+    gate_run.baseline_set.set(match.baselines)
+    return gate_run
 
 
-def _heading(baseline: Baseline, candidate: LoadTest) -> str:
-    return (
-        f"baseline:  {baseline.label} (#{baseline.pk}, measured {baseline.measured_at:%Y-%m-%d})\n"
-        f"candidate: {candidate.label} (load test #{candidate.pk})\n"
-        f"shape:     {shape_text(shape_of(candidate))}\n\n"
-    )
+def _heading(match: Match) -> str:
+    lines = []
+    for number, baseline in enumerate(match.baselines, start=1):
+        title = "baseline: " if number == 1 else "          "
+        lines.append(
+            f"{title} {baseline.label} (#{baseline.pk}, measured "
+            f"{baseline.measured_at:%Y-%m-%d}{', current' if baseline.is_current else ''})"
+        )
+    for number, candidate in enumerate(match.candidates, start=1):
+        title = "candidate:" if number == 1 else "          "
+        lines.append(f"{title} {candidate.label} (load test #{candidate.pk})")
+    lines.append(f"shape:     {shape_text(shape_of(match.candidate))}")
+    return "\n".join(lines) + "\n\n"
 
 
 def _refuse(
     service: Service,
-    candidate: LoadTest,
-    baseline: Baseline | None,
+    match: Match,
     reasons: Sequence[str],
     source: str,
     created_by,
 ) -> GateRun:
     table = "REFUSED: the candidate is not compared.\n" + "\n".join(f"- {r}" for r in reasons)
-    return GateRun.objects.create(
+    gate_run = GateRun.objects.create(
         service=service,
-        candidate=candidate,
-        baseline=baseline,
+        candidate=match.candidate,
+        baseline=match.baseline,
         verdict=GateRun.Verdict.REFUSED,
         result={"reasons": list(reasons)},
         table=table,
         source=source,
         created_by=created_by,
     )
+    gate_run.candidates.set(match.candidates)
+    gate_run.baseline_set.set(match.baselines)
+    return gate_run

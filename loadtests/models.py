@@ -144,6 +144,10 @@ class GateRun(models.Model):
     baseline = models.ForeignKey(
         Baseline, null=True, blank=True, on_delete=models.SET_NULL, related_name="gate_runs"
     )
+    # Every candidate run (repeats of one build) and the baseline set it was judged against;
+    # `candidate` and `baseline` above are the first of each.
+    candidates = models.ManyToManyField(LoadTest, blank=True, related_name="gate_runs_as_repeat")
+    baseline_set = models.ManyToManyField(Baseline, blank=True, related_name="gate_runs_in_set")
     verdict = models.CharField(max_length=12, choices=Verdict.choices)
     result = models.JSONField(
         default=dict, help_text="GateResult.to_dict(), or {'reasons': [...]} when refused."

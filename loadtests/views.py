@@ -154,7 +154,13 @@ def gate_run(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     found = get_object_or_404(
         GateRun.objects.select_related("candidate", "baseline"), service=service, pk=pk
     )
-    return render(request, "loadtests/gate_run.html", {"service": service, "gate_run": found})
+    context = {
+        "service": service,
+        "gate_run": found,
+        "candidates": list(found.candidates.all()),
+        "baselines": list(found.baseline_set.all()),
+    }
+    return render(request, "loadtests/gate_run.html", context)
 
 
 # --- Diagnosis --------------------------------------------------------------------------------

@@ -40,7 +40,13 @@ def _ttft_record(samples: np.ndarray) -> dict:
 def test_an_identical_rerun_passes():
     result = gate.compare(BASELINE, dict(BASELINE))
     assert result.passed
-    assert {row.verdict for row in result.rows} == {"pass"}
+    assert {row.verdict for row in result.rows} == {"pass", "not compared"}
+
+
+def test_the_all_requests_rows_need_per_request_samples():
+    row = _row(gate.compare(BASELINE, dict(BASELINE)), "ttft_shift")
+    assert row.verdict == "not compared"
+    assert row.note == "needs per-request samples in every run"
 
 
 def test_p99_ttft_up_30_percent_fails():
@@ -112,38 +118,53 @@ def test_metrics_without_a_rule_are_ignored():
 # --- significance ---------------------------------------------------------------------------
 
 
-def test_with_per_request_samples_a_shift_within_noise_passes():
+def test_a_p99_on_150_requests_says_not_enough_tail_data_never_within_noise():
     rng = np.random.default_rng(1)
     base = rng.lognormal(4, 0.5, 150)
     cand = rng.lognormal(4, 0.5, 150)  # same distribution, another draw
-    b, c = _ttft_record(base), _ttft_record(cand)
-    # The thresholds alone would call the noisy P99 a regression...
-    assert not gate.compare(b, c).passed
-    # ...the bootstrap interval on the P99 ratio says it is noise.
-    result = gate.compare(b, c, baseline_samples={"ttft": base}, candidate_samples={"ttft": cand})
-    assert result.passed
-    assert _row(result, "ttft_p99_ms").note.startswith("within noise")
-
-
-def test_with_per_request_samples_a_real_shift_fails():
-    rng = np.random.default_rng(8)
-    base = rng.lognormal(4, 0.5, 1000)
-    cand = rng.lognormal(4, 0.5, 1000) * 1.3
     result = gate.compare(
         _ttft_record(base),
         _ttft_record(cand),
         baseline_samples={"ttft": base},
         candidate_samples={"ttft": cand},
     )
-    assert "ttft_p99_ms" in [row.metric for row in result.regressions]
-    assert "bootstrap" in _row(result, "ttft_p99_ms").note
+    row = _row(result, "ttft_p99_ms")
+    assert result.passed
+    assert row.verdict == "not enough data"
+    assert row.note.startswith("not enough tail data")
+    assert "1,000 requests" in row.note  # the run length that would decide it
+    assert row.tail == 1
 
 
-def test_a_tail_only_regression_is_caught_by_the_quantile_test():
+def test_with_per_request_samples_a_real_shift_fails_on_every_row():
+    rng = np.random.default_rng(8)
+    base = rng.lognormal(4, 0.5, 2000)
+    cand = rng.lognormal(4, 0.5, 2000) * 1.3
+    result = gate.compare(
+        _ttft_record(base),
+        _ttft_record(cand),
+        baseline_samples={"ttft": base},
+        candidate_samples={"ttft": cand},
+    )
+    assert [row.metric for row in result.regressions] == [
+        "ttft_shift",
+        "ttft_p50_ms",
+        "ttft_p90_ms",
+        "ttft_p99_ms",
+    ]
+    shift = _row(result, "ttft_shift")
+    assert shift.test == "Hodges-Lehmann / Mann-Whitney"
+    assert shift.relative_change == pytest.approx(0.3, abs=0.05)
+    assert shift.interval[0] < 0.3 < shift.interval[1]
+    assert _row(result, "ttft_p99_ms").test == "order statistics"
+
+
+def test_a_tail_only_regression_is_caught_by_its_own_tail_row():
     rng = np.random.default_rng(9)
     base = rng.lognormal(4, 0.3, 2000)
     cand = rng.lognormal(4, 0.3, 2000)
-    cand[:60] *= 4  # 3% of requests become four times slower; the median barely moves
+    slow = np.argsort(cand)[-40:]
+    cand[slow] *= 2  # the slowest 2% of requests take twice as long; the median does not move
     result = gate.compare(
         _ttft_record(base),
         _ttft_record(cand),
@@ -151,19 +172,7 @@ def test_a_tail_only_regression_is_caught_by_the_quantile_test():
         candidate_samples={"ttft": cand},
     )
     assert [row.metric for row in result.regressions] == ["ttft_p99_ms"]
-
-
-def test_with_too_few_samples_for_the_quantile_the_thresholds_decide():
-    base = np.full(50, 100.0)
-    cand = np.full(50, 130.0)
-    result = gate.compare(
-        {"ttft_p99_ms": 100.0},
-        {"ttft_p99_ms": 130.0},
-        baseline_samples={"ttft": base},
-        candidate_samples={"ttft": cand},
-    )
-    assert _row(result, "ttft_p99_ms").verdict == "regression"
-    assert _row(result, "ttft_p99_ms").note == ""
+    assert _row(result, "ttft_p99_ms").tail == 20
 
 
 def test_the_significance_test_is_deterministic():
@@ -175,6 +184,73 @@ def test_the_significance_test_is_deterministic():
     assert first.to_dict() == second.to_dict()
 
 
+def test_every_tested_row_states_its_minimum_detectable_effect():
+    rng = np.random.default_rng(11)
+    base, cand = rng.lognormal(6, 0.5, 1000), rng.lognormal(6, 0.5, 1000)  # ~400 ms
+    result = gate.compare(
+        _ttft_record(base),
+        _ttft_record(cand),
+        baseline_samples={"ttft": base},
+        candidate_samples={"ttft": cand},
+    )
+    tested = [row for row in result.rows if row.p_value is not None]
+    assert [row.metric for row in tested] == [
+        "ttft_shift",
+        "ttft_p50_ms",
+        "ttft_p90_ms",
+        "ttft_p99_ms",
+    ]
+    mde = {row.metric: row.mde for row in tested}
+    # A tail quantile resting on 10 requests sees far less than the whole distribution does.
+    assert 0.05 <= mde["ttft_shift"] < mde["ttft_p50_ms"] < mde["ttft_p99_ms"]
+    text = gate.format_table(result)
+    assert "MDE" in text.splitlines()[0] and "Holm" in text
+
+
+# --- sets of runs ---------------------------------------------------------------------------
+
+
+def _runs(values: list[float], metric: str = "qps") -> list[gate.RunData]:
+    return [gate.RunData({metric: v}) for v in values]
+
+
+HISTORY = [10.0, 10.4, 9.7, 10.2, 9.9]  # five accepted runs: about 3% apart
+
+
+def test_throughput_within_the_spread_of_the_history_passes():
+    result = gate.compare_runs(_runs(HISTORY), _runs([9.45]))  # -5.6%: beyond 5%, not the spread
+    row = _row(result, "qps")
+    assert (row.verdict, row.test) == ("pass", "t-test over runs")
+
+
+def test_throughput_far_below_the_history_fails():
+    result = gate.compare_runs(_runs(HISTORY), _runs([7.0, 7.1, 6.9]))
+    assert [row.metric for row in result.regressions] == ["qps"]
+    assert result.baseline_runs == 5 and result.candidate_runs == 3
+
+
+def test_one_run_a_side_without_samples_falls_back_to_the_thresholds():
+    row = _row(gate.compare_runs(_runs([10.0]), _runs([8.0])), "qps")
+    assert (row.verdict, row.test) == ("regression", "thresholds only")
+
+
+def test_closed_loop_runs_test_throughput_against_their_own_request_noise():
+    rng = np.random.default_rng(12)
+
+    def run(qps: float) -> gate.RunData:
+        e2e = rng.lognormal(8, 0.5, 1000)
+        return gate.RunData({"qps": qps}, samples={"e2e": e2e}, concurrency=16)
+
+    result = gate.compare_runs([run(10.0)], [run(8.0)])
+    row = _row(result, "qps")
+    assert (row.verdict, row.test) == ("regression", "random effects")
+
+
+def test_it_refuses_an_empty_side():
+    with pytest.raises(ValueError, match="at least one baseline run"):
+        gate.compare_runs([], _runs([1.0]))
+
+
 def test_it_rejects_samples_with_negative_values():
     with pytest.raises(ValueError, match=r"baseline_samples\['ttft'\]"):
         gate.compare(BASELINE, BASELINE, baseline_samples={"ttft": [1.0, -2.0]})
@@ -183,13 +259,14 @@ def test_it_rejects_samples_with_negative_values():
 # --- rules ----------------------------------------------------------------------------------
 
 
-def test_default_rules_cover_every_latency_percentile_gated_and_throughput():
+def test_default_rules_cover_every_latency_family_and_percentile_and_throughput():
     assert gate.DEFAULT_RULES["ttft_p99_ms"].direction == "lower"
     assert gate.DEFAULT_RULES["ttft_p99_ms"].floor == 10.0
     assert gate.DEFAULT_RULES["tpot_p50_ms"].floor == 2.0
     assert gate.DEFAULT_RULES["qps"].direction == "higher"
     assert set(gate.DEFAULT_RULES) == {
         *(f"{m}_{p}_ms" for m in ("e2e", "ttft", "tpot") for p in ("p50", "p90", "p99")),
+        *(f"{m}_shift" for m in ("e2e", "ttft", "tpot")),
         "qps",
         "output_tps",
     }
@@ -240,13 +317,17 @@ def test_the_table_has_a_row_per_metric_and_ends_with_the_verdict():
     candidate = dict(BASELINE, ttft_p99_ms=156.0)
     text = gate.format_table(gate.compare(BASELINE, candidate))
     lines = text.splitlines()
-    assert lines[0].split()[:6] == [
+    assert lines[0].split()[:10] == [
         "metric",
         "baseline",
         "candidate",
         "change",
+        "95%",
+        "interval",
         "threshold",
-        "verdict",
+        "test",
+        "p",
+        "(Holm)",
     ]
     assert any("TTFT P99" in line and "REGRESSION" in line and "+30.0%" in line for line in lines)
     assert lines[-1].startswith("FAIL: 1 regression")
@@ -254,7 +335,7 @@ def test_the_table_has_a_row_per_metric_and_ends_with_the_verdict():
 
 def test_the_table_of_a_passing_gate_ends_with_pass():
     text = gate.format_table(gate.compare(BASELINE, dict(BASELINE)))
-    assert text.splitlines()[-1] == "PASS: 11 metrics compared, no regression."
+    assert text.splitlines()[-1] == "PASS: 11 metrics compared, no regression (thresholds only)."
 
 
 # --- workload shape -------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from alerts.models import AlertEvent, Rule
@@ -71,3 +72,25 @@ def test_charts_mark_alerts_that_fired_and_resolved_but_not_pending_ones(service
 def test_chart_markers_stay_inside_the_range(service, rule):
     _event(rule, "firing", T0 - timedelta(hours=2))
     assert time_markers(service=service, start=T0, end=T0 + timedelta(hours=1)) == []
+
+
+def test_a_step_in_the_load_test_history_is_on_the_timeline(service):
+    rng = np.random.default_rng(5)
+    runs = []
+    for night in range(12):
+        level = 250.0 if night < 8 else 280.0  # TTFT P50 +12% from the ninth run
+        runs.append(
+            LoadTest.objects.create(
+                service=service, label=f"nightly {night}", format="vllm-bench",
+                content_sha256=f"{night:064d}", run_index=0, concurrency=16,
+                measured_at=T0 + timedelta(days=night),
+                ttft_p50_ms=level * float(np.exp(rng.normal(0, 0.02))),
+            )
+        )  # fmt: skip
+    config = ConfigVersion.objects.create(service=service, version=7, config={})
+    ConfigVersion.objects.filter(pk=config.pk).update(created_at=T0 + timedelta(days=7, hours=12))
+    (change,) = [e for e in timeline(service=service) if e.kind == "change"]
+    assert change.title.startswith("TTFT P50 stepped +1")
+    assert change.title.endswith(f"at run #{runs[8].pk}, config v7")
+    assert change.at == runs[8].measured_at and change.tone == "bad"
+    assert "run 9 of 12" in change.detail

@@ -14,7 +14,7 @@ def test_the_command_imports_the_fleet_and_prints_the_demo_login(db):
     call_command("seed_demo", "--history-days", "0", stdout=out)
     assert "demo / perfhub-demo" in out.getvalue()
     assert f"{len(demo.demo_slugs())} service(s) built" in out.getvalue()
-    assert LoadTest.objects.filter(origin=LoadTest.Origin.DEMO).count() == 7
+    assert LoadTest.objects.filter(origin=LoadTest.Origin.DEMO).count() == 7 + 16  # sweep, nightly
 
 
 def test_the_demo_files_are_exactly_what_the_export_writes(db):

@@ -1,5 +1,6 @@
-"""manage.py import_loadtest FILE --service S [--baseline [--run N]] [--format F]."""
+"""manage.py import_loadtest FILE [FILE ...] --service S [--baseline [--run N]] [--format F]."""
 
+import json
 from io import StringIO
 
 import pytest
@@ -38,6 +39,30 @@ def test_it_promotes_the_run_with_baseline(service, c16):
     baseline = Baseline.objects.get(service=service)
     assert baseline.is_current and baseline.source_load_test == LoadTest.objects.get()
     assert "-> current baseline" in out
+
+
+def _repeat(c16, tmp_path, number: int):
+    data = json.loads(c16.read_text())
+    data["date"] = f"2026111{number}-101500"
+    path = tmp_path / f"repeat-{number}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_several_files_are_promoted_together_as_a_baseline_set(service, c16, tmp_path):
+    files = [_repeat(c16, tmp_path, n) for n in range(3)]
+    run(*files, "--service", service.slug, "--baseline")
+    assert Baseline.objects.filter(service=service).count() == 3
+    assert Baseline.objects.get(is_current=True).source_load_test.source_name == "repeat-2.json"
+
+
+def test_a_bad_file_among_several_imports_none_of_them(service, c16, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    with pytest.raises(CommandError, match=r"bad\.json") as caught:
+        run(_repeat(c16, tmp_path, 0), bad, "--service", service.slug, "--baseline")
+    assert caught.value.returncode == 2
+    assert not LoadTest.objects.exists()
 
 
 def test_a_second_import_of_the_same_file_is_a_no_op(service, c16):

@@ -4,6 +4,7 @@ project default's business, tested with the collectors' auth class)."""
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from dossiers.models import Baseline
@@ -98,12 +99,33 @@ def test_the_gate_answers_200_with_the_verdict_and_table(api, service, c16):
     assert GateRun.objects.get().source == "api"
 
 
+def _slower_ttft(c16, factor=1.5) -> dict:
+    data = json.loads(c16.read_text())
+    for key in [k for k in data if k.endswith("_ttft_ms")]:
+        data[key] *= factor
+    data["ttfts"] = [t * factor for t in data["ttfts"]]
+    return data
+
+
 def test_the_gate_reports_a_regression_with_200(api, service, c16):
     api.post(URL + "?baseline=1", c16.read_bytes(), content_type="application/json")
-    data = json.loads(c16.read_text())
-    data["p99_e2el_ms"] *= 1.5
+    data = _slower_ttft(c16)
     response = api.post(GATE, json.dumps(data), content_type="application/json")
     assert (response.status_code, response.json()["verdict"]) == (200, "regression")
+
+
+def test_the_gate_takes_several_files_as_the_repeats_of_one_build(api, service, c16):
+    api.post(URL + "?baseline=1", c16.read_bytes(), content_type="application/json")
+    repeats = []
+    for number in range(3):
+        data = _slower_ttft(c16, 1.3)
+        data["date"] = f"20261113-10000{number}"  # another run, not the same file again
+        repeats.append(SimpleUploadedFile(f"r{number}.json", json.dumps(data).encode()))
+    response = api.post(GATE, {"file": repeats}, format="multipart")
+    body = response.json()
+    assert (response.status_code, body["verdict"]) == (200, "regression")
+    assert len(body["candidates"]) == 3 and body["result"]["candidate_runs"] == 3
+    assert len(body["baselines"]) == 1
 
 
 def test_the_gate_refuses_another_shape_with_422(api, service, c16):

@@ -9,11 +9,16 @@ from django.utils import timezone
 from dossiers import selectors
 from loadtests.demo import add_demo_loadtests
 from loadtests.gate import run_gate
+from loadtests.history import history_changes
 from loadtests.importing import import_loadtest_file
 from loadtests.models import GateRun, LoadTest
 from loadtests.sweeps import sweeps_for_service, sweet_spot
 
 pytestmark = pytest.mark.django_db
+
+# demo/loadtests/code-review-13b/: a 7-setting sweep, and 16 nightly runs whose TTFT P50 steps
+# up from run 9 on.
+SWEEP_RUNS, HISTORY_RUNS, HISTORY_STEP = 7, 16, 9
 
 
 @pytest.fixture
@@ -31,7 +36,16 @@ def test_the_demo_sweep_names_16_on_the_13b_service(thirteen_b, service):
 def test_adding_the_demo_twice_imports_nothing_new(thirteen_b):
     add_demo_loadtests([thirteen_b])
     add_demo_loadtests([thirteen_b])
-    assert LoadTest.objects.filter(service=thirteen_b).count() == 7
+    assert LoadTest.objects.filter(service=thirteen_b).count() == SWEEP_RUNS + HISTORY_RUNS
+
+
+def test_the_demo_history_has_one_change_point_the_ttft_step(thirteen_b):
+    add_demo_loadtests([thirteen_b])
+    (change,) = history_changes(service=thirteen_b)
+    assert change.metric == "ttft_p50_ms" and change.position == HISTORY_STEP
+    assert 0.08 < change.relative < 0.16
+    assert change.title.startswith("TTFT P50 stepped +1")
+    assert f"at run #{change.run.pk}" in change.title
 
 
 def test_fleet_rows_give_cost_margin_and_gpu_hours(make_service, django_assert_num_queries):

@@ -1,11 +1,13 @@
-"""manage.py import_loadtest FILE --service S [--baseline [--run N]] [--format F]
+"""manage.py import_loadtest FILE [FILE ...] --service S [--baseline [--run N]] [--format F]
 [--measured-at TIME]
 
 Exit 0 after printing what was imported; exit 2 with a one-line message on a bad file, an
 unknown service, a bad --measured-at, a failed run asked to be the baseline or an ambiguous
 --baseline. With several runs in one file, --baseline needs --run N (1-based): promoting "the
 last" or "the first" of a sweep would silently pick a reference. Runs whose file has no time
-(GenAI-Perf) take --measured-at; without it they are stored as "date unknown".
+(GenAI-Perf) take --measured-at; without it they are stored as "date unknown". Several files
+with --baseline promote their runs together (repeats measured as one baseline set; the gate
+compares with the newest few of a shape), the last file's run becoming current.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from dossiers.models import Service
 from loadtests.formats import format_names
@@ -42,7 +45,7 @@ class Command(BaseCommand):
     help = "Import a load-test result file (vLLM bench, GenAI-Perf, guidellm, llmperf)."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("file")
+        parser.add_argument("files", nargs="+", metavar="FILE")
         parser.add_argument("--service", required=True, help="The service's slug.")
         # The registry is read when the command is built, so registered formats are offered.
         parser.add_argument(
@@ -65,7 +68,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         service = service_named(options["service"])
-        content = read_file(options["file"])
+        with transaction.atomic():  # several files: all of them or none
+            for path in options["files"]:
+                self._import(service, path, options)
+
+    def _import(self, service: Service, path: str, options: dict) -> None:
+        content = read_file(path)
         try:
             measured_at = (
                 parse_measured_at(options["measured_at"]) if options["measured_at"] else None
@@ -73,7 +81,7 @@ class Command(BaseCommand):
             runs = import_loadtest_file(
                 service=service,
                 content=content,
-                filename=Path(options["file"]).name,
+                filename=Path(path).name,
                 format=options["format"],
                 baseline=options["baseline"],
                 baseline_run=options["run"],
@@ -81,11 +89,12 @@ class Command(BaseCommand):
                 measured_at=measured_at,
             )
         except LoadTestImportError as exc:
-            raise CommandError(one_line(str(exc)), returncode=2) from exc
+            message = f"{path}: {exc}" if len(options["files"]) > 1 else str(exc)
+            raise CommandError(one_line(message), returncode=2) from exc
         created = sum(1 for r in runs if r.just_created)
         self.stdout.write(
             f"{service.slug}: {len(runs)} run{'s' if len(runs) != 1 else ''} in "
-            f"{options['file']} ({runs[0].format}), {created} new, "
+            f"{path} ({runs[0].format}), {created} new, "
             f"{len(runs) - created} already imported"
         )
         for number, run in enumerate(runs, start=1):

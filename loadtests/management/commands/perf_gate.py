@@ -1,8 +1,9 @@
-"""manage.py perf_gate --service S FILE [--format F]
+"""manage.py perf_gate --service S RUN [RUN ...] [--format F]
 
-Compares the candidate run(s) in FILE with the service's baseline of the same workload shape
-and prints the table. Exit 0 pass, 1 regression, 2 bad input: a bad file, an unknown service,
-no baseline, a refused workload shape, invalid gate overrides. Every run is stored (GateRun).
+Compares the candidate run(s) in the files (several files: the repeats of one build, judged
+together) with the service's baseline set of the same workload shape and prints the table.
+Exit 0 pass, 1 regression, 2 bad input (one line): a bad file, an unknown service, no
+baseline, a refused workload shape, invalid gate overrides. Every run is stored (GateRun).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ EXIT_BAD_INPUT = 2
 
 
 class Command(BaseCommand):
-    help = "Release gate: compare a load-test file with the service's baseline."
+    help = "Release gate: compare load-test files (repeats) with the service's baseline set."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("file")
+        parser.add_argument("files", nargs="+", metavar="RUN", help="Result file(s): repeats.")
         parser.add_argument("--service", required=True, help="The service's slug.")
         parser.add_argument(
             "--format", choices=format_names(), help="Force a format (else detected)."
@@ -38,7 +39,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         service = service_named(options["service"])
-        content = read_file(options["file"])
+        files = [(read_file(path), Path(path).name) for path in options["files"]]
         try:
             measured_at = (
                 parse_measured_at(options["measured_at"]) if options["measured_at"] else None
@@ -46,8 +47,7 @@ class Command(BaseCommand):
             gate_run = run_gate(
                 service=service,
                 source=GateRun.Source.CLI,
-                candidate_content=content,
-                filename=Path(options["file"]).name,
+                files=files,
                 format=options["format"],
                 measured_at=measured_at,
             )
