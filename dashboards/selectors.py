@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from alerts.models import AlertEvent, AlertInstance
 from alerts.selectors import alert_history_for_service, recent_history_for_service
-from analysis import cost, sketches
+from analysis import cost, gate, sketches
 from analysis.alerting import State
 from analysis.percentiles import Percentile
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
@@ -29,6 +29,7 @@ from collectors.services.rollups import Traffic
 from dashboards.claims import ClaimCheck, check_claims
 from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
 from dossiers.selectors import FleetRow, current_baseline, fleet_rows
+from loadtests.gate import shape_of, shape_text
 from loadtests.models import GateRun, LoadTest, LoadTestSketch
 
 # Alert history kinds worth a line on a chart; the timeline lists every transition but these
@@ -425,6 +426,10 @@ class LoadTestComparison:
     service: Service
     baseline: RunSide
     candidate: RunSide
+    # Why the two workloads differ (the gate refuses such a pair); empty: the same shape.
+    shape_differences: list[str] = field(default_factory=list)
+    baseline_shape: str = ""
+    candidate_shape: str = ""
 
 
 def _sketches(load_test_id: int | None, by_test: dict[int, dict[str, DDSketch]]) -> dict:
@@ -457,12 +462,16 @@ def loadtest_comparison(
     by_test: dict[int, dict[str, DDSketch]] = defaultdict(dict)
     for item in LoadTestSketch.objects.filter(load_test_id__in=ids):
         by_test[item.load_test_id][item.family] = sketches.loads(bytes(item.sketch))
+    base_shape, cand_shape = shape_of(baseline), shape_of(candidate)
     return LoadTestComparison(
         service=service,
         baseline=RunSide("baseline", baseline.label, baseline, _sketches(source_id, by_test)),
         candidate=RunSide(
             "candidate", candidate.label, candidate, _sketches(candidate.pk, by_test)
         ),
+        shape_differences=gate.shape_differences(base_shape, cand_shape),
+        baseline_shape=shape_text(base_shape),
+        candidate_shape=shape_text(cand_shape),
     )
 
 
