@@ -24,7 +24,12 @@ from analysis import cost, gate, sketches
 from analysis.alerting import State
 from analysis.percentiles import Percentile
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
-from collectors.selectors import ServiceMetrics, latency_percentiles, service_metrics
+from collectors.selectors import (
+    ServiceMetrics,
+    latency_percentiles,
+    service_metrics,
+    service_token_rate,
+)
 from collectors.services.rollups import Traffic
 from dashboards.claims import ClaimCheck, check_claims
 from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
@@ -292,18 +297,6 @@ class FleetDashboard:
         return sum(s.open_alerts for s in self.services)
 
 
-def _tokens_per_second(traffic_by_host: dict[int, Traffic], basis: str) -> float | None:
-    # Rates add across hosts (each host's rate over the time it reported).
-    total = None
-    for traffic in traffic_by_host.values():
-        gen = traffic.generation_tps
-        if gen is None:
-            continue
-        rate = gen + (traffic.prompt_tps or 0.0) if basis == Service.TokenBasis.TOTAL else gen
-        total = rate if total is None else total + rate
-    return total
-
-
 def _economics(service: Service, tps: float | None) -> cost.Economics | None:
     return service.economics(tokens_per_second=tps, gpus=service.total_gpus)
 
@@ -350,7 +343,7 @@ def fleet_dashboard(*, start: datetime, end: datetime, gpu_days: int = 7) -> Fle
                 merged.buckets[metric] += items
         p99 = {m: latency_percentiles(merged, m, qs=(0.99,))[0] for m in ("e2e", "ttft", "tpot")}
         baseline = service.current_baselines[0] if service.current_baselines else None
-        tps = _tokens_per_second(by_host, service.token_basis)
+        tps = service_token_rate(by_host.values(), service.token_basis)
         economics, source_label = _economics(service, tps), "live"
         if economics is None and baseline is not None:
             economics, source_label = baseline.economics(service), "baseline"

@@ -411,7 +411,7 @@ def economics_figure(d: ServiceDashboard) -> go.Figure:
                 mode="lines",
                 yaxis="y2",
                 line={"color": SERIES_COLORS[1], "width": 1.5},
-                hovertemplate="%{y:.0f}%<extra>margin</extra>",
+                hovertemplate="%{y:.1f}%<extra>margin</extra>",
             )
         )
         lowest = min(e.margin_percent for e in econ)
