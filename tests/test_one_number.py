@@ -20,14 +20,14 @@ from tests.dashboards.conftest import floor_minute, make_baseline, make_service,
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-NUMBER = re.compile(r"[−-]?\d[\d,]*(?:\.\d+)?%?")
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?%?")
 
 
 def figure(text: str) -> str:
     """The first number in a cell's text ("live 1,490 ms (+1%)" -> "1,490")."""
     match = NUMBER.search(text)
     assert match, f"no figure in {text!r}"
-    return match.group(0).replace("−", "-")
+    return match.group(0)
 
 
 def as_float(text: str) -> float:
