@@ -15,7 +15,7 @@ from alerts.sources import ServiceWindow
 from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
-from dossiers.templatetags.dossier_format import money
+from dossiers.templatetags.dossier_format import money, percent
 
 if TYPE_CHECKING:
     from alerts.models import Rule
@@ -237,7 +237,7 @@ class SmGap(RuleKind):
             value=ratio,
             count=w.gpu_samples,
             gate=w.gpu_util >= diagnosis.HIGH_GPU_UTIL,
-            reason=f"SM active {w.sm_active:.0%} vs GPU-Util {w.gpu_util:.0%}",
+            reason=f"SM active {percent(w.sm_active)} vs GPU-Util {percent(w.gpu_util)}",
         )
 
 
