@@ -97,7 +97,11 @@ def test_every_page_shows_the_same_figures_or_says_which_window(page, svc):
         seen = claims_fragment(page)
         assert "last 60 min" in seen.pop("window"), path
         assert seen == fleet, path
-        if "/dashboards/" not in path:  # the dossier's own baseline tables
+        if "/dashboards/" in path:  # the cost chart's baseline line, in its legend
+            legend = page.locator(".legendtext", has_text="baseline cost").first
+            legend.wait_for(timeout=30000)
+            assert "baseline cost (1.39 " in legend.text_content()
+        else:  # the dossier's own baseline tables
             assert figure(text(page, "[data-slo=e2e] [data-source=baseline]")) == "1,480", path
             assert figure(text(page, ".economics [data-figure=cost]")) == "1.39", path
             assert "baseline" in text(page, ".economics caption"), path
