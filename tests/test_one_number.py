@@ -113,6 +113,11 @@ def test_every_page_shows_the_same_figures_or_says_which_window(page, svc):
     assert figure(text(page, f"{row} [data-figure=p99]")) == fleet["live_p99"]
     assert figure(text(page, f"{row} [data-figure=cost]")) == "5.56"
     assert figure(text(page, f"{row} [data-figure=margin]")) == "-11.1%"
+    wide = page.evaluate(
+        "Array.from(document.querySelectorAll('.table-wrap'))"
+        ".filter(e => e.scrollWidth > e.clientWidth + 1).length"
+    )
+    assert wide == 0  # the window in the headers does not push columns out of view
 
     # The service's live page: the same live window and definition as the claims.
     page.goto(f"{base}/collectors/services/{svc.slug}/")
