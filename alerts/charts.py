@@ -20,7 +20,17 @@ def value_chart_html(instance: AlertInstance) -> str | None:
     values = [p[1] for p in points]
     unit = rule.unit
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=times, y=values, mode="lines+markers", name="value"))
+    # Hover text in the rule's own format ("-48.1%", "1,490 ms"), never the raw float.
+    fig.add_trace(
+        go.Scatter(
+            x=times,
+            y=values,
+            mode="lines+markers",
+            name="value",
+            customdata=[rule.format_value(v) for v in values],
+            hovertemplate="%{customdata}<extra>value</extra>",
+        )
+    )
     fig.add_trace(
         go.Scatter(
             x=[times[0], times[-1]],
@@ -28,6 +38,7 @@ def value_chart_html(instance: AlertInstance) -> str | None:
             mode="lines",
             name="threshold",
             line={"color": "#b42318", "dash": "dash"},
+            hovertemplate=f"{rule.format_value(instance.threshold)}<extra>threshold</extra>",
         )
     )
     resolve = rule.thresholds().resolve
@@ -39,12 +50,14 @@ def value_chart_html(instance: AlertInstance) -> str | None:
                 mode="lines",
                 name="resolve threshold",
                 line={"color": "#1e7a46", "dash": "dot"},
+                hovertemplate=f"{rule.format_value(resolve)}<extra>resolve threshold</extra>",
             )
         )
     fig.update_layout(
         title=f"{rule.name}: value per evaluation",
         xaxis_title="time (UTC)",
-        yaxis_title=f"value ({unit})",
+        yaxis_title=f"value ({'%' if unit == 'ratio' else unit})",
+        yaxis_tickformat=".0%" if unit == "ratio" else None,
         height=360,
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
         legend={"orientation": "h", "y": -0.25},

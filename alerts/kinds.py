@@ -15,6 +15,7 @@ from alerts.sources import ServiceWindow
 from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
+from dossiers.templatetags.dossier_format import money, percent
 
 if TYPE_CHECKING:
     from alerts.models import Rule
@@ -236,7 +237,7 @@ class SmGap(RuleKind):
             value=ratio,
             count=w.gpu_samples,
             gate=w.gpu_util >= diagnosis.HIGH_GPU_UTIL,
-            reason=f"SM active {w.sm_active:.0%} vs GPU-Util {w.gpu_util:.0%}",
+            reason=f"SM active {percent(w.sm_active)} vs GPU-Util {percent(w.gpu_util)}",
         )
 
 
@@ -318,7 +319,10 @@ class CostVsBaseline(_Economics):
             Health.OK,
             value=(econ.cost_per_mtok / base - 1.0) * 100.0,
             count=requests,
-            reason=f"cost {econ.cost_per_mtok:.3g}/Mtok vs baseline {base:.3g}/Mtok",
+            reason=(
+                f"live cost {money(econ.cost_per_mtok)} {rule.service.currency}/Mtok "
+                f"vs baseline {money(base)} (allocation basis)"
+            ),
         )
 
 
@@ -351,7 +355,10 @@ class Margin(_Economics):
             Health.OK,
             value=econ.margin,
             count=requests,
-            reason=f"cost {econ.cost_per_mtok:.3g}/Mtok at {tps:.0f} tokens/s",
+            reason=(
+                f"live cost {money(econ.cost_per_mtok)} {rule.service.currency}/Mtok "
+                f"(allocation basis) at {tps:,.0f} tokens/s"
+            ),
         )
 
 

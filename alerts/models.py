@@ -18,6 +18,7 @@ from django.urls import reverse
 from alerts import kinds
 from analysis.alerting import Direction, Health, State, Thresholds
 from dossiers.models import Service, Team
+from dossiers.templatetags.dossier_format import ms, percent
 
 
 class Severity(models.TextChoices):
@@ -94,16 +95,28 @@ class Rule(models.Model):
         return spec.unit if spec else ""
 
     def format_value(self, value: float | None) -> str:
-        """A value in the rule's unit, as people read it: "2,150 ms", "31%", "+12.5%"."""
+        """A value in the rule's unit, as people read it: "2,150 ms", "31.0%", "+12.5%".
+
+        Milliseconds and ratios are rounded as every other page rounds them (the dossier's
+        filters), so an alert's margin reads the same as the fleet's and the dossier's.
+        """
         if value is None:
             return "—"
         if self.unit == "ratio":
-            return f"{value:.0%}"
+            return percent(value)
+        if self.unit == "ms":
+            return f"{ms(value)} ms"
         if self.unit == "%":
             return f"{value:+.1f}%"
         if self.unit == "s":
             return f"{value:,.0f} s"
         return f"{value:,.4g} {self.unit}" if abs(value) < 1000 else f"{value:,.0f} {self.unit}"
+
+    @property
+    def window_display(self) -> str:
+        """The live window each value is measured over, as the pages say it: "live, last 60 min"."""
+        span = f"{self.window_s // 60} min" if self.window_s % 60 == 0 else f"{self.window_s} s"
+        return f"live, last {span}"
 
     @property
     def threshold_display(self) -> str:

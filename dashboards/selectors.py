@@ -20,15 +20,21 @@ from django.utils import timezone
 
 from alerts.models import AlertEvent, AlertInstance
 from alerts.selectors import alert_history_for_service, recent_history_for_service
-from analysis import cost, sketches
+from analysis import cost, gate, sketches
 from analysis.alerting import State
 from analysis.percentiles import Percentile
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
-from collectors.selectors import ServiceMetrics, latency_percentiles, service_metrics
+from collectors.selectors import (
+    ServiceMetrics,
+    latency_percentiles,
+    service_metrics,
+    service_token_rate,
+)
 from collectors.services.rollups import Traffic
 from dashboards.claims import ClaimCheck, check_claims
 from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
 from dossiers.selectors import FleetRow, current_baseline, fleet_rows
+from loadtests.gate import shape_of, shape_text
 from loadtests.history import HistoryChange, history_changes
 from loadtests.models import GateRun, LoadTest, LoadTestSketch
 
@@ -313,18 +319,6 @@ class FleetDashboard:
         return sum(s.open_alerts for s in self.services)
 
 
-def _tokens_per_second(traffic_by_host: dict[int, Traffic], basis: str) -> float | None:
-    # Rates add across hosts (each host's rate over the time it reported).
-    total = None
-    for traffic in traffic_by_host.values():
-        gen = traffic.generation_tps
-        if gen is None:
-            continue
-        rate = gen + (traffic.prompt_tps or 0.0) if basis == Service.TokenBasis.TOTAL else gen
-        total = rate if total is None else total + rate
-    return total
-
-
 def _economics(service: Service, tps: float | None) -> cost.Economics | None:
     return service.economics(tokens_per_second=tps, gpus=service.total_gpus)
 
@@ -371,7 +365,7 @@ def fleet_dashboard(*, start: datetime, end: datetime, gpu_days: int = 7) -> Fle
                 merged.buckets[metric] += items
         p99 = {m: latency_percentiles(merged, m, qs=(0.99,))[0] for m in ("e2e", "ttft", "tpot")}
         baseline = service.current_baselines[0] if service.current_baselines else None
-        tps = _tokens_per_second(by_host, service.token_basis)
+        tps = service_token_rate(by_host.values(), service.token_basis)
         economics, source_label = _economics(service, tps), "live"
         if economics is None and baseline is not None:
             economics, source_label = baseline.economics(service), "baseline"
@@ -447,6 +441,10 @@ class LoadTestComparison:
     service: Service
     baseline: RunSide
     candidate: RunSide
+    # Why the two workloads differ (the gate refuses such a pair); empty: the same shape.
+    shape_differences: list[str] = field(default_factory=list)
+    baseline_shape: str = ""
+    candidate_shape: str = ""
 
 
 def _sketches(load_test_id: int | None, by_test: dict[int, dict[str, DDSketch]]) -> dict:
@@ -479,12 +477,16 @@ def loadtest_comparison(
     by_test: dict[int, dict[str, DDSketch]] = defaultdict(dict)
     for item in LoadTestSketch.objects.filter(load_test_id__in=ids):
         by_test[item.load_test_id][item.family] = sketches.loads(bytes(item.sketch))
+    base_shape, cand_shape = shape_of(baseline), shape_of(candidate)
     return LoadTestComparison(
         service=service,
         baseline=RunSide("baseline", baseline.label, baseline, _sketches(source_id, by_test)),
         candidate=RunSide(
             "candidate", candidate.label, candidate, _sketches(candidate.pk, by_test)
         ),
+        shape_differences=gate.shape_differences(base_shape, cand_shape),
+        baseline_shape=shape_text(base_shape),
+        candidate_shape=shape_text(cand_shape),
     )
 
 

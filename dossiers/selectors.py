@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
-from analysis import cost
+from analysis import claims, cost
 from analysis.percentiles import QUANTILE_OF, minimum_count
 from dossiers.models import (
     LATENCY_METRICS,
@@ -366,3 +367,42 @@ def gate_runs_for_service(
     if end is not None:
         runs = runs.filter(created_at__lt=end)
     return runs
+
+
+# --- How fresh each section is ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """When each part of the dossier was last true: the reader weighs a claim by its age."""
+
+    now: datetime
+    stale_after_days: int
+    baseline_measured_at: datetime | None
+    narrative_revised_at: datetime | None
+    config_at: datetime | None
+
+    @property
+    def baseline_age_days(self) -> int | None:
+        if self.baseline_measured_at is None:
+            return None
+        return (self.now - self.baseline_measured_at).days
+
+    @property
+    def baseline_stale(self) -> bool:
+        if self.baseline_measured_at is None:
+            return False
+        return claims.is_stale(
+            self.baseline_measured_at, self.now, timedelta(days=self.stale_after_days)
+        )
+
+
+def freshness(d: Dossier, *, now: datetime) -> Freshness:
+    """Each section's age from what the dossier already read (no query)."""
+    return Freshness(
+        now=now,
+        stale_after_days=int(getattr(settings, "PERFHUB_BASELINE_STALE_DAYS", 90)),
+        baseline_measured_at=d.baseline.measured_at if d.baseline else None,
+        narrative_revised_at=d.narrative.created_at if d.narrative else None,
+        config_at=d.config.created_at if d.config else None,
+    )

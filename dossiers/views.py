@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 
 from dossiers import forms, markdown, rendering, selectors, services
 from dossiers.models import Service
@@ -57,7 +58,9 @@ def dossier(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def onboarding(request: HttpRequest, slug: str) -> HttpResponse:
-    return render(request, "dossiers/onboarding.html", _dossier_context(request, slug))
+    context = _dossier_context(request, slug)
+    context["fresh"] = selectors.freshness(context["d"], now=timezone.now())
+    return render(request, "dossiers/onboarding.html", context)
 
 
 @login_required

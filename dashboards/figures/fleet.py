@@ -112,9 +112,13 @@ def _p99_hover(s: FleetService, metric: str) -> str:
     return text + "<br>click to open the dossier"
 
 
-def cost_margin_figure(fleet: FleetDashboard) -> go.Figure:
+def cost_margin_figure(fleet: FleetDashboard, *, span: str = "") -> go.Figure:
     """Cost per Mtok (x) vs margin (y), one point per service; click opens the dossier."""
-    title = "Cost per million tokens vs margin"
+    # Live over the range; a service without live tokens is drawn at its baseline (its hover
+    # says so), so the title names both.
+    title = "Cost per million tokens vs margin" + (
+        f" (live, {span}; else baseline)" if span else ""
+    )
     x_title = "cost per Mtok (allocation basis)"
     if not fleet.services:
         return empty_figure(title, _no_services(), x_title=x_title)
@@ -189,9 +193,9 @@ def _cost_hover(s: FleetService) -> str:
     cur = s.service.currency
     text = f"<b>{s.service.name}</b><br>{e.cost_per_mtok:.2f} {cur} per Mtok"
     if e.margin_percent is not None:
-        text += f"<br>margin {e.margin_percent:.0f}% at {e.price_per_mtok:g} {cur}/Mtok"
+        text += f"<br>margin {e.margin_percent:.1f}% at {e.price_per_mtok:g} {cur}/Mtok"
     if s.economics_source == "live" and s.tokens_per_second:
-        text += f"<br>{s.tokens_per_second:,.0f} tok/s on {s.service.total_gpus} GPUs"
+        text += f"<br>live: {s.tokens_per_second:,.0f} tok/s on {s.service.total_gpus} GPUs"
     else:
         text += "<br>from the current baseline"
     return text + "<br>click to open the dossier"
@@ -231,6 +235,6 @@ def gpu_hours_figure(fleet: FleetDashboard) -> go.Figure:
 def fleet_panels(fleet: FleetDashboard, *, span: str) -> list[Panel]:
     return [
         Panel("fleet-p99", p99_vs_slo_figure(fleet, "e2e", span=span)),
-        Panel("fleet-cost", cost_margin_figure(fleet)),
+        Panel("fleet-cost", cost_margin_figure(fleet, span=span)),
         Panel("fleet-gpu-hours", gpu_hours_figure(fleet), wide=True),
     ]

@@ -30,6 +30,7 @@ from dashboards.figures.common import (
 )
 from dashboards.selectors import ServiceDashboard
 from dossiers.models import Service
+from dossiers.templatetags.dossier_format import money
 
 LATENCY_LABELS = {"e2e": "End-to-end latency", "ttft": "Time to first token (TTFT)"}
 LATENCY_LABELS["tpot"] = "Time per output token (TPOT)"
@@ -411,7 +412,7 @@ def economics_figure(d: ServiceDashboard) -> go.Figure:
                 mode="lines",
                 yaxis="y2",
                 line={"color": SERIES_COLORS[1], "width": 1.5},
-                hovertemplate="%{y:.0f}%<extra>margin</extra>",
+                hovertemplate="%{y:.1f}%<extra>margin</extra>",
             )
         )
         lowest = min(e.margin_percent for e in econ)
@@ -422,7 +423,7 @@ def economics_figure(d: ServiceDashboard) -> go.Figure:
     if base is not None:
         fig.add_trace(
             go.Scatter(
-                name=f"baseline cost ({base.cost_per_mtok:.2f} {service.currency}/Mtok)",
+                name=f"baseline cost ({money(base.cost_per_mtok)} {service.currency}/Mtok)",
                 x=[ts(d.start), ts(d.end)],
                 y=[base.cost_per_mtok, base.cost_per_mtok],
                 mode="lines",

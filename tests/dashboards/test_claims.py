@@ -108,3 +108,19 @@ def test_someone_outside_the_team_cannot_record_a_baseline(client, outsider, svc
     client.force_login(outsider)
     response = client.post(reverse("dashboards:live_baseline_candidate", args=[svc.slug]))
     assert response.status_code == 403
+
+
+def test_the_live_page_costs_the_window_as_the_fleet_does(svc, baseline):
+    # One host all hour, a second only for its last half hour at another rate and GPU load:
+    # a mean of per-minute rates would weigh the two halves alike; totals over the window don't.
+    from collectors.selectors import live_economics
+
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, tokens_per_second=2000.0, util=0.9)
+    seed_traffic(service=svc, host="gpu-host-2", start=NOW - timedelta(minutes=30), minutes=30,
+                 tokens_per_second=500.0, util=0.3)  # fmt: skip
+    fleet = check(svc, baseline).live_economics
+    page = live_economics(service=svc, now=NOW + timedelta(seconds=30))
+    assert page.window_minutes == 60
+    assert page.economics.cost_per_mtok == pytest.approx(fleet.cost_per_mtok)
+    assert page.economics.margin == pytest.approx(fleet.margin)
+    assert page.economics.cost_per_mtok_usage == pytest.approx(fleet.cost_per_mtok_usage)

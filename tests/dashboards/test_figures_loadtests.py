@@ -63,3 +63,21 @@ def test_the_compare_page_draws_the_chosen_runs(client, owner, service):
     response = client.get(f"{url}?candidate={candidate.pk}")
     assert response.status_code == 200
     assert b'id="compare-panels"' in response.content
+
+
+def test_the_compare_page_warns_when_the_workload_shapes_differ(client, owner, service):
+    make_baseline(service, concurrency=16)
+    candidate = make_load_test(service, concurrency=32)
+    client.force_login(owner)
+    url = reverse("dashboards:loadtest_compare", args=["chat-7b"])
+    page = client.get(f"{url}?candidate={candidate.pk}").content.decode()
+    assert "the release gate refuses this pair" in page
+    assert "Different concurrency: baseline 16, candidate 32" in page
+
+
+def test_the_compare_page_says_nothing_of_shape_when_the_shapes_match(client, owner, service):
+    make_baseline(service, concurrency=16)
+    candidate = make_load_test(service, concurrency=16)
+    client.force_login(owner)
+    url = reverse("dashboards:loadtest_compare", args=["chat-7b"])
+    assert b"data-shape-warning" not in client.get(f"{url}?candidate={candidate.pk}").content

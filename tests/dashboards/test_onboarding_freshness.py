@@ -1,0 +1,49 @@
+"""Onboarding says how fresh each section is and whether the baseline still holds."""
+
+from datetime import UTC, datetime, timedelta
+
+from django.urls import reverse
+
+from dossiers.models import ConfigVersion, NarrativeRevision
+from tests.dashboards.conftest import make_baseline
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def onboarding(client, owner, service) -> str:
+    client.force_login(owner)
+    return client.get(reverse("dossiers:onboarding", args=[service.slug])).content.decode()
+
+
+def test_it_gives_the_baseline_age(client, owner, service, time_machine):
+    time_machine.move_to(NOW)
+    make_baseline(service, measured_at=NOW - timedelta(days=12))
+    page = onboarding(client, owner, service)
+    assert "measured 2026-11-19, 12 days ago" in page
+    assert ">stale<" not in page
+
+
+def test_it_calls_a_baseline_older_than_the_setting_stale(client, owner, service, settings,
+                                                          time_machine):  # fmt: skip
+    time_machine.move_to(NOW)
+    settings.PERFHUB_BASELINE_STALE_DAYS = 30
+    make_baseline(service, measured_at=NOW - timedelta(days=45))
+    page = onboarding(client, owner, service)
+    assert "45 days ago" in page and ">stale<" in page and "older than 30 days" in page
+
+
+def test_it_dates_the_narrative_and_the_config(client, owner, service, time_machine):
+    time_machine.move_to(datetime(2026, 11, 28, 9, 30, tzinfo=UTC))
+    NarrativeRevision.objects.create(service=service, number=1, body="Chat for support agents.")
+    ConfigVersion.objects.create(service=service, version=3, config={"max_num_seqs": 64},
+                                 is_current=True)  # fmt: skip
+    time_machine.move_to(NOW)
+    page = onboarding(client, owner, service)
+    assert "Narrative last revised 2026-11-28 09:30 UTC" in page
+    assert "Config v3 recorded 2026-11-28 09:30 UTC" in page
+
+
+def test_it_embeds_the_claims_check_the_dossier_embeds(client, owner, service):
+    make_baseline(service)
+    page = onboarding(client, owner, service)
+    assert 'data-fragment="/dashboards/services/chat-7b/claims/"' in page
