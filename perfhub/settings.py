@@ -253,6 +253,7 @@ LOGGING = {
         "perfhub.requests": {"level": "WARNING" if DEBUG else "INFO"},
         # perfhub.tasks says the same per task, with its duration.
         "celery.app.trace": {"level": "WARNING"},
+        "celery.worker.strategy": {"level": "WARNING"},
     },
 }
 
