@@ -75,7 +75,10 @@ def task_finished(task_id: str | None = None, task=None, state: str | None = Non
     started = _started.pop(task_id, None) if task_id else None
     duration_ms = (time.perf_counter() - started) * 1000 if started is not None else None
     name = getattr(task, "name", "?")
-    outcome = {"SUCCESS": "ok", "FAILURE": "error", "RETRY": "retry"}.get(state or "", state)
+    # No state: the exception left the tracer (a task run eagerly, propagating its error).
+    outcome = {"SUCCESS": "ok", "FAILURE": "error", "RETRY": "retry", None: "error"}.get(
+        state, str(state).lower()
+    )
     task_log.log(
         logging.ERROR if outcome == "error" else logging.INFO,
         "task %s %s",
