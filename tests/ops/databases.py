@@ -98,20 +98,75 @@ def seed_more() -> str:
     return SEED_MORE.format(loadtest=LOADTEST, service=SERVICE, host=HOST)
 
 
-# Read through head's ORM: what a team would miss if a backup or an upgrade lost it.
+# Read through the ORM of the code that runs it: what a team would miss if a backup or an
+# upgrade lost it. (The previous release kept load tests and gate runs in `dossiers`.)
 INVENTORY = """
 import json
 from alerts.models import Receiver, Rule
 from collectors.models import AgentToken
 from dossiers.models import Baseline, Service
-from loadtests.models import GateRun, LoadTest
+try:
+    from loadtests.models import GateRun, LoadTest
+except ImportError:
+    from dossiers.models import GateRun, LoadTest
 inventory = {
     "services": sorted(Service.objects.values_list("slug", flat=True)),
     "baselines": sorted(Baseline.objects.values_list("pk", "service__slug", "is_current")),
+    "promotions": sorted(
+        Baseline.objects.filter(source_load_test__isnull=False).values_list(
+            "pk", "source_load_test__pk"
+        )
+    ),
     "rules": sorted(Rule.objects.values_list("service__slug", "name", "threshold", "enabled")),
     "receivers": sorted(Receiver.objects.values_list("team__slug", "name", "url")),
-    "load_tests": sorted(LoadTest.objects.values_list("pk", "service__slug")),
-    "gate_runs": sorted(GateRun.objects.values_list("pk", "verdict")),
-    "tokens": sorted(AgentToken.objects.values_list("host__name", "revoked_at")),
+    "load_tests": sorted(LoadTest.objects.values_list("pk", "service__slug", "measured_at")),
+    "gate_runs": sorted(GateRun.objects.values_list("pk", "service__slug", "verdict")),
+    "tokens": sorted(AgentToken.objects.values_list("host__name", "prefix", "revoked_at")),
 }
+"""
+KINDS = ("services", "baselines", "promotions", "rules", "receivers", "load_tests", "gate_runs",
+         "tokens")  # fmt: skip
+
+
+def inventory(**kw) -> dict:
+    return shell_json(INVENTORY + "print(json.dumps(inventory, default=str))", **kw)
+
+
+def checks(token: str) -> str:
+    """Code for head: the inventory, a push with `token` and one with an unknown token, the
+    migrations left to apply, and the status of the pages a team reads (as the demo user)."""
+    return INVENTORY + CHECKS.replace("TOKEN", token).replace("HOST", HOST)
+
+
+CHECKS = """
+import uuid
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.test import Client
+from django.utils import timezone
+
+def push(token):
+    batch = {"batch_id": str(uuid.uuid4()), "host": "HOST", "agent_version": "0.1.0",
+             "sent_at": timezone.now().isoformat(), "gpus": [], "scrapes": [], "requests": []}
+    return Client().post("/api/v1/ingest/", json.dumps(batch), content_type="application/json",
+                         HTTP_AUTHORIZATION="Token " + token).status_code
+
+reader = Client()
+assert reader.login(username="demo", password="perfhub-demo")
+pages = ["/", "/alerts/", "/dashboards/"]
+for slug in Service.objects.values_list("slug", flat=True):
+    pages += [f"/services/{slug}/", f"/services/{slug}/loadtests/",
+              f"/services/{slug}/gate-runs/", f"/dashboards/services/{slug}/"]
+for run in LoadTest.objects.select_related("service"):
+    pages.append(f"/services/{run.service.slug}/loadtests/{run.pk}/")
+for gate in GateRun.objects.select_related("service"):
+    pages.append(f"/services/{gate.service.slug}/gate-runs/{gate.pk}/")
+executor = MigrationExecutor(connection)
+print(json.dumps({
+    "inventory": inventory,
+    "pushed": push("TOKEN"),
+    "refused": push("pha_00000000_not-a-token"),
+    "pending": len(executor.migration_plan(executor.loader.graph.leaf_nodes())),
+    "pages": {page: reader.get(page).status_code for page in pages},
+}, default=str))
 """
