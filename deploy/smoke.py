@@ -27,6 +27,7 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -527,6 +528,7 @@ def main() -> int:
     if not ok:
         print(f"smoke: FAILED after {total:.0f} s; logs kept in {smoke.tmp}", file=sys.stderr)
         return 1
+    shutil.rmtree(smoke.tmp, ignore_errors=True)
     print(f"\nsmoke: all {len(smoke.times)} steps passed in {total:.0f} s:")
     for name, took in smoke.times:
         print(f"  {took:6.1f} s  {name}")
