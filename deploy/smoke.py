@@ -235,6 +235,11 @@ class Smoke:
         )
         return result
 
+    def spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
+        """A short-lived command run in the background; its output goes to its log."""
+        log = (self.tmp / f"{name}.log").open("ab")
+        return subprocess.Popen(cmd, cwd=ROOT, env=self._env, stdout=log, stderr=subprocess.STDOUT)
+
     def start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
         log = (self.tmp / f"{name}.log").open("ab")
         # A session of its own: stopping it stops its children (gunicorn's and Celery's).
@@ -287,15 +292,17 @@ class Smoke:
             self.env()
             self.log("  " + "; ".join(f"{k}: {shlex.join(v)}" for k, v in commands.items()))
 
-        with self.step(f"fresh database {self.db_name}; empty broker queue"):
+        with self.step(f"fresh database {self.db_name}"):
             with psycopg.connect(self.admin_url, autocommit=True) as conn:
                 conn.execute(f'CREATE DATABASE "{self.db_name}"')
             self.db_created = True
-            self.run("purge", ["celery", "-A", "perfhub", "purge", "--force"])
-
-        with self.step("collect static files (as the image build does)"):
-            self.run("collectstatic", ["deploy/collectstatic.sh"])
-            check(any((self.tmp / "static").rglob("plotly.min.*.js")), "no hashed plotly.min.js")
+        # Meanwhile (they need no database): empty the broker's queue, collect static files.
+        background = {
+            "empty the broker queue": self.spawn(
+                "purge", ["celery", "-A", "perfhub", "purge", "-f"]
+            ),
+            "collect static files": self.spawn("collectstatic", ["deploy/collectstatic.sh"]),
+        }
 
         with self.step("migrate (compose's migrate service)"):
             self.run("migrate", commands["migrate"])
@@ -322,6 +329,11 @@ class Smoke:
         with self.step("start the pulled agent (it serves its batches, beat pulls them)"):
             self.start_pulled_agent(pull_port)
 
+        for name, proc in background.items():
+            with self.step(f"{name} (as the image build does)" if "static" in name else name):
+                check(proc.wait(timeout=120) == 0, f"exited {proc.returncode}")
+        check(any((self.tmp / "static").rglob("plotly.min.*.js")), "no hashed plotly.min.js")
+
         with self.step("start web (gunicorn), worker and beat with compose's commands"):
             for name in ("web", "worker", "beat"):
                 self.start(name, commands[name])
@@ -340,13 +352,15 @@ class Smoke:
             wait_for("/readyz ready", ready, 40)
 
         with self.step("compose's health checks pass against the processes"):
-            services = compose_services()
-            for name in ("migrate", "web", "worker", "beat"):
+            services, checks = compose_services(), {}
+            for name in APP_SERVICES:  # all at once: each is a Python start-up
                 test = list(services[name]["healthcheck"]["test"])
                 kind, args = test[0], test[1:]
                 args = [a.replace("127.0.0.1:8000", f"127.0.0.1:{self.port}") for a in args]
                 cmd = ["sh", "-c", args[0].replace("$$", "$")] if kind == "CMD-SHELL" else args
-                self.run(f"healthcheck-{name}", cmd)
+                checks[name] = self.spawn(f"healthcheck-{name}", cmd)
+            for name, proc in checks.items():
+                check(proc.wait(timeout=60) == 0, f"{name}'s health check failed")
 
         session = requests.Session()
         with self.step("log in (DEBUG off: collected, hashed static files served)"):

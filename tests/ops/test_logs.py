@@ -114,3 +114,21 @@ def test_the_demo_console_drops_accepted_pushes_only():
     assert not quiet.filter(_server_record("POST /api/v1/ingest/ HTTP/1.1", 202))
     assert quiet.filter(_server_record("POST /api/v1/ingest/ HTTP/1.1", 400))
     assert quiet.filter(_server_record("GET /services/chat-7b/ HTTP/1.1", 200))
+
+
+def _agent(*flags: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "collectors.agent", "--simulate", "--service", "chat-7b",
+         "--host", "h", "--once", "--dry-run", *flags],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+def test_the_agent_says_nothing_per_batch_by_default():
+    assert "gpu row(s)" not in _agent()
+
+
+def test_the_agent_logs_each_batch_with_v():
+    assert "gpu row(s)" in _agent("-v")
