@@ -26,7 +26,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from kombu import Connection
 
 from collectors.models import IngestBatch
@@ -134,13 +134,13 @@ def readiness() -> dict[str, Check]:
 
 
 @never_cache
-@require_GET
+@require_safe
 def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
 @never_cache
-@require_GET
+@require_safe
 def readyz(request):
     results = readiness()
     ready = all(c.ok for c in results.values())

@@ -34,7 +34,7 @@ def _outcome(status: int) -> str:
 
 class RequestLogMiddleware:
     """One line per request: method, path (no query string: it may carry secrets), status,
-    outcome and duration. Placed first, so it times everything the others do."""
+    outcome and duration. First in MIDDLEWARE, so it times (and sees) everything below it."""
 
     def __init__(self, get_response: Callable) -> None:
         self.get_response = get_response

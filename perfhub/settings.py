@@ -76,8 +76,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "perfhub.logs.RequestLogMiddleware",  # first: its line times everything below
     "django.middleware.security.SecurityMiddleware",
-    "perfhub.logs.RequestLogMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
