@@ -55,7 +55,10 @@ def test_compose_refuses_to_run_without_a_secret_key():
     assert "set SECRET_KEY in .env" in result.stderr
 
 
-@pytest.mark.parametrize("service", ["postgres", "redis", *APP_SERVICES])
+# ids not named like the `postgres` mark, which would skip that case on SQLite
+@pytest.mark.parametrize(
+    "service", ["postgres", "redis", *APP_SERVICES], ids=lambda name: f"{name}-service"
+)
 def test_every_service_has_a_health_check(config, service):
     assert config["services"][service]["healthcheck"]["test"]
 
