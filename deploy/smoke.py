@@ -306,6 +306,15 @@ class Smoke:
 
         with self.step("migrate (compose's migrate service)"):
             self.run("migrate", commands["migrate"])
+        for name, proc in background.items():
+            with self.step(f"{name} (as the image build does)" if "static" in name else name):
+                check(proc.wait(timeout=120) == 0, f"exited {proc.returncode}")
+        check(any((self.tmp / "static").rglob("plotly.min.*.js")), "no hashed plotly.min.js")
+
+        # They boot while the site is configured (as compose starts them after `migrate`).
+        with self.step("start web (gunicorn), worker and beat with compose's commands"):
+            for name in ("web", "worker", "beat"):
+                self.start(name, commands[name])
 
         threading.Thread(target=self.receiver.serve_forever, daemon=True).start()
         pull_port = free_port()
@@ -329,14 +338,7 @@ class Smoke:
         with self.step("start the pulled agent (it serves its batches, beat pulls them)"):
             self.start_pulled_agent(pull_port)
 
-        for name, proc in background.items():
-            with self.step(f"{name} (as the image build does)" if "static" in name else name):
-                check(proc.wait(timeout=120) == 0, f"exited {proc.returncode}")
-        check(any((self.tmp / "static").rglob("plotly.min.*.js")), "no hashed plotly.min.js")
-
-        with self.step("start web (gunicorn), worker and beat with compose's commands"):
-            for name in ("web", "worker", "beat"):
-                self.start(name, commands[name])
+        with self.step("web, worker and beat are up: /healthz answers"):
             wait_for("/healthz", lambda: requests.get(self.base + "/healthz", timeout=2).ok, 30)
             self.alive()
 

@@ -10,13 +10,15 @@ Inputs come from the environment (SMOKE_*); nothing here fakes data: the agents 
 import json
 import os
 
+from django.utils import timezone
+
 from alerts.models import Receiver, Rule, Severity
 from alerts.services import ensure_default_rules
 from collectors.models import Host
 from collectors.services.tokens import token_issue_for_host_name
 from dossiers.models import Service
 
-pushed, pulled = Service.objects.filter(engine=Service.Engine.VLLM).order_by("pk")[:2]
+pushed, pulled = Service.objects.filter(engine="vllm").order_by("pk")[:2]
 for service in Service.objects.all():
     ensure_default_rules(service)
 Rule.objects.update(enabled=False)
@@ -24,7 +26,7 @@ threshold = float(os.environ["SMOKE_P99_THRESHOLD_MS"])
 rule = Rule.objects.create(
     service=pushed,
     name="Smoke: P99 end-to-end",
-    kind=Rule.Kind.P99_E2E,
+    kind="p99_e2e",
     threshold=threshold,
     resolve_threshold=round(threshold * 0.9, 3),
     window_s=60,  # the shortest window: one closed minute
@@ -43,7 +45,8 @@ _, token = token_issue_for_host_name(host_name=os.environ["SMOKE_PUSH_HOST"], la
 Host.objects.create(
     name=os.environ["SMOKE_PULL_HOST"],
     pull_url=os.environ["SMOKE_PULL_URL"],
-    pull_kind=Host.PullKind.AGENT,
+    pull_kind=Host.PULL_AGENT,
     pull_interval_s=5,
+    last_pull_at=timezone.now(),  # first pull in 5 s, once the smoke's agent serves
 )
 print(json.dumps({"pushed": pushed.slug, "pulled": pulled.slug, "rule": rule.name, "token": token}))
