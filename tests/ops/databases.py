@@ -103,7 +103,7 @@ def seed_more() -> str:
 INVENTORY = """
 import json
 from alerts.models import Receiver, Rule
-from collectors.models import AgentToken
+from collectors.models import AgentToken, ServiceRollup
 from dossiers.models import Baseline, Service
 try:
     from loadtests.models import GateRun, LoadTest
@@ -122,6 +122,7 @@ inventory = {
     "load_tests": sorted(LoadTest.objects.values_list("pk", "service__slug", "measured_at")),
     "gate_runs": sorted(GateRun.objects.values_list("pk", "service__slug", "verdict")),
     "tokens": sorted(AgentToken.objects.values_list("host__name", "prefix", "revoked_at")),
+    "rollups": [ServiceRollup.objects.count()],
 }
 """
 KINDS = ("services", "baselines", "promotions", "rules", "receivers", "load_tests", "gate_runs",

@@ -71,7 +71,7 @@ def test_the_previous_release_left_something_of_everything(upgraded):
         assert upgraded["before"][kind], kind
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [*KINDS, "rollups"])
 def test_the_upgrade_keeps_every_row(upgraded, kind):
     assert upgraded["inventory"][kind] == upgraded["before"][kind]
 
