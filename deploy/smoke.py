@@ -311,6 +311,11 @@ class Smoke:
                 check(proc.wait(timeout=120) == 0, f"exited {proc.returncode}")
         check(any((self.tmp / "static").rglob("plotly.min.*.js")), "no hashed plotly.min.js")
 
+        # They boot while the site is configured (compose starts them once `migrate` is done).
+        with self.step("start web (gunicorn), worker and beat with compose's commands"):
+            for name in ("web", "worker", "beat"):
+                self.start(name, commands[name])
+
         threading.Thread(target=self.receiver.serve_forever, daemon=True).start()
         pull_port = free_port()
         with self.step("configure: demo fleet, smoke rule, loopback webhook, token, pull host"):
@@ -334,9 +339,7 @@ class Smoke:
         with self.step("start the pulled agent (it serves its batches, beat pulls them)"):
             self.start_pulled_agent(pull_port)
 
-        with self.step("start web (gunicorn), worker and beat with compose's commands"):
-            for name in ("web", "worker", "beat"):
-                self.start(name, commands[name])
+        with self.step("web, worker and beat are up: /healthz answers"):
             wait_for("/healthz", lambda: requests.get(self.base + "/healthz", timeout=2).ok, 60)
             self.alive()
 
