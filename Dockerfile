@@ -6,6 +6,9 @@ WORKDIR /app
 COPY requirements/runtime.txt requirements/runtime.txt
 RUN pip install --no-cache-dir --require-hashes -r requirements/runtime.txt
 COPY . .
-RUN SECRET_KEY=build-only STATIC_MANIFEST=true python manage.py collectstatic --no-input
+RUN SECRET_KEY=build-only STATIC_MANIFEST=true deploy/collectstatic.sh
+# Run as an unprivileged user; var/ (beat's schedule file) is the only place it writes.
+RUN useradd --system --no-create-home perfhub && mkdir -p var && chown perfhub var
+USER perfhub
 EXPOSE 8000
-CMD ["gunicorn", "perfhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["deploy/web.sh"]

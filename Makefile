@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Tests run on PostgreSQL when DATABASE_URL is set (CI sets it), else on the SQLite default.
 
-.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock
+.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -67,3 +67,8 @@ lock: install
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache
+
+# The production shape (docker-compose.yml's commands as local processes on this machine's
+# PostgreSQL and Redis, DEBUG off), driven from outside for about two minutes: deploy/smoke.py.
+smoke: install
+	$(BIN)/python deploy/smoke.py

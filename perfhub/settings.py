@@ -32,6 +32,11 @@ def env_int(name: str, default: int) -> int:
     return default if value in (None, "") else int(value)
 
 
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return default if value in (None, "") else float(value)
+
+
 def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
@@ -71,6 +76,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "perfhub.logs.RequestLogMiddleware",  # first: its line times everything below
     "django.middleware.security.SecurityMiddleware",
     "webapi.core.ApiBodyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -189,21 +195,55 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TIMEZONE = TIME_ZONE
+# The task logs are perfhub's JSON lines (see LOGGING), not Celery's own format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Intervals in seconds; the environment may shorten them (`make smoke` does).
 CELERY_BEAT_SCHEDULE: dict = {
     # Each due pull target becomes its own task (collectors.tasks.pull_host).
-    "collectors-schedule-pulls": {"task": "collectors.tasks.schedule_pulls", "schedule": 15.0},
-    "collectors-rollup": {"task": "collectors.tasks.rollup_pending", "schedule": 60.0},
-    "collectors-prune": {"task": "collectors.tasks.prune", "schedule": 24 * 3600.0},
+    "collectors-schedule-pulls": {
+        "task": "collectors.tasks.schedule_pulls",
+        "schedule": env_float("PERFHUB_PULLS_EVERY_S", 15.0),
+    },
+    "collectors-rollup": {
+        "task": "collectors.tasks.rollup_pending",
+        "schedule": env_float("PERFHUB_ROLLUP_EVERY_S", 60.0),
+    },
+    "collectors-prune": {
+        "task": "collectors.tasks.prune",
+        "schedule": env_float("PERFHUB_PRUNE_EVERY_S", 24 * 3600.0),
+    },
     # Alert evaluation aligns to the minute itself; a doubled beat is harmless.
-    "alerts-evaluate": {"task": "alerts.evaluate", "schedule": 60.0},
+    "alerts-evaluate": {
+        "task": "alerts.evaluate",
+        "schedule": env_float("PERFHUB_EVALUATE_EVERY_S", 60.0),
+    },
     "alerts-requeue-stuck": {"task": "alerts.requeue_stuck_notifications", "schedule": 300.0},
+    # Proof that beat schedules and a worker runs: /readyz reads the time it writes.
+    "perfhub-heartbeat": {
+        "task": "perfhub.heartbeat",
+        "schedule": env_float("PERFHUB_HEARTBEAT_EVERY_S", 30.0),
+    },
 }
+
+# The cache holds nothing durable (the beat heartbeat): Redis when configured, else in-process.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+CACHES["default"]["KEY_PREFIX"] = "perfhub"
+
+# /readyz: beat is "seen recently" when its heartbeat is younger than this; roll-ups lag when
+# the oldest batch not yet rolled up is older than this.
+PERFHUB_READY_BEAT_MAX_AGE_S = env_int("PERFHUB_READY_BEAT_MAX_AGE_S", 120)
+PERFHUB_READY_ROLLUP_LAG_MAX_S = env_int("PERFHUB_READY_ROLLUP_LAG_MAX_S", 300)
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "perfhub@localhost")
 
 # Production hardening; `manage.py check --deploy` is clean when these are on.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # probes speak plain HTTP on loopback
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
@@ -212,11 +252,24 @@ SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_PROXY") else None
 X_FRAME_OPTIONS = "DENY"
 
+# Production logs JSON lines (one per request and per Celery task, see perfhub/logs.py);
+# DEBUG logs plain lines, and leaves request lines to the development server.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "json": {"()": "perfhub.logs.JsonFormatter"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "perfhub.requests": {"level": "WARNING" if DEBUG else "INFO"},
+        # perfhub.tasks says the same per task, with its duration.
+        "celery.app.trace": {"level": "WARNING"},
+        "celery.worker.strategy": {"level": "WARNING"},
+    },
 }
 
 # Fragments other apps serve for the dossier page, fetched by URL so dossiers imports neither.

@@ -135,6 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of requests slowed, 0-1 (default 0.1: the tail moves)",
     )
     p.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO (default), WARNING, ERROR")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        dest="log_level",
+        action="store_const",
+        const="DEBUG",
+        help="log every batch and its answer (--log-level DEBUG); quiet by default",
+    )
     p.add_argument("--version", action="version", version=f"perfhub-agent {__version__}")
     return p
 

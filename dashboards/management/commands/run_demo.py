@@ -12,6 +12,7 @@ agent's service for D seconds, long enough (say 600) for its P99 rule to fire, t
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -92,6 +93,16 @@ def demo_profile(service: Service) -> EngineProfile | None:
             return None
 
 
+class QuietIngest(logging.Filter):
+    """Drops the development server's line for each accepted agent push (a few a second
+    would drown the console); refused pushes and every other request still show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        line = str(record.args[0]) if isinstance(record.args, tuple) and record.args else ""
+        return not (status is not None and status < 300 and " /api/v1/ingest/ " in line)
+
+
 def _periodic_jobs() -> None:
     run_periodic_jobs()
     try:
@@ -157,6 +168,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, addr: str, agents: int, interval: float, jobs_every: float, **opts):
+        if opts.get("verbosity", 1) < 2:  # `-v 2` shows every push's 202 line
+            logging.getLogger("django.server").addFilter(QuietIngest())
         slowdown = (opts.get("slowdown_after"), opts.get("slowdown_for"))
         if slowdown[1] is not None and slowdown[0] is None:
             raise CommandError(
