@@ -5,5 +5,7 @@ from collectors import views
 app_name = "collectors"
 urlpatterns = [
     path("hosts/", views.hosts, name="hosts"),
+    path("prometheus/", views.prometheus_sources, name="prometheus_sources"),
+    path("prometheus/<int:pk>/", views.prometheus_source, name="prometheus_source"),
     path("services/<slug:slug>/", views.service_live, name="service_live"),
 ]

@@ -177,6 +177,10 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE: dict = {
     # Each due pull target becomes its own task (collectors.tasks.pull_host).
     "collectors-schedule-pulls": {"task": "collectors.tasks.schedule_pulls", "schedule": 15.0},
+    "collectors-schedule-prometheus": {
+        "task": "collectors.tasks.schedule_prometheus_sources",
+        "schedule": 15.0,
+    },
     "collectors-rollup": {"task": "collectors.tasks.rollup_pending", "schedule": 60.0},
     "collectors-prune": {"task": "collectors.tasks.prune", "schedule": 24 * 3600.0},
     # Alert evaluation aligns to the minute itself; a doubled beat is harmless.
@@ -220,6 +224,8 @@ PERFHUB_BASELINE_STALE_DAYS = env_int("PERFHUB_BASELINE_STALE_DAYS", 90)
 # engine/exporter/agent URLs time out after this many seconds.
 PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS = env_int("PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS", 30)
 PERFHUB_PULL_TIMEOUT_S = env_int("PERFHUB_PULL_TIMEOUT_S", 5)
+# Prometheus sources read steps at least this old, so the server has scraped them.
+PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 
 # Alerts: evaluate windows that closed this long ago (late samples cause no false alarms);
 # "no data" rules look this far back for the hosts a service had.

@@ -250,6 +250,19 @@ class _EngineParse:
             self.parsed.gauges[rule.canonical] = combine(values)
 
 
+def metric_names(source: str) -> tuple[str, ...]:
+    """Every sample name the mapping tables read for `source` (the Prometheus source asks
+    its server for exactly these, so pulling through Prometheus reads what a scrape reads)."""
+    if source not in SOURCES:
+        raise ValueError(f"source: {source!r} is not one of {', '.join(SOURCES)}")
+    if source == "dcgm":
+        return (*dcgm.FIELDS, *dcgm.MEMORY_FIELDS)
+    names = (
+        n for rule in rules_for(source) for name in rule.names for n, _ in _sample_names(rule, name)
+    )
+    return tuple(dict.fromkeys(names))
+
+
 def _sample_names(rule: Rule, name: str) -> list[tuple[str, str]]:
     if rule.kind == "histogram":
         return [(name + "_bucket", "bucket"), (name + "_sum", "sum"), (name + "_count", "count")]
