@@ -70,7 +70,10 @@ class SilenceForm(forms.Form):
 
 class ReceiverForm(forms.ModelForm):
     url = forms.URLField(
-        required=False, max_length=500, assume_scheme="https", help_text="Webhook receivers."
+        required=False,
+        max_length=500,
+        assume_scheme="https",
+        help_text="A webhook's URL, or an Alertmanager's base URL (e.g. http://alertmanager:9093).",
     )
 
     class Meta:

@@ -231,3 +231,5 @@ PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 # "no data" rules look this far back for the hosts a service had.
 PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120)
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
+# An alert posted to Alertmanager as firing stays firing there this long without news.
+PERFHUB_ALERTMANAGER_VALID_FOR_S = env_int("PERFHUB_ALERTMANAGER_VALID_FOR_S", 240)
