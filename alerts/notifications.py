@@ -28,6 +28,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from alerts import bulk
+from alerts.instruments import NOTIFICATIONS
 from alerts.models import (
     AlertInstance,
     Notification,
@@ -305,11 +306,13 @@ def deliver(notification_id: int, *, final_attempt: bool = False) -> str:
         error = f"{type(exc).__name__}: {exc}"[:2000]
         status = Notification.Status.FAILED if final_attempt else Notification.Status.RETRYING
         Notification.objects.filter(pk=n.pk).update(status=status, last_error=error)
+        NOTIFICATIONS.labels(n.receiver.kind, "failed").inc()
         log.warning("notification %s to %s failed: %s", n.pk, n.receiver, error)
         raise DeliveryError(error) from exc
     Notification.objects.filter(pk=n.pk).update(
         status=Notification.Status.SENT, sent_at=timezone.now()
     )
+    NOTIFICATIONS.labels(n.receiver.kind, "sent").inc()
     return "sent"
 
 

@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from alerts import bulk, kinds, notifications, rules, sources
+from alerts.instruments import EVALUATION_SECONDS
 from alerts.models import AlertEvent, AlertInstance, Rule, Silence
 from analysis.alerting import Health, InstanceState, Observation, State, step
 from dossiers.models import Service, Team
@@ -171,6 +172,7 @@ HEALTH_EVENT = {
 }
 
 
+@EVALUATION_SECONDS.time()
 def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = None):
     """Evaluate every due rule at `now` aligned to the minute. Safe to call twice."""
     t = align_to_minute(now or timezone.now())

@@ -79,6 +79,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "collectors.middleware.IngestMetricsMiddleware",
 ]
 
 ROOT_URLCONF = "perfhub.urls"
@@ -224,6 +225,9 @@ PERFHUB_BASELINE_STALE_DAYS = env_int("PERFHUB_BASELINE_STALE_DAYS", 90)
 # engine/exporter/agent URLs time out after this many seconds.
 PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS = env_int("PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS", 30)
 PERFHUB_PULL_TIMEOUT_S = env_int("PERFHUB_PULL_TIMEOUT_S", 5)
+# GET /metrics: allowed with this bearer token, or from these networks (CIDRs).
+PERFHUB_METRICS_TOKEN = env_str("PERFHUB_METRICS_TOKEN")
+PERFHUB_METRICS_ALLOW = env_list("PERFHUB_METRICS_ALLOW", "127.0.0.1/32,::1/128")
 # Prometheus sources read steps at least this old, so the server has scraped them.
 PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 

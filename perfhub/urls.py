@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from dashboards import views as dashboards_views
+from perfhub.metrics import metrics_view
 
 
 def favicon(request):
@@ -16,6 +17,7 @@ def favicon(request):
 urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -27,6 +27,7 @@ from django.utils import timezone
 from rest_framework.exceptions import APIException
 
 from collectors.exposition import promql
+from collectors.instruments import PULL_ERRORS, record_ingest
 from collectors.models import Host, PrometheusSource
 from collectors.services.ingest import ingest_document
 
@@ -157,7 +158,15 @@ def _sync(source: PrometheusSource, span: tuple[int, int], now: datetime, outcom
             chunk_start = chunk_end + step
             continue
         if scrapes:
-            ingest_document(host=source.host, document=_document(source, scrapes, now), now=now)
+            try:
+                result = ingest_document(
+                    host=source.host, document=_document(source, scrapes, now), now=now
+                )
+            except APIException:
+                record_ingest(via="prometheus", outcome="rejected")
+                raise
+            outcome_name = "duplicate" if result.duplicate else "accepted"
+            record_ingest(via="prometheus", outcome=outcome_name, counts=result.counts)
         outcome.steps += len(scrapes)
         source.cursor = datetime.fromtimestamp(chunk_end, tz=UTC)
         PrometheusSource.objects.filter(pk=source.pk).update(cursor=source.cursor)
@@ -224,6 +233,8 @@ def _record(source: PrometheusSource, now: datetime, outcome: SyncOutcome) -> No
         update["series_counts"] = outcome.series
     if outcome.ok:
         update["last_success_at"] = now
+    else:
+        PULL_ERRORS.labels("prometheus").inc()
     PrometheusSource.objects.filter(pk=source.pk).update(**update)
     host_status = Host.Status.UP if outcome.ok else Host.Status.DOWN
     Host.objects.filter(pk=source.host_id).update(
