@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from alerts import kinds
 from analysis.alerting import Direction, Health, State, Thresholds
+from collectors.models import validate_http_url
 from dossiers.models import Service, Team
 
 
@@ -264,7 +265,7 @@ class Receiver(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_receivers")
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=12, choices=Kind.choices)
-    url = models.URLField(blank=True, max_length=500)
+    url = models.CharField(blank=True, max_length=500, validators=[validate_http_url])
     emails = models.CharField(max_length=500, blank=True, help_text="Comma-separated addresses.")
     send_resolved = models.BooleanField(default=True)
     repeat_interval_s = models.PositiveIntegerField(

@@ -9,6 +9,7 @@ rows), never raw rows for long ranges (DESIGN.md sections 2 and 4).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -410,6 +411,20 @@ class GpuRollup(models.Model):
         return f"GPU {self.gpu_index} host {self.host_id} {self.resolution_s}s {self.start:%H:%M}"
 
 
+def validate_http_url(value: str) -> None:
+    """An http(s) URL with a host. Unlike Django's URLValidator, single-label host names
+    (`http://prometheus:9090`, as in a compose network) are accepted."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError as exc:
+        raise ValidationError(f"Enter a valid URL ({exc}).") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError("Enter an http:// or https:// URL with a host.")
+    if any(ch.isspace() for ch in value):
+        raise ValidationError("A URL has no spaces.")
+
+
 def _validate_selector(value: str) -> None:
     try:
         parse_selector(value)
@@ -447,8 +462,11 @@ class PrometheusSource(models.Model):
         editable=False,
         help_text="The host its samples are stored under (made with the source).",
     )
-    base_url = models.URLField(
-        "Prometheus URL", max_length=500, help_text="e.g. http://prometheus:9090"
+    base_url = models.CharField(
+        "Prometheus URL",
+        max_length=500,
+        validators=[validate_http_url],
+        help_text="e.g. http://prometheus:9090",
     )
     engine = models.CharField(max_length=10, choices=Engine.choices, default=Engine.VLLM)
     engine_selector = models.CharField(

@@ -85,7 +85,7 @@ def _queue_lengths() -> list[tuple[str, int]]:
         client.close()
 
 
-_STATE = CollectorRegistry(auto_describe=True)
+_STATE = CollectorRegistry()  # no auto_describe: collect() reads the database
 _STATE.register(StateCollector())
 
 
