@@ -130,6 +130,7 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
         inputs.last_data = sources.last_data(no_data_services, end - no_data_lookback(), end)
     if cost_services:
         inputs.baseline_costs = sources.baseline_costs(cost_services.values())
+    inputs.source_errors = sources.source_errors({rule.service_id for rule in claimed})
     return inputs
 
 
@@ -220,6 +221,9 @@ def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = No
                     _advance(rule, inst.labels, fp, obs, inst, t, new_instances, touched,
                              events, pending_events)  # fmt: skip
             health, reason, worst = _health_of([o for _, o in observed])
+            if health != Health.OK and rule.service_id in inputs.source_errors:
+                # Missing data with a broken feed: say why, as an error of the rule's source.
+                health, reason = Health.ERROR, inputs.source_errors[rule.service_id]
             if health != rule.health:
                 events.append(
                     AlertEvent(
