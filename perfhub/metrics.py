@@ -89,15 +89,18 @@ _STATE = CollectorRegistry()  # no auto_describe: collect() reads the database
 _STATE.register(StateCollector())
 
 
-def exposition() -> bytes:
-    """The text Prometheus scrapes: the instruments (summed over processes), then the gauges."""
+def instruments_text() -> bytes:
+    """The instruments: this process's, or every process's summed in multiprocess mode."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         MultiProcessCollector(registry)
-        counted = generate_latest(registry)
-    else:
-        counted = generate_latest(REGISTRY)
-    return counted + generate_latest(_STATE)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)
+
+
+def exposition() -> bytes:
+    """The text Prometheus scrapes: the instruments, then the gauges read now."""
+    return instruments_text() + generate_latest(_STATE)
 
 
 def allowed(request: HttpRequest) -> bool:

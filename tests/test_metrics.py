@@ -3,7 +3,10 @@ Prometheus accept it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import requests
@@ -16,6 +19,8 @@ from tests.collectors.conftest import make_batch
 from tests.promstack import binary, start_prometheus, wait_until
 
 pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def value(text: str, name: str, **labels: str) -> float:
@@ -105,6 +110,33 @@ def test_without_a_token_only_the_allow_list_reads(client, settings):
     settings.PERFHUB_METRICS_ALLOW = ["10.0.0.0/8"]
     settings.PERFHUB_METRICS_TOKEN = ""
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 403
+
+
+COUNT_ONE_BATCH = """
+import django
+django.setup()
+from collectors.instruments import record_ingest
+record_ingest(via="api", outcome="accepted", counts={"gpus": 3})
+"""
+READ_ALL = """
+import django
+django.setup()
+from perfhub.metrics import instruments_text
+print(instruments_text().decode())
+"""
+
+
+def test_in_multiprocess_mode_every_process_counts(tmp_path):
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+           "DJANGO_SETTINGS_MODULE": "perfhub.settings"}  # fmt: skip
+    for _ in range(2):  # two gunicorn workers, say
+        subprocess.run([sys.executable, "-c", COUNT_ONE_BATCH], env=env, check=True, cwd=ROOT)
+    text = subprocess.run(
+        [sys.executable, "-c", READ_ALL], env=env, check=True, cwd=ROOT, capture_output=True,
+        text=True,
+    ).stdout  # fmt: skip
+    assert value(text, "perfhub_ingest_batches_total", via="api", outcome="accepted") == 2
+    assert value(text, "perfhub_ingest_samples_total", kind="gpus", outcome="stored") == 6
 
 
 @pytest.mark.django_db(transaction=True)
