@@ -58,19 +58,37 @@ def _sample_line(metric: dict[str, str], value: str) -> str:
     return f"{name}{{{labels}}} {value}" if labels else f"{name} {value}"
 
 
-def expositions(matrix: Iterable[dict]) -> dict[float, str]:
+def expositions(
+    matrix: Iterable[dict], *, carry: frozenset[str] = frozenset(), carry_s: float = 0.0
+) -> dict[float, str]:
     """A `query_range` matrix result -> {unix time: exposition text of the series present then}.
 
     A series with no value at a step (stale, or not yet created) is absent from that step's
-    text, as it would be from a scrape. Steps are in time order.
+    text, as it would be from a scrape, except a cumulative one (its name in `carry`) that had
+    a value less than `carry_s` before: it keeps that value. A target missing a few scrapes
+    then comes back with its counters grown, and must not be counted as new from zero (a
+    restart still shows as a counter going down). Steps are in time order.
     """
-    lines: dict[float, list[str]] = defaultdict(list)
+    steps: set[float] = set()
+    readings: list[tuple[dict[str, str], list[tuple[float, str]]]] = []
     for series in matrix:
         metric = series.get("metric") or {}
         if not metric.get("__name__"):
             continue  # only plain series selectors are asked for; a computed result is not one
-        for ts, value in series.get("values") or []:
-            stamp = float(ts)
-            if math.isfinite(stamp):
-                lines[stamp].append(_sample_line(metric, str(value)))
-    return {ts: "\n".join(lines[ts]) + "\n" for ts in sorted(lines)}
+        values = [(float(ts), str(v)) for ts, v in series.get("values") or []]
+        values = [(ts, v) for ts, v in values if math.isfinite(ts)]
+        steps.update(ts for ts, _ in values)
+        readings.append((metric, values))
+    order = sorted(steps)
+    lines: dict[float, list[str]] = defaultdict(list)
+    for metric, values in readings:
+        carried = metric["__name__"] in carry
+        at = dict(values)
+        last: tuple[float, str] | None = None
+        for ts in order:
+            if ts in at:
+                last = (ts, at[ts])
+            elif not (carried and last is not None and ts - last[0] < carry_s):
+                continue
+            lines[ts].append(_sample_line(metric, last[1]))
+    return {ts: "\n".join(lines[ts]) + "\n" for ts in order}

@@ -16,23 +16,29 @@ batch, which ingest answers as a duplicate.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import requests
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from rest_framework.exceptions import APIException
 
+from collectors import exposition
 from collectors.exposition import promql
 from collectors.instruments import PULL_ERRORS, record_ingest
-from collectors.models import Host, PrometheusSource
+from collectors.models import Host, PrometheusSource, ScrapeState
 from collectors.services.ingest import ingest_document
 
 MAX_ERROR_CHARS = 2000
 STEPS_PER_QUERY = 120  # one query_range call (and one ingest batch) covers at most this many steps
+# A counter series missing from a step (its target missed scrapes) keeps its last value this
+# long, so it is not counted from zero when it returns; each query reads this far back for it.
+CARRY_S = 15 * 60
 _BATCH_NAMESPACE = uuid.UUID("6f1c3a52-9d55-4d1e-9a57-4c0f5e2b7a10")
 
 
@@ -62,8 +68,11 @@ def source_create(
     backfill_hours: int = 6,
 ) -> PrometheusSource:
     """A source and the host its samples are stored under. Raises ValidationError on bad input."""
+    host_name = f"prometheus:{name}"
+    if Host.objects.filter(name=host_name).exists():
+        raise ValidationError({"name": f"A host named {host_name!r} exists already."})
     with transaction.atomic():
-        host = Host.objects.create(name=f"prometheus:{name}")
+        host = Host.objects.create(name=host_name)
         source = PrometheusSource(
             name=name,
             service=service,
@@ -79,6 +88,14 @@ def source_create(
         source.full_clean()
         source.save()
     return source
+
+
+def source_update(*, source: PrometheusSource, changed: Iterable[str]) -> None:
+    """After an edit: new selectors or engine read other series, so the stored state of the
+    old ones must not be diffed against them (that would count every new series from zero):
+    the next sync seeds afresh from its first step."""
+    if {"engine", "engine_selector", "dcgm_selector"} & set(changed):
+        ScrapeState.objects.filter(host_id=source.host_id).delete()
 
 
 def due_sources(*, now: datetime | None = None) -> list[int]:
@@ -133,6 +150,8 @@ def source_sync(*, source_id: int, now: datetime | None = None) -> SyncOutcome:
 def _sync(source: PrometheusSource, span: tuple[int, int], now: datetime, outcome) -> None:
     start, end = span
     step = source.step_s
+    carry = frozenset(exposition.metric_names(source.engine, cumulative_only=True))
+    lead = -(-CARRY_S // step) * step
     queries = {source.engine: promql.series_query(source.engine, source.engine_selector)}
     if source.dcgm_selector:
         queries["dcgm"] = promql.series_query("dcgm", source.dcgm_selector)
@@ -142,9 +161,12 @@ def _sync(source: PrometheusSource, span: tuple[int, int], now: datetime, outcom
         chunk_end = min(chunk_start + step * (STEPS_PER_QUERY - 1), end)
         scrapes = []
         for kind, query in queries.items():
-            matrix = query_range(source.base_url, query, chunk_start, chunk_end, step)
+            matrix = query_range(source.base_url, query, chunk_start - lead, chunk_end, step)
             seen[kind] = max(seen[kind], len(matrix))
-            for ts, text in promql.expositions(matrix).items():
+            texts = promql.expositions(matrix, carry=carry, carry_s=CARRY_S)
+            for ts, text in texts.items():
+                if ts < chunk_start:
+                    continue  # read only to carry values forward
                 scrapes.append(
                     {
                         "ts": _rfc3339(datetime.fromtimestamp(ts, tz=UTC)),

@@ -17,9 +17,9 @@ from django.utils import timezone
 from analysis import buckets
 from collectors import exposition
 from collectors.exposition.promql import expositions, parse_selector, series_query
-from collectors.models import PrometheusSource, ScrapeWindow, ServiceRollup
+from collectors.models import PrometheusSource, ScrapeState, ScrapeWindow, ServiceRollup
 from collectors.selectors import service_metrics
-from collectors.services.prometheus import source_create, source_sync
+from collectors.services.prometheus import source_create, source_sync, source_update
 from collectors.services.rollups import rollup_pending
 from tests.conftest import FIXTURES
 from tests.promstack import Loopback, free_port, start_prometheus, wait_until
@@ -243,3 +243,73 @@ def test_a_matrix_becomes_one_exposition_per_step():
     parsed = exposition.parse(texts[11.0], "vllm")
     assert parsed.gauges == {"requests_running": 4.0, "requests_waiting": 1.0}
     assert not math.isnan(parsed.gauges["requests_running"])
+
+
+def test_a_counter_missing_for_a_few_steps_keeps_its_value_and_a_gauge_does_not():
+    counter = "vllm:request_success_total"
+    matrix = [
+        {"metric": {"__name__": counter, "instance": "a"},
+         "values": [[10, "100"], [13, "130"], [40, "400"]]},
+        {"metric": {"__name__": "vllm:num_requests_running", "instance": "a"},
+         "values": [[10, "3"], [13, "4"]]},
+        {"metric": {"__name__": counter, "instance": "b"},
+         "values": [[10, "1"], [11, "2"], [12, "3"], [13, "4"], [35, "4"], [40, "5"]]},
+    ]  # fmt: skip
+    texts = expositions(matrix, carry=frozenset({counter}), carry_s=20)
+    during = exposition.parse(texts[12.0], "vllm")
+    assert during.counter_total("requests_finished") == 103  # a's 100 carried, b's 3
+    assert "requests_running" not in during.gauges
+    after = exposition.parse(texts[13.0], "vllm")
+    windowed = exposition.window(during, after, 1.0)
+    assert windowed.counters["requests_finished"] == 31  # not 130 counted from zero
+    assert not windowed.reset_detected
+    # Longer than carry_s away, the series is gone (a deleted pod is not carried forever).
+    assert f'{counter}{{instance="a"}}' not in texts[35.0]
+
+
+def test_a_team_member_creates_a_source_from_the_page(client, owner, service):
+    client.force_login(owner)
+    response = client.post("/collectors/prometheus/new/", {
+        "name": "chat-prom", "service": service.pk, "base_url": "http://prometheus:9090",
+        "engine": "vllm", "engine_selector": 'job="vllm"', "dcgm_selector": "",
+        "step_s": 15, "interval_s": 60, "backfill_hours": 6, "enabled": "on",
+    })  # fmt: skip
+    source = PrometheusSource.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == source.get_absolute_url()
+    assert source.host.name == "prometheus:chat-prom"
+
+
+def test_a_bad_selector_is_refused_naming_the_field(client, owner, service):
+    client.force_login(owner)
+    response = client.post("/collectors/prometheus/new/", {
+        "name": "p", "service": service.pk, "base_url": "http://prometheus:9090",
+        "engine": "vllm", "engine_selector": "job=vllm", "step_s": 15, "interval_s": 60,
+        "backfill_hours": 6,
+    })  # fmt: skip
+    assert response.status_code == 200
+    assert response.context["form"].errors["engine_selector"] == [
+        "cannot read a label matcher at 'job=vllm' (use name=\"value\")"
+    ]
+    assert not PrometheusSource.objects.exists()
+
+
+def test_an_outsider_can_read_a_source_but_not_sync_or_edit_it(client, outsider, service):
+    source = source_create(name="p", service=service, base_url="http://prometheus:9090",
+                           engine_selector='job="vllm"')  # fmt: skip
+    client.force_login(outsider)
+    assert client.get(source.get_absolute_url()).status_code == 200
+    assert client.post(source.get_absolute_url()).status_code == 403
+    assert client.get(f"/collectors/prometheus/{source.pk}/edit/").status_code == 403
+    assert client.get("/collectors/prometheus/").status_code == 200
+
+
+def test_new_selectors_start_from_fresh_state(service):
+    source = source_create(name="p", service=service, base_url="http://prometheus:9090",
+                           engine_selector='job="vllm"')  # fmt: skip
+    ScrapeState.objects.create(host=source.host, service=service, source="vllm",
+                               ts=timezone.now(), exposition="")  # fmt: skip
+    source_update(source=source, changed=["interval_s"])
+    assert ScrapeState.objects.count() == 1
+    source_update(source=source, changed=["engine_selector"])
+    assert ScrapeState.objects.count() == 0
