@@ -39,13 +39,21 @@ def _free_port() -> int:
 
 
 class DemoPrometheus:
-    def __init__(self, service: Service, workdir: Path, profile: EngineProfile | None) -> None:
+    def __init__(
+        self,
+        service: Service,
+        workdir: Path,
+        profile: EngineProfile | None,
+        *,
+        scrape_s: int = SCRAPE_S,
+    ) -> None:
         self.exe = shutil.which("prometheus")
         if self.exe is None:
             raise DemoPrometheusError(
                 "--prometheus needs the `prometheus` binary (apt-get install prometheus)"
             )
         self.service = service
+        self.scrape_s = scrape_s
         self.workdir = workdir
         self.engine = FakeVllmEngine(
             service.slug, profile=profile, rng=random.Random(7), start=time.time()
@@ -77,7 +85,7 @@ class DemoPrometheus:
         port = _free_port()
         config = self.workdir / "prometheus.yml"
         config.write_text(
-            f"global:\n  scrape_interval: {SCRAPE_S}s\nscrape_configs:\n"
+            f"global:\n  scrape_interval: {self.scrape_s}s\nscrape_configs:\n"
             f"  - job_name: demo-vllm\n    static_configs:\n"
             f'      - targets: ["127.0.0.1:{self.server.server_port}"]\n'
         )
@@ -113,7 +121,7 @@ class DemoPrometheus:
         if source is None:
             return source_create(
                 name=SOURCE_NAME, service=self.service, base_url=base_url,
-                engine_selector='job="demo-vllm"', step_s=SCRAPE_S, interval_s=15,
+                engine_selector='job="demo-vllm"', step_s=self.scrape_s, interval_s=15,
                 backfill_hours=1,
             )  # fmt: skip
         PrometheusSource.objects.filter(pk=source.pk).update(

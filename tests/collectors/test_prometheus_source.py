@@ -13,14 +13,17 @@ from datetime import timedelta
 import pytest
 import requests
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from analysis import buckets
 from collectors import exposition
 from collectors.exposition.promql import expositions, parse_selector, series_query
-from collectors.models import PrometheusSource, ScrapeState, ScrapeWindow, ServiceRollup
+from collectors.models import Host, PrometheusSource, ScrapeState, ScrapeWindow, ServiceRollup
 from collectors.selectors import service_metrics
 from collectors.services.prometheus import source_create, source_sync, source_update
 from collectors.services.rollups import rollup_pending
+from collectors.services.tokens import token_issue
+from tests.collectors.conftest import make_batch, rfc3339
 from tests.conftest import FIXTURES
 from tests.promstack import Loopback, free_port, start_prometheus, wait_until
 
@@ -144,6 +147,40 @@ def test_a_prometheus_source_reaches_the_fixtures_p99(stack, service, no_lag):
     assert p99.method == "bucket-bounded"
     assert p99.value == pytest.approx(expected.value * 1000, rel=1e-9)
     assert expected.lower * 1000 <= p99.value <= expected.upper * 1000
+
+
+def test_prometheus_fed_and_agent_fed_p99s_agree_on_the_same_fixture(stack, service, no_lag):
+    prom, _ = stack
+    source = source_create(name="prom-vs-agent", service=service, base_url=prom.url,
+                           engine_selector='job="vllm"', step_s=1, backfill_hours=1)  # fmt: skip
+    assert source_sync(source_id=source.pk).ok
+    # The agent pushes the fixture's two scrapes, 15 s apart, through the ingest API.
+    agent_host = Host.objects.create(name="agent-host")
+    agent = APIClient()
+    agent.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(host=agent_host)[1]}")
+    t0 = timezone.now().replace(microsecond=0) - timedelta(minutes=2)
+    scrapes = [
+        {"ts": rfc3339(t0 + timedelta(seconds=15 * i)), "service": service.slug, "source": "vllm",
+         "exposition": (FIXTURES / "vllm" / name).read_text()}
+        for i, name in enumerate(["metrics-t0.prom", "metrics-t15.prom"])
+    ]  # fmt: skip
+    batch = make_batch(host="agent-host", gpus=[], requests=[], scrapes=scrapes)
+    assert agent.post("/api/v1/ingest/", batch, format="json").status_code == 202
+    rollup_pending()
+
+    now = timezone.now()
+
+    def p99(host: str):
+        metrics = service_metrics(
+            service=service, start=now - timedelta(hours=1), end=now, hosts=[host]
+        )
+        return next(p for p in metrics.overall["ttft"] if p.q == 0.99)
+
+    through_prometheus, pushed = p99(source.host.name), p99("agent-host")
+    assert pushed.count == 180  # the fixture's window
+    assert through_prometheus.count > pushed.count
+    assert pushed.lower <= through_prometheus.value <= pushed.upper
+    assert through_prometheus.value == pytest.approx(pushed.value, rel=1e-9)
 
 
 def test_a_restart_between_steps_is_counted_not_subtracted(stack, service, no_lag):
