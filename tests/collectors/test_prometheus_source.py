@@ -23,6 +23,7 @@ from collectors.selectors import service_metrics
 from collectors.services.prometheus import source_create, source_sync, source_update
 from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue
+from collectors.tasks import schedule_prometheus_sources
 from tests.collectors.conftest import make_batch, rfc3339
 from tests.conftest import FIXTURES
 from tests.promstack import Loopback, free_port, start_prometheus, wait_until
@@ -350,3 +351,13 @@ def test_new_selectors_start_from_fresh_state(service):
     assert ScrapeState.objects.count() == 1
     source_update(source=source, changed=["engine_selector"])
     assert ScrapeState.objects.count() == 0
+
+
+def test_beat_syncs_each_due_source_in_its_own_task(service, no_lag):
+    source = source_create(name="p", service=service, engine_selector='job="vllm"',
+                           base_url=f"http://127.0.0.1:{free_port()}")  # fmt: skip
+    assert schedule_prometheus_sources() == 1  # eager here: the task ran
+    source.refresh_from_db()
+    assert source.status == "error"
+    assert source.last_attempt_at is not None
+    assert schedule_prometheus_sources() == 0  # not due again before its interval
