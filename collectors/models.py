@@ -41,6 +41,11 @@ def pull_kind_choices() -> list[tuple[str, str]]:
     ]
 
 
+def engine_choices() -> list[tuple[str, str]]:
+    """The registered serving engines (a Prometheus source reads one engine's series)."""
+    return [(engine.name, engine.label) for engine in engines.ENGINES.values()]
+
+
 class Host(models.Model):
     """A GPU host: pushes through an agent, or is pulled from a URL on a schedule."""
 
@@ -440,12 +445,6 @@ class PrometheusSource(models.Model):
     step ingested. The first sync reads `backfill_hours` back so the dashboards draw at once.
     """
 
-    class Engine(models.TextChoices):
-        VLLM = "vllm", "vLLM"
-        TGI = "tgi", "TGI"
-        SGLANG = "sglang", "SGLang"
-        TRITON = "triton", "Triton"
-
     class Status(models.TextChoices):
         OK = "ok", "ok"
         ERROR = "error", "error"
@@ -468,7 +467,12 @@ class PrometheusSource(models.Model):
         validators=[validate_http_url],
         help_text="e.g. http://prometheus:9090",
     )
-    engine = models.CharField(max_length=10, choices=Engine.choices, default=Engine.VLLM)
+    engine = models.CharField(
+        max_length=20,
+        choices=engine_choices,
+        default="vllm",
+        help_text="Which mapping table reads its series (the engine registry).",
+    )
     engine_selector = models.CharField(
         max_length=500,
         validators=[_validate_selector],

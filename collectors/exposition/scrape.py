@@ -254,8 +254,8 @@ def metric_names(source: str, *, cumulative_only: bool = False) -> tuple[str, ..
     """Every sample name the mapping tables read for `source` (the Prometheus source asks
     its server for exactly these, so pulling through Prometheus reads what a scrape reads).
     `cumulative_only`: just the counters' and histograms' samples (they only ever grow)."""
-    if source not in SOURCES:
-        raise ValueError(f"source: {source!r} is not one of {', '.join(SOURCES)}")
+    if source not in engines.sources():
+        raise ValueError(f"source: {source!r} is not one of {', '.join(engines.sources())}")
     if source == "dcgm":
         return () if cumulative_only else (*dcgm.FIELDS, *dcgm.MEMORY_FIELDS)
     names = (

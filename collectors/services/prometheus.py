@@ -61,7 +61,7 @@ def source_create(
     service,
     base_url: str,
     engine_selector: str,
-    engine: str = PrometheusSource.Engine.VLLM,
+    engine: str = "vllm",
     dcgm_selector: str = "",
     step_s: int = 15,
     interval_s: int = 60,
