@@ -118,15 +118,17 @@ def due_sources(*, now: datetime | None = None) -> list[int]:
 def sync_range(source: PrometheusSource, now: datetime) -> tuple[int, int] | None:
     """The steps (unix seconds, inclusive) this sync should read, or None when up to date.
 
-    The end trails now by PERFHUB_PROMETHEUS_LAG_S, so Prometheus has the step's scrape.
+    The end trails now by PERFHUB_PROMETHEUS_LAG_S, so Prometheus has the step's scrape. The
+    start is never further back than `backfill_hours`: a source disabled for longer resumes
+    with a gap (ingest refuses samples over a week old anyway).
     """
     step = source.step_s
     lag = getattr(settings, "PERFHUB_PROMETHEUS_LAG_S", 30)
     end = int(now.timestamp() - lag) // step * step
+    oldest = -(-int(now.timestamp() - source.backfill_hours * 3600) // step) * step
+    start = oldest
     if source.cursor is not None:
-        start = int(source.cursor.timestamp()) + step
-    else:
-        start = -(-int(now.timestamp() - source.backfill_hours * 3600) // step) * step
+        start = max(oldest, int(source.cursor.timestamp()) + step)
     return (start, end) if start <= end else None
 
 
@@ -161,7 +163,8 @@ def _sync(source: PrometheusSource, span: tuple[int, int], now: datetime, outcom
         chunk_end = min(chunk_start + step * (STEPS_PER_QUERY - 1), end)
         scrapes = []
         for kind, query in queries.items():
-            matrix = query_range(source.base_url, query, chunk_start - lead, chunk_end, step)
+            ahead = lead if kind != "dcgm" else 0  # DCGM's fields are gauges: nothing to carry
+            matrix = query_range(source.base_url, query, chunk_start - ahead, chunk_end, step)
             seen[kind] = max(seen[kind], len(matrix))
             texts = promql.expositions(matrix, carry=carry, carry_s=CARRY_S)
             for ts, text in texts.items():

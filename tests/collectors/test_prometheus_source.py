@@ -20,7 +20,7 @@ from collectors import exposition
 from collectors.exposition.promql import expositions, parse_selector, series_query
 from collectors.models import Host, PrometheusSource, ScrapeState, ScrapeWindow, ServiceRollup
 from collectors.selectors import service_metrics
-from collectors.services.prometheus import source_create, source_sync, source_update
+from collectors.services.prometheus import source_create, source_sync, source_update, sync_range
 from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue
 from collectors.tasks import schedule_prometheus_sources
@@ -361,3 +361,15 @@ def test_beat_syncs_each_due_source_in_its_own_task(service, no_lag):
     assert source.status == "error"
     assert source.last_attempt_at is not None
     assert schedule_prometheus_sources() == 0  # not due again before its interval
+
+
+def test_a_source_back_after_a_long_pause_reads_no_further_back_than_its_backfill(service):
+    source = source_create(name="p", service=service, base_url="http://prometheus:9090",
+                           engine_selector='job="vllm"', step_s=15, backfill_hours=2)  # fmt: skip
+    now = timezone.now()
+    source.cursor = now - timedelta(days=9)
+    start, _ = sync_range(source, now)
+    assert now.timestamp() - start <= 2 * 3600
+    source.cursor = now - timedelta(minutes=5)
+    start, _ = sync_range(source, now)
+    assert start == int(source.cursor.timestamp()) + 15
