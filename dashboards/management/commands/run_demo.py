@@ -185,7 +185,6 @@ class Command(BaseCommand):
         if opts.get("prometheus"):
             # The first vLLM service (the simulated engine speaks vLLM) goes through Prometheus.
             first = next((s for s in services if s.engine == "vllm"), services[0])
-            services.remove(first)
             try:
                 prometheus = DemoPrometheus(
                     first, Path(settings.VAR_DIR) / "prometheus", demo_profile(first)
@@ -197,9 +196,12 @@ class Command(BaseCommand):
                 f"{first.slug} is fed through Prometheus at {source.base_url} "
                 f"(source page: /collectors/prometheus/{source.pk}/)"
             )
+        # Hosts keep their numbers (demo-gpu-NN, as seed_demo's history names them).
+        agents_for = [(i, s) for i, s in enumerate(services, start=1) if prometheus is None
+                      or s != prometheus.service]  # fmt: skip
         procs = [
-            self._start_agent(index, service, addr, interval, slowdown if index == 1 else None)
-            for index, service in enumerate(services, start=1)
+            self._start_agent(index, service, addr, interval, slowdown if n == 0 else None)
+            for n, (index, service) in enumerate(agents_for)
         ]
         stop = threading.Event()
         threading.Thread(target=self._jobs_loop, args=(stop, jobs_every), daemon=True).start()
@@ -208,7 +210,7 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"PerfHub demo on http://{addr}/  — log in as {user} / {password} "
                 f"(admin / perfhub-admin for /admin/). Simulated agents feed: "
-                + (", ".join(s.slug for s in services) or "none")
+                + (", ".join(s.slug for _, s in agents_for) or "none")
             )
         )
         # SIGTERM ends the server like Ctrl-C does, so the agents below are stopped too.
