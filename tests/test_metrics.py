@@ -3,7 +3,6 @@ Prometheus accept it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from rest_framework.test import APIClient
 
 from collectors.models import Host
 from collectors.services.tokens import token_issue
+from perfhub.metrics import instruments_text
 from tests.collectors.conftest import make_batch
 from tests.promstack import binary, start_prometheus, wait_until
 
@@ -112,29 +112,18 @@ def test_without_a_token_only_the_allow_list_reads(client, settings):
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 403
 
 
-COUNT_ONE_BATCH = """
-import django
-django.setup()
-from collectors.instruments import record_ingest
-record_ingest(via="api", outcome="accepted", counts={"gpus": 3})
-"""
-READ_ALL = """
-import django
-django.setup()
-from perfhub.metrics import instruments_text
-print(instruments_text().decode())
-"""
+# A process that records one accepted batch (the instruments need no Django).
+COUNT_ONE_BATCH = (
+    "from collectors.instruments import record_ingest; "
+    "record_ingest(via='api', outcome='accepted', counts={'gpus': 3})"
+)
 
 
-def test_in_multiprocess_mode_every_process_counts(tmp_path):
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
-           "DJANGO_SETTINGS_MODULE": "perfhub.settings"}  # fmt: skip
+def test_in_multiprocess_mode_every_process_counts(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     for _ in range(2):  # two gunicorn workers, say
-        subprocess.run([sys.executable, "-c", COUNT_ONE_BATCH], env=env, check=True, cwd=ROOT)
-    text = subprocess.run(
-        [sys.executable, "-c", READ_ALL], env=env, check=True, cwd=ROOT, capture_output=True,
-        text=True,
-    ).stdout  # fmt: skip
+        subprocess.run([sys.executable, "-c", COUNT_ONE_BATCH], check=True, cwd=ROOT)
+    text = instruments_text().decode()  # what /metrics adds up from the shared directory
     assert value(text, "perfhub_ingest_batches_total", via="api", outcome="accepted") == 2
     assert value(text, "perfhub_ingest_samples_total", kind="gpus", outcome="stored") == 6
 
