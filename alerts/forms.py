@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from alerts.models import Receiver, Rule
 from analysis.silences import parse_matcher_text
+from collectors.models import validate_http_url
 from dossiers.models import Team
 
 
@@ -69,8 +70,11 @@ class SilenceForm(forms.Form):
 
 
 class ReceiverForm(forms.ModelForm):
-    url = forms.URLField(
-        required=False, max_length=500, assume_scheme="https", help_text="Webhook receivers."
+    url = forms.CharField(
+        required=False,
+        max_length=500,
+        validators=[validate_http_url],
+        help_text="A webhook's URL, or an Alertmanager's base URL (e.g. http://alertmanager:9093).",
     )
 
     class Meta:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from alerts.promql import Metrics, NotExportable, duration, number
 from alerts.sources import ServiceWindow
 from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
@@ -61,6 +62,11 @@ class RuleKind:
 
     def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
         raise NotImplementedError
+
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        """PromQL over the engine's and DCGM's names, non-empty exactly when the rule holds
+        (the Prometheus rules export, `alerts.prometheus_rules`). NotExportable if none."""
+        raise NotExportable("Prometheus has no series for it")
 
 
 KINDS: dict[str, RuleKind] = {}
@@ -131,6 +137,19 @@ class _P99(RuleKind):
             )
         return Observation(Health.OK, value=p.value, count=p.count, reason=f"P99 over {span}")
 
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        # Buckets summed by `le` across series (merged), then the quantile: never averaged.
+        s = m.engine_series(_SCRAPED_HISTOGRAM[self.latency_metric])
+        w = duration(rule.window_s)
+        p99 = f"histogram_quantile(0.99, sum by (le) (rate({s.name}_bucket{s.selector}[{w}])))"
+        need = max(rule.min_requests, minimum_count(0.99))
+        enough = f"sum(increase({s.name}_count{s.selector}[{w}])) >= {need}"
+        return f"({p99} * {number(1000 * s.scale)} > {number(rule.threshold)}) and on() ({enough})"
+
+
+# The engine histogram each latency family is read from (ITL stands for TPOT).
+_SCRAPED_HISTOGRAM = {"e2e": "e2e_seconds", "ttft": "ttft_seconds", "tpot": "itl_seconds"}
+
 
 @register
 class P99E2E(_P99):
@@ -199,6 +218,13 @@ class GpuWaiting(RuleKind):
             reason=f"{w.waiting_mean:.1f} requests waiting on average",
         )
 
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        w = duration(rule.window_s)
+        s = m.engine_series("requests_waiting")
+        waiting = f"sum(avg_over_time({s.name}{s.selector}[{w}]))"
+        queued = f"{waiting} >= {number(diagnosis.MIN_REQUESTS_WAITING)}"
+        return f"({m.gpu_mean('util', w)} < {number(rule.threshold)}) and on() ({queued})"
+
 
 @register
 class SmGap(RuleKind):
@@ -240,6 +266,12 @@ class SmGap(RuleKind):
             reason=f"SM active {percent(w.sm_active)} vs GPU-Util {percent(w.gpu_util)}",
         )
 
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        w = duration(rule.window_s)
+        util, sm = m.gpu_mean("util", w), m.gpu_mean("sm_active", w)
+        busy = f"{util} >= {number(diagnosis.HIGH_GPU_UTIL)}"
+        return f"({sm} / ({util}) < {number(rule.threshold)}) and on() ({busy})"
+
 
 @register
 class KvCache(RuleKind):
@@ -267,6 +299,11 @@ class KvCache(RuleKind):
             Health.OK, value=w.kv_cache_mean, count=w.gauge_samples, reason="mean KV cache usage"
         )
 
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        s = m.engine_series("kv_cache_usage")
+        mean = f"max(avg_over_time({s.name}{s.selector}[{duration(rule.window_s)}]))"
+        return f"{mean} > {number(rule.threshold)}"
+
 
 # --- Economics --------------------------------------------------------------------------------
 
@@ -289,6 +326,9 @@ class _Economics(RuleKind):
 
     def judge(self, rule, econ, tps: float, requests: int, inputs: Inputs) -> Observation:
         raise NotImplementedError
+
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        raise NotExportable("needs the prices and baseline PerfHub keeps")
 
 
 @register
@@ -401,6 +441,10 @@ class NoData(RuleKind):
             silent = min(max(0.0, (end - h.last_end).total_seconds()) for h in seen)
             out.append(({"service": slug}, Observation(Health.OK, value=silent, reason="any host")))
         return out
+
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        s = m.engine_series("requests_running")
+        return f"absent_over_time({s.name}{s.selector}[{duration(int(rule.threshold))}])"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from alerts import kinds
 from analysis.alerting import Direction, Health, State, Thresholds
+from collectors.models import validate_http_url
 from dossiers.models import Service, Team
 from dossiers.templatetags.dossier_format import ms, percent
 
@@ -265,16 +266,19 @@ class AlertEvent(models.Model):
 
 
 class Receiver(models.Model):
-    """Where a team's alerts go: an Alertmanager-style webhook, or email."""
+    """Where a team's alerts go: an Alertmanager-style webhook, an Alertmanager, or email."""
 
     class Kind(models.TextChoices):
         WEBHOOK = "webhook", "webhook (Alertmanager body)"
+        ALERTMANAGER = "alertmanager", "Alertmanager (API v2; URL: its base URL)"
         EMAIL = "email", "email"
+
+    URL_KINDS = (Kind.WEBHOOK, Kind.ALERTMANAGER)
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_receivers")
     name = models.CharField(max_length=100)
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    url = models.URLField(blank=True, max_length=500)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    url = models.CharField(blank=True, max_length=500, validators=[validate_http_url])
     emails = models.CharField(max_length=500, blank=True, help_text="Comma-separated addresses.")
     send_resolved = models.BooleanField(default=True)
     repeat_interval_s = models.PositiveIntegerField(
@@ -293,6 +297,10 @@ class Receiver(models.Model):
             models.CheckConstraint(
                 condition=~Q(kind="email") | ~Q(emails=""), name="receiver_email_needs_address"
             ),
+            models.CheckConstraint(
+                condition=~Q(kind="alertmanager") | ~Q(url=""),
+                name="receiver_alertmanager_needs_url",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -305,6 +313,8 @@ class Receiver(models.Model):
     def clean(self) -> None:
         if self.kind == self.Kind.WEBHOOK and not self.url:
             raise ValidationError({"url": "A webhook receiver needs a URL."})
+        if self.kind == self.Kind.ALERTMANAGER and not self.url:
+            raise ValidationError({"url": "An Alertmanager receiver needs its base URL."})
         if self.kind == self.Kind.EMAIL and not self.email_list:
             raise ValidationError({"emails": "An email receiver needs at least one address."})
 

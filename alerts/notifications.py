@@ -6,7 +6,9 @@ evaluation time besides). A group is one rule of one service. Per receiver the l
 which fingerprints it was told are firing and when it was last told: a message goes out when a
 new alert fires, when one it saw firing resolves (only to that receiver), or when the repeat
 interval has passed with alerts still firing. Silenced alerts are neither sent as firing nor
-as resolved. Sending happens after commit, in a task that claims the row with a conditional
+as resolved. An Alertmanager receiver is told about every firing alert at every evaluation, as
+Prometheus does (Alertmanager deduplicates, groups and silences), and about a resolved one once,
+with its `endsAt`. Sending happens after commit, in a task that claims the row with a conditional
 update, so two workers never send the same notification.
 """
 
@@ -26,6 +28,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from alerts import bulk
+from alerts.instruments import NOTIFICATIONS
 from alerts.models import (
     AlertInstance,
     Notification,
@@ -104,6 +107,24 @@ def webhook_body(
     }
 
 
+def alertmanager_body(*, firing: list[AlertInstance], resolved: list[AlertInstance]) -> dict:
+    """Alertmanager API v2 postable alerts. A firing alert's `endsAt` is set when it is sent
+    (see `_post_alertmanager`): it says how long Alertmanager may trust it without news."""
+    alerts = []
+    for inst, status in [(i, "firing") for i in firing] + [(i, "resolved") for i in resolved]:
+        alert = _alert_body(inst, status)
+        alerts.append(
+            {
+                "labels": alert["labels"],
+                "annotations": alert["annotations"],
+                "startsAt": alert["startsAt"],
+                "endsAt": alert["endsAt"] if status == "resolved" else None,
+                "generatorURL": alert["generatorURL"],
+            }
+        )
+    return {"alerts": alerts, "status": "firing" if firing else "resolved"}
+
+
 def _silencers(team_ids: set[int], t: datetime) -> dict[int, list]:
     out: dict[int, list] = defaultdict(list)
     for silence in Silence.objects.filter(team_id__in=team_ids, starts_at__lte=t, ends_at__gt=t):
@@ -169,9 +190,18 @@ def plan(claimed: list[Rule], t: datetime) -> list[int]:
             ]
             if not receiver.send_resolved:
                 resolved = []
+            to_alertmanager = receiver.kind == Receiver.Kind.ALERTMANAGER
+            if to_alertmanager:
+                # Alertmanager needs the resolution (its own config decides whether to tell).
+                resolved = [
+                    resolved_by_fp[fp]
+                    for fp in sorted(gone_fps)
+                    if fp in resolved_by_fp and not silenced(resolved_by_fp[fp])
+                ]
             new_firing = {i.fingerprint for i in loud} - seen
             repeat_due = bool(loud) and (
-                lg is None
+                to_alertmanager  # re-sent every evaluation, as Prometheus does
+                or lg is None
                 or lg.last_sent_at is None
                 or t - lg.last_sent_at >= timedelta(seconds=receiver.repeat_interval_s)
             )
@@ -188,7 +218,9 @@ def plan(claimed: list[Rule], t: datetime) -> list[int]:
                         group_key=key,
                         evaluated_at=t,
                         alert_status="firing" if loud else "resolved",
-                        payload=webhook_body(
+                        payload=alertmanager_body(firing=loud, resolved=resolved)
+                        if to_alertmanager
+                        else webhook_body(
                             receiver=receiver, rule=rule, firing=loud, resolved=resolved
                         ),
                     )
@@ -266,17 +298,21 @@ def deliver(notification_id: int, *, final_attempt: bool = False) -> str:
     try:
         if n.receiver.kind == Receiver.Kind.WEBHOOK:
             _post_webhook(n.receiver.url, n.payload)
+        elif n.receiver.kind == Receiver.Kind.ALERTMANAGER:
+            _post_alertmanager(n.receiver.url, n.payload)
         else:
             _send_email(n)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"[:2000]
         status = Notification.Status.FAILED if final_attempt else Notification.Status.RETRYING
         Notification.objects.filter(pk=n.pk).update(status=status, last_error=error)
+        NOTIFICATIONS.labels(n.receiver.kind, "failed").inc()
         log.warning("notification %s to %s failed: %s", n.pk, n.receiver, error)
         raise DeliveryError(error) from exc
     Notification.objects.filter(pk=n.pk).update(
         status=Notification.Status.SENT, sent_at=timezone.now()
     )
+    NOTIFICATIONS.labels(n.receiver.kind, "sent").inc()
     return "sent"
 
 
@@ -305,13 +341,23 @@ def requeue_stuck(now: datetime | None = None) -> list[int]:
     return ids
 
 
-def _post_webhook(url: str, payload: dict) -> None:
+def _post_webhook(url: str, payload: dict | list) -> None:
     try:
         response = requests.post(url, json=payload, timeout=WEBHOOK_TIMEOUT_S)
     except requests.RequestException as exc:
         raise DeliveryError(f"{url}: {exc}") from exc
     if response.status_code >= 300:
         raise DeliveryError(f"{url} answered {response.status_code}: {response.text[:200]}")
+
+
+def _post_alertmanager(base_url: str, payload: dict) -> None:
+    """POST the alerts to Alertmanager's API v2. Firing alerts stay valid for
+    PERFHUB_ALERTMANAGER_VALID_FOR_S past the send, so Alertmanager resolves them itself if
+    PerfHub stops evaluating (Prometheus sends 4 evaluation intervals the same way)."""
+    valid_for = timedelta(seconds=settings.PERFHUB_ALERTMANAGER_VALID_FOR_S)
+    ends = _rfc3339(timezone.now() + valid_for)
+    alerts = [{**a, "endsAt": a["endsAt"] or ends} for a in payload["alerts"]]
+    _post_webhook(base_url.rstrip("/") + "/api/v2/alerts", alerts)
 
 
 def _send_email(n: Notification) -> None:

@@ -27,6 +27,7 @@ class Inputs:
     baseline_costs: dict[int, float | None] = field(default_factory=dict)
     window_end: datetime | None = None
     no_data_lookback_s: float = 3600.0
+    source_errors: dict[int, str] = field(default_factory=dict)  # service id -> why its feed fails
 
 
 def base_labels(rule: Rule) -> dict[str, str]:

@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from alerts import bulk, kinds, notifications, rules, sources
+from alerts.instruments import EVALUATION_SECONDS
 from alerts.models import AlertEvent, AlertInstance, Rule, Silence
 from analysis.alerting import Health, InstanceState, Observation, State, step
 from dossiers.models import Service, Team
@@ -129,6 +130,7 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
         inputs.last_data = sources.last_data(no_data_services, end - no_data_lookback(), end)
     if cost_services:
         inputs.baseline_costs = sources.baseline_costs(cost_services.values())
+    inputs.source_errors = sources.source_errors({rule.service_id for rule in claimed})
     return inputs
 
 
@@ -171,6 +173,7 @@ HEALTH_EVENT = {
 }
 
 
+@EVALUATION_SECONDS.time()
 def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = None):
     """Evaluate every due rule at `now` aligned to the minute. Safe to call twice."""
     t = align_to_minute(now or timezone.now())
@@ -218,6 +221,9 @@ def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = No
                     _advance(rule, inst.labels, fp, obs, inst, t, new_instances, touched,
                              events, pending_events)  # fmt: skip
             health, reason, worst = _health_of([o for _, o in observed])
+            if health != Health.OK and rule.service_id in inputs.source_errors:
+                # Missing data with a broken feed: say why, as an error of the rule's source.
+                health, reason = Health.ERROR, inputs.source_errors[rule.service_id]
             if health != rule.health:
                 events.append(
                     AlertEvent(

@@ -21,7 +21,7 @@ from django.db.models import Max
 
 from analysis import buckets, sketches
 from analysis.percentiles import LATENCY_METRICS, Percentile
-from collectors.models import MINUTE, GpuRollup, ServiceRollup
+from collectors.models import MINUTE, GpuRollup, PrometheusSource, ServiceRollup
 from collectors.selectors import latency_percentiles
 from collectors.services.rollups import Traffic
 from dossiers.models import Baseline, Service
@@ -190,4 +190,14 @@ def baseline_costs(services: Iterable[Service]) -> dict[int, float | None]:
     for baseline in Baseline.objects.filter(service_id__in=list(by_id), is_current=True):
         econ = baseline.economics(by_id[baseline.service_id])
         out[baseline.service_id] = None if econ is None else econ.cost_per_mtok
+    return out
+
+
+def source_errors(service_ids: Iterable[int]) -> dict[int, str]:
+    """Why a service's Prometheus source is failing (its last error), per service."""
+    out: dict[int, str] = {}
+    for service_id, name, error in PrometheusSource.objects.filter(
+        service_id__in=list(service_ids), enabled=True, status=PrometheusSource.Status.ERROR
+    ).values_list("service_id", "name", "last_error"):
+        out.setdefault(service_id, f"Prometheus source {name!r} failing: {error}")
     return out

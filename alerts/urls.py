@@ -9,6 +9,7 @@ urlpatterns = [
     path("rules/", views.rule_list, name="rule_list"),
     path("rules/new/<slug:slug>/", views.rule_edit, name="rule_create"),
     path("rules/<int:pk>/edit/", views.rule_edit, name="rule_edit"),
+    path("rules/prometheus/<slug:slug>/", views.prometheus_rules, name="prometheus_rules"),
     path("rules/defaults/<slug:slug>/", views.rule_defaults, name="rule_defaults"),
     path("silences/", views.silence_list, name="silence_list"),
     path("silences/<int:pk>/expire/", views.silence_expire, name="silence_expire"),

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from alerts import charts, selectors, services
 from alerts.forms import ReceiverForm, RuleForm, SilenceForm, teams_of
 from alerts.models import AlertInstance, Receiver, Rule, Silence
+from alerts.prometheus_rules import rules_yaml
 from dossiers.models import Service
 
 
@@ -173,3 +174,17 @@ def service_fragment(request: HttpRequest, slug: str) -> HttpResponse:
             "events": selectors.recent_history_for_service(service, now, limit=20),
         },
     )
+
+
+@login_required
+def prometheus_rules(request: HttpRequest, slug: str) -> HttpResponse:
+    """The service's rules as a Prometheus rules file, downloaded (or shown with ?view=1)."""
+    service = get_object_or_404(Service, slug=slug)
+    try:
+        text = rules_yaml(service)
+    except ValueError as exc:  # the source's selectors no longer parse
+        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain")
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    if not request.GET.get("view"):
+        response["Content-Disposition"] = f'attachment; filename="perfhub-{slug}.rules.yml"'
+    return response

@@ -39,3 +39,20 @@ class AgentTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset) -> None:
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
+
+
+@admin.register(models.PrometheusSource)
+class PrometheusSourceAdmin(admin.ModelAdmin):
+    list_display = ["name", "service", "engine", "base_url", "status", "last_success_at"]
+    list_filter = ["status", "engine", "enabled"]
+    search_fields = ["name", "base_url", "service__name"]
+    readonly_fields = [
+        "host", "status", "last_error", "last_attempt_at", "last_success_at", "cursor",
+        "series_counts", "created_at",
+    ]  # fmt: skip
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            # The source stores its samples under a host of its own.
+            obj.host = models.Host.objects.create(name=f"prometheus:{obj.name}")
+        super().save_model(request, obj, form, change)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from collectors.services import pull, retention, rollups
+from collectors.services import prometheus, pull, retention, rollups
 
 
 @shared_task(name="collectors.tasks.rollup_pending", ignore_result=True)
@@ -43,3 +43,24 @@ def pull_host(self, host_id: int) -> dict:
     if not outcome.ok:
         raise pull.PullError(outcome.error)
     return {"host_id": host_id, "counts": outcome.result.counts if outcome.result else {}}
+
+
+@shared_task(name="collectors.tasks.schedule_prometheus_sources", ignore_result=True)
+def schedule_prometheus_sources() -> int:
+    """One task per due Prometheus source, like the pulls."""
+    source_ids = prometheus.due_sources()
+    for source_id in source_ids:
+        sync_prometheus_source.delay(source_id)
+    return len(source_ids)
+
+
+@shared_task(
+    name="collectors.tasks.sync_prometheus_source",
+    soft_time_limit=120,
+    time_limit=150,
+    acks_late=True,
+)
+def sync_prometheus_source(source_id: int) -> dict:
+    """Read one source's new steps. Errors are recorded on the source; the next interval retries."""
+    outcome = prometheus.source_sync(source_id=source_id)
+    return {"source_id": source_id, "ok": outcome.ok, "steps": outcome.steps}

@@ -86,6 +86,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "collectors.middleware.IngestMetricsMiddleware",
 ]
 
 ROOT_URLCONF = "perfhub.urls"
@@ -212,6 +213,10 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "collectors.tasks.prune",
         "schedule": env_float("PERFHUB_PRUNE_EVERY_S", 24 * 3600.0),
     },
+    "collectors-schedule-prometheus": {
+        "task": "collectors.tasks.schedule_prometheus_sources",
+        "schedule": env_float("PERFHUB_PULLS_EVERY_S", 15.0),
+    },
     # Alert evaluation aligns to the minute itself; a doubled beat is harmless.
     "alerts-evaluate": {
         "task": "alerts.evaluate",
@@ -288,8 +293,15 @@ PERFHUB_BASELINE_STALE_DAYS = env_int("PERFHUB_BASELINE_STALE_DAYS", 90)
 # engine/exporter/agent URLs time out after this many seconds.
 PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS = env_int("PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS", 30)
 PERFHUB_PULL_TIMEOUT_S = env_int("PERFHUB_PULL_TIMEOUT_S", 5)
+# GET /metrics: allowed with this bearer token, or from these networks (CIDRs).
+PERFHUB_METRICS_TOKEN = env_str("PERFHUB_METRICS_TOKEN")
+PERFHUB_METRICS_ALLOW = env_list("PERFHUB_METRICS_ALLOW", "127.0.0.1/32,::1/128")
+# Prometheus sources read steps at least this old, so the server has scraped them.
+PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 
 # Alerts: evaluate windows that closed this long ago (late samples cause no false alarms);
 # "no data" rules look this far back for the hosts a service had.
 PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120)
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
+# An alert posted to Alertmanager as firing stays firing there this long without news.
+PERFHUB_ALERTMANAGER_VALID_FOR_S = env_int("PERFHUB_ALERTMANAGER_VALID_FOR_S", 240)

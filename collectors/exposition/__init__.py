@@ -15,6 +15,7 @@ from collectors.exposition.scrape import (
     HistogramSeries,
     ParsedScrape,
     SeriesKey,
+    metric_names,
     normalize_edge,
     parse,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "ParsedScrape",
     "ScrapeWindow",
     "SeriesKey",
+    "metric_names",
     "normalize_edge",
     "parse",
     "sources",

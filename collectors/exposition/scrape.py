@@ -250,6 +250,24 @@ class _EngineParse:
             self.parsed.gauges[rule.canonical] = combine(values)
 
 
+def metric_names(source: str, *, cumulative_only: bool = False) -> tuple[str, ...]:
+    """Every sample name the mapping tables read for `source` (the Prometheus source asks
+    its server for exactly these, so pulling through Prometheus reads what a scrape reads).
+    `cumulative_only`: just the counters' and histograms' samples (they only ever grow)."""
+    if source not in engines.sources():
+        raise ValueError(f"source: {source!r} is not one of {', '.join(engines.sources())}")
+    if source == "dcgm":
+        return () if cumulative_only else (*dcgm.FIELDS, *dcgm.MEMORY_FIELDS)
+    names = (
+        n
+        for rule in rules_for(source)
+        if not cumulative_only or rule.kind != "gauge"
+        for name in rule.names
+        for n, _ in _sample_names(rule, name)
+    )
+    return tuple(dict.fromkeys(names))
+
+
 def _sample_names(rule: Rule, name: str) -> list[tuple[str, str]]:
     if rule.kind == "histogram":
         return [(name + "_bucket", "bucket"), (name + "_sum", "sum"), (name + "_count", "count")]

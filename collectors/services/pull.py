@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework.exceptions import APIException
 
+from collectors.instruments import PULL_ERRORS, record_ingest
 from collectors.models import Host
 from collectors.services.ingest import IngestResult, ingest_document
 
@@ -62,7 +63,11 @@ def pull_host(*, host_id: int, now: datetime | None = None) -> PullOutcome:
     except PullError as exc:
         return _mark(host, now, error=str(exc))
     except APIException as exc:  # the document failed validation, like a push would
+        record_ingest(via="pull", outcome="rejected")
         return _mark(host, now, error=f"rejected: {exc.detail}")
+    record_ingest(
+        via="pull", outcome="duplicate" if result.duplicate else "accepted", counts=result.counts
+    )
     return _mark(host, now, result=result)
 
 
@@ -104,6 +109,8 @@ def _fetch_document(host: Host, now: datetime) -> dict:
 def _mark(
     host: Host, now: datetime, *, error: str = "", result: IngestResult | None = None
 ) -> PullOutcome:
+    if error:
+        PULL_ERRORS.labels("host").inc()
     status = Host.Status.DOWN if error else Host.Status.UP
     update = {"status": status, "last_error": error[:MAX_ERROR_CHARS], "last_pull_at": now}
     if not error:

@@ -8,6 +8,8 @@ from django.test.utils import CaptureQueriesContext
 
 from alerts import services
 from alerts.models import AlertInstance, Rule
+from collectors.models import PrometheusSource
+from collectors.services.prometheus import source_create
 from tests.alerts.conftest import evaluation_time, feed
 
 pytestmark = pytest.mark.django_db
@@ -153,3 +155,17 @@ def test_evaluation_queries_do_not_grow_with_services(team, host, make_services)
     many = count_queries(10, 2)
     assert Rule.objects.count() == 12 * 9  # every default rule of 12 services
     assert many == few <= 20
+
+
+def test_a_failing_prometheus_source_is_the_rules_health_reason(timeline, p99_rule, service):
+    source = source_create(name="prom", service=service, base_url="http://prometheus:9090",
+                           engine_selector='job="vllm"')  # fmt: skip
+    PrometheusSource.objects.filter(pk=source.pk).update(
+        status="error", last_error="unreachable: ConnectionError: refused"
+    )
+    timeline.tick(0)  # no data in the window
+    p99_rule.refresh_from_db()
+    assert p99_rule.health == "error"
+    assert p99_rule.health_reason == (
+        "Prometheus source 'prom' failing: unreachable: ConnectionError: refused"
+    )

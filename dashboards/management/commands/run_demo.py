@@ -8,6 +8,10 @@ Each simulated engine follows its service's current baseline (`demo_profile`), w
 kept under the SLOs, so the live charts agree with the dossier and the default alert rules stay
 quiet until a regression is injected: `--slowdown-after S --slowdown-for D` slows the first
 agent's service for D seconds, long enough (say 600) for its P99 rule to fire, then resolve.
+
+`--prometheus` (needs Debian's `prometheus`) feeds the first vLLM service through a Prometheus
+source instead of an agent: a simulated engine scraped by a real Prometheus, read back through
+its HTTP API (see `collectors.demo_prometheus`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from collectors.agent.simulate import EngineProfile, ProfileError
+from collectors.demo_prometheus import DemoPrometheus, DemoPrometheusError
 from collectors.services.periodic import run_periodic_jobs
 from collectors.services.tokens import token_issue_for_host_name
 from dossiers.models import Service
@@ -166,6 +171,12 @@ class Command(BaseCommand):
             help="end that regression after D seconds (default: it lasts); with the default "
             "rules (5 min window, for 5 min, 2 min lag) 600 lets the alert fire, then resolve",
         )
+        parser.add_argument(
+            "--prometheus",
+            action="store_true",
+            help="feed the first vLLM service through a real `prometheus` (a Prometheus source) "
+            "instead of an agent (needs Debian's prometheus)",
+        )
 
     def handle(self, *args, addr: str, agents: int, interval: float, jobs_every: float, **opts):
         if opts.get("verbosity", 1) < 2:  # `-v 2` shows every push's 202 line
@@ -183,9 +194,27 @@ class Command(BaseCommand):
             services = services[:agents]
         if not services:
             raise CommandError("No service to simulate: run `manage.py seed_demo` first.")
+        prometheus = None
+        if opts.get("prometheus"):
+            # The first vLLM service (the simulated engine speaks vLLM) goes through Prometheus.
+            first = next((s for s in services if s.engine == "vllm"), services[0])
+            try:
+                prometheus = DemoPrometheus(
+                    first, Path(settings.VAR_DIR) / "prometheus", demo_profile(first)
+                )
+                source = prometheus.start()
+            except DemoPrometheusError as exc:
+                raise CommandError(str(exc)) from None
+            self.stdout.write(
+                f"{first.slug} is fed through Prometheus at {source.base_url} "
+                f"(source page: /collectors/prometheus/{source.pk}/)"
+            )
+        # Hosts keep their numbers (demo-gpu-NN, as seed_demo's history names them).
+        agents_for = [(i, s) for i, s in enumerate(services, start=1) if prometheus is None
+                      or s != prometheus.service]  # fmt: skip
         procs = [
-            self._start_agent(index, service, addr, interval, slowdown if index == 1 else None)
-            for index, service in enumerate(services, start=1)
+            self._start_agent(index, service, addr, interval, slowdown if n == 0 else None)
+            for n, (index, service) in enumerate(agents_for)
         ]
         stop = threading.Event()
         threading.Thread(target=self._jobs_loop, args=(stop, jobs_every), daemon=True).start()
@@ -194,7 +223,7 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"PerfHub demo on http://{addr}/  — log in as {user} / {password} "
                 f"(admin / perfhub-admin for /admin/). Simulated agents feed: "
-                + ", ".join(s.slug for s in services)
+                + (", ".join(s.slug for _, s in agents_for) or "none")
             )
         )
         # SIGTERM ends the server like Ctrl-C does, so the agents below are stopped too.
@@ -207,6 +236,8 @@ class Command(BaseCommand):
                 proc.terminate()
             for proc in procs:
                 proc.wait(timeout=10)
+            if prometheus is not None:
+                prometheus.stop()
 
     def _start_agent(
         self,

@@ -1,0 +1,73 @@
+"""What a rule kind needs to say itself in PromQL over the engine's and dcgm-exporter's own
+metric names: the names come from collectors' mapping tables, the selectors from the caller.
+Each kind in `alerts.kinds` writes its expression with these (`RuleKind.promql`); the rules
+file is put together in `alerts.prometheus_rules`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collectors.exposition import dcgm, engines
+
+
+class NotExportable(Exception):
+    """The rule has no Prometheus equivalent (for this engine); the message says why."""
+
+
+def duration(seconds: int) -> str:
+    """Prometheus's duration: 300 -> "5m", 90 -> "90s"."""
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"
+
+
+def number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _selector(matchers: str, extra: tuple[tuple[str, str], ...] = ()) -> str:
+    parts = [m for m in [matchers.strip().strip("{}").strip()] if m]
+    parts += [f'{k}="{v}"' for k, v in extra]
+    return "{" + ", ".join(parts) + "}" if parts else ""
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str  # without `_bucket` etc.
+    selector: str  # "{...}" or ""
+    scale: float  # into canonical units (seconds, ratios)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The engine's and DCGM's series for one service, as PromQL pieces."""
+
+    engine: str
+    engine_selector: str = ""
+    dcgm_selector: str = ""
+
+    def engine_series(self, canonical: str) -> Series:
+        """The newest metric name the mapping table reads for `canonical`."""
+        if self.engine not in engines.ENGINES:
+            raise NotExportable(f"no metric mapping for engine {self.engine!r}")
+        for rule in engines.rules_for(self.engine):
+            if rule.canonical == canonical:
+                return Series(
+                    rule.names[0], _selector(self.engine_selector, rule.where), rule.scale
+                )
+        raise NotExportable(f"{self.engine} exposes no {canonical}")
+
+    def dcgm_series(self, key: str) -> Series:
+        """dcgm-exporter's field for a GPU reading (`util`, `sm_active`, ...)."""
+        for name, (field, factor) in dcgm.FIELDS.items():
+            if field == key:
+                return Series(name, _selector(self.dcgm_selector), factor)
+        raise NotExportable(f"dcgm-exporter has no {key}")
+
+    def gpu_mean(self, key: str, window: str) -> str:
+        """The mean over GPUs and the window, in the canonical unit (ratios 0-1)."""
+        s = self.dcgm_series(key)
+        mean = f"avg(avg_over_time({s.name}{s.selector}[{window}]))"
+        return mean if s.scale == 1 else f"{mean} * {number(s.scale)}"

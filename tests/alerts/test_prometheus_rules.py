@@ -1,0 +1,145 @@
+"""A service's rules as a Prometheus rules file: promtool accepts it, and `promtool test rules`
+fires the exported P99 and KV-cache alerts on a small series set (and not on a calm one)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from alerts.prometheus_rules import rules_yaml
+from alerts.services import ensure_default_rules
+from collectors.services.prometheus import source_create
+from tests.promstack import binary
+
+pytestmark = pytest.mark.django_db
+
+# vLLM's e2e histogram (names from the mapping tables), 120 requests a minute: one host whose
+# requests all take 2.5-5 s (P99 above the 2,000 ms SLO), beside one at 0.1-0.25 s.
+SERIES = """
+      - series: 'vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="a",le="0.25"}'
+        values: '0+0x20'
+      - series: 'vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="a",le="2.5"}'
+        values: '0+0x20'
+      - series: 'vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="a",le="5"}'
+        values: '0+%(slow)sx20'
+      - series: 'vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="a",le="+Inf"}'
+        values: '0+%(slow)sx20'
+      - series: 'vllm:e2e_request_latency_seconds_count{job="vllm",instance="a"}'
+        values: '0+%(slow)sx20'
+      - series: 'vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="b",le="0.25"}'
+        values: '0+120x20'
+      - series: 'vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="b",le="2.5"}'
+        values: '0+120x20'
+      - series: 'vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="b",le="5"}'
+        values: '0+120x20'
+      - series: 'vllm:e2e_request_latency_seconds_bucket{job="vllm",instance="b",le="+Inf"}'
+        values: '0+120x20'
+      - series: 'vllm:e2e_request_latency_seconds_count{job="vllm",instance="b"}'
+        values: '0+120x20'
+      - series: 'vllm:kv_cache_usage_perc{job="vllm",instance="a"}'
+        values: '%(kv)sx20'
+"""
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([binary("promtool"), *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def rules_file(service, tmp_path) -> Path:
+    ensure_default_rules(service)
+    path = tmp_path / "perfhub.rules.yml"
+    path.write_text(rules_yaml(service, engine_selector='job="vllm"', dcgm_selector=""))
+    return path
+
+
+def alert_test(rules: Path, *, slow: int, kv: str, expect: list[str]) -> Path:
+    document = yaml.safe_load(rules.read_text())
+    exported = {a["labels"]["perfhub_rule"]: a for a in document["groups"][0]["rules"]}
+    tests = []
+    for rule_name in ("P99 end-to-end above SLO", "KV cache near full"):
+        alert = exported[rule_name]
+        exp = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
+        tests.append(
+            {"eval_time": "15m", "alertname": alert["alert"],
+             "exp_alerts": exp if rule_name in expect else []}
+        )  # fmt: skip
+    path = rules.parent / "test.yml"
+    series = yaml.safe_load("input_series:" + SERIES % {"slow": slow, "kv": kv})
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "rule_files": [rules.name],
+                "evaluation_interval": "1m",
+                "tests": [
+                    {"interval": "1m", **series, "alert_rule_test": tests},
+                ],
+            },
+            sort_keys=False,
+        )
+    )
+    return path
+
+
+def test_promtool_accepts_the_exported_rules(rules_file):
+    checked = promtool("check", "rules", str(rules_file))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 7 rules found" in checked.stdout  # cost and margin are left out
+
+
+def test_promtool_fires_p99_and_kv_cache_on_a_slow_full_engine(rules_file):
+    test = alert_test(rules_file, slow=120, kv="0.97", expect=["P99 end-to-end above SLO",
+                                                              "KV cache near full"])  # fmt: skip
+    ran = promtool("test", "rules", str(test))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_promtool_stays_quiet_on_a_calm_engine(rules_file):
+    # 1 slow request in 121 a minute: the merged P99 stays in the fast bucket.
+    test = alert_test(rules_file, slow=1, kv="0.5", expect=[])
+    ran = promtool("test", "rules", str(test))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_the_export_names_the_engines_metrics_and_what_it_left_out(service):
+    ensure_default_rules(service)
+    text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector='job="dcgm"')
+    assert 'rate(vllm:e2e_request_latency_seconds_bucket{job="vllm"}[5m])' in text
+    assert 'DCGM_FI_PROF_SM_ACTIVE{job="dcgm"}' in text
+    assert "# Not exported: Cost per Mtok above baseline" in text
+
+
+def test_selectors_default_to_the_services_prometheus_source(service):
+    ensure_default_rules(service)
+    source_create(name="p", service=service, base_url="http://prom:9090",
+                  engine_selector='job="chat"', dcgm_selector='job="gpus"')  # fmt: skip
+    text = rules_yaml(service)
+    assert 'vllm:kv_cache_usage_perc{job="chat"}' in text
+    assert 'DCGM_FI_DEV_GPU_UTIL{job="gpus"}' in text
+
+
+def test_the_command_writes_the_file_and_refuses_bad_input(service, tmp_path, capsys):
+    ensure_default_rules(service)
+    out = tmp_path / "r.yml"
+    call_command("export_prometheus_rules", "chat-7b", "--output", str(out))
+    assert yaml.safe_load(out.read_text())["groups"][0]["name"] == "perfhub-chat-7b"
+    with pytest.raises(CommandError, match="no service with slug 'nope'") as exc:
+        call_command("export_prometheus_rules", "nope")
+    assert exc.value.returncode == 2
+    with pytest.raises(CommandError, match="engine selector: cannot read") as exc:
+        call_command("export_prometheus_rules", "chat-7b", "--engine-selector", "job=x")
+    assert exc.value.returncode == 2
+
+
+def test_the_page_downloads_the_file(client, owner, service):
+    ensure_default_rules(service)
+    client.force_login(owner)
+    response = client.get("/alerts/rules/prometheus/chat-7b/")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="perfhub-chat-7b.rules.yml"'
+    assert b"histogram_quantile(0.99" in response.content
