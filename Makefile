@@ -4,6 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+TEST_PROCESSES ?= 2
 # Tests run on PostgreSQL when DATABASE_URL is set (CI sets it), else on the SQLite default.
 
 .PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock smoke
@@ -37,10 +38,11 @@ test: install
 	$(BIN)/lint-imports
 	@# Models and migrations agree (checked on the SQLite default: no server needed).
 	env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python manage.py makemigrations --check --dry-run
-	$(BIN)/python -m pytest
+	@# Two processes (the machine's two cores); a test file stays on one of them.
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
 	@if [ -n "$$DATABASE_URL" ]; then \
 	  echo "== again on the SQLite default (browser tests skipped) =="; \
-	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -m "not browser and not postgres and not e2e and not fuzz"; \
+	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not browser and not postgres and not e2e and not fuzz"; \
 	fi
 
 lint: install
