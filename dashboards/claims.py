@@ -12,7 +12,7 @@ Batched: one call for the whole fleet reads the roll-ups of every service in thr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
@@ -26,6 +26,8 @@ from analysis.claims import Status, Verdict
 from analysis.cost import Economics
 from analysis.percentiles import LATENCY_METRICS, minimum_count
 from analysis.percentiles import label as label_of
+from collectors.models import HOUR
+from collectors.selectors import service_metrics
 from dossiers.models import Baseline, Service
 from dossiers.services import baseline_record
 
@@ -50,6 +52,7 @@ class Claim:
     live: float | None
     verdict: Verdict
     note: str = ""  # why there is no verdict (insufficient requests, load out of band)
+    since: str = ""  # a drifted claim: since when (see `drift_since`)
 
     @property
     def status(self) -> Status:
@@ -257,3 +260,41 @@ def record_live_baseline(*, service: Service, user=None, now: datetime | None = 
         created_by=user if getattr(user, "pk", None) else None,
         **fields,
     )
+
+
+def drift_since(check: ClaimCheck, *, lookback_hours: int = 72) -> None:
+    """When each drifted latency claim started drifting: walk back over hourly roll-ups (one
+    read of the service's merged hourly series) to the newest hour in which the claim held at
+    comparable load; the drift started the hour after. Fills each drifted claim's `since`."""
+    drifted = [c for c in check.drifted if c.unit == "ms"]
+    if not drifted or check.baseline is None:
+        return
+    start = check.start.replace(minute=0) - timedelta(hours=lookback_hours)
+    series = service_metrics(
+        service=check.service, start=start, end=check.start, resolution=HOUR
+    ).points
+    replicas = max(check.service.replicas, 1)
+    for index, claim in enumerate(check.claims):
+        if claim not in drifted:
+            continue
+        metric, label, _ = claim.key.split("_")
+        q = CLAIM_QUANTILES[label]
+        since = check.start
+        for point in reversed(series):
+            p = next((p for p in point.latency.get(metric, []) if p.q == q), None)
+            rate = point.qps / replicas if point.qps is not None else None
+            if p is None or p.value is None or p.count < minimum_count(q):
+                continue
+            if claims.comparable_load(check.baseline_rate, rate) is False:
+                continue
+            if claims.judge(claim.baseline, p.value).status == Status.HOLDS:
+                break
+            since = point.t
+        else:
+            since = None  # drifted as far back as we looked
+        text = (
+            f"since {since:%Y-%m-%d %H:%M} UTC"
+            if since is not None
+            else f"for more than {lookback_hours} h"
+        )
+        check.claims[index] = replace(claim, since=text)

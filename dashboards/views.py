@@ -146,6 +146,7 @@ def service_claims_fragment(request: HttpRequest, slug: str) -> HttpResponse:
     svc = service_for_reading(slug)
     baseline = dossier_selectors.current_baseline(svc)
     check = claims.check_claims([svc], {svc.pk: baseline})[svc.pk]
+    claims.drift_since(check)
     return render(
         request,
         "dashboards/claims_fragment.html",

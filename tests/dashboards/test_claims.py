@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from analysis.claims import Status
-from dashboards.claims import check_claims
+from dashboards.claims import check_claims, drift_since
 from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +124,13 @@ def test_the_live_page_costs_the_window_as_the_fleet_does(svc, baseline):
     assert page.economics.cost_per_mtok == pytest.approx(fleet.cost_per_mtok)
     assert page.economics.margin == pytest.approx(fleet.margin)
     assert page.economics.cost_per_mtok_usage == pytest.approx(fleet.cost_per_mtok_usage)
+
+
+def test_a_drifted_p99_says_since_when(svc, baseline):
+    # Two hours that hold, then three that drift: the drift started three hours ago.
+    seed_traffic(service=svc, host="h", start=NOW - timedelta(hours=5), minutes=120, e2e_ms=1000.0)
+    seed_traffic(service=svc, host="h", start=NOW - timedelta(hours=3), minutes=180, e2e_ms=2000.0)
+    result = check(svc, baseline)
+    drift_since(result)
+    since = (NOW - timedelta(hours=3)).strftime("%Y-%m-%d %H:%M")
+    assert result.claim("e2e_p99_ms").since == f"since {since} UTC"
