@@ -183,17 +183,32 @@ class IngestBatch(models.Model):
     claim = models.UUIDField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     rolled_up_at = models.DateTimeField(null=True, blank=True)
+    # A batch the roll-up could not process is set aside with the reason, so it never blocks
+    # the batches after it (it is shown on its host's page; `requeue` gives it another go).
+    quarantined_at = models.DateTimeField(null=True, blank=True)
+    quarantine_reason = models.TextField(blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["batch_id"], name="ingestbatch_unique_id")]
         indexes = [
             models.Index(
-                fields=["id"], condition=Q(rolled_up_at__isnull=True), name="ingestbatch_pending"
-            )
+                fields=["id"],
+                condition=Q(rolled_up_at__isnull=True, quarantined_at__isnull=True),
+                name="ingestbatch_todo",
+            ),
+            models.Index(
+                fields=["host", "quarantined_at"],
+                condition=Q(quarantined_at__isnull=False),
+                name="ingestbatch_quarantined",
+            ),
         ]
 
     def __str__(self) -> str:
         return str(self.batch_id)
+
+    @property
+    def is_quarantined(self) -> bool:
+        return self.quarantined_at is not None
 
 
 class GpuSample(models.Model):

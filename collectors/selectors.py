@@ -16,12 +16,20 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from analysis import buckets, cost, sketches
 from analysis.percentiles import STANDARD_QUANTILES, Percentile
-from collectors.models import HOUR, LATENCY_METRICS, MINUTE, GpuRollup, Host, ServiceRollup
+from collectors.models import (
+    HOUR,
+    LATENCY_METRICS,
+    MINUTE,
+    GpuRollup,
+    Host,
+    IngestBatch,
+    ServiceRollup,
+)
 from collectors.services.rollups import Traffic, merge_gpu_rows
 from dossiers.models import Service
 
@@ -336,11 +344,24 @@ class HostRow:
     health_label: str
     health_detail: str
     services: list[HostService]  # the pull target, then what it reported, by name
+    quarantined: int = 0  # batches the roll-up set aside (see `host_quarantine`)
+
+
+def quarantine_counts() -> dict[int, int]:
+    """Quarantined batches per host id (one query, on the partial quarantine index)."""
+    return dict(
+        IngestBatch.objects.filter(quarantined_at__isnull=False)
+        .values_list("host_id")
+        .annotate(n=Count("id"))
+        .values_list("host_id", "n")
+    )
 
 
 def host_rows(*, now: datetime) -> list[HostRow]:
-    """Every host with its health at `now` and its services, for the hosts page (two queries:
-    the hosts, and the (host, service) pairs of the last HOST_SERVICES_WINDOW's hourly rows)."""
+    """Every host with its health at `now` and its services, for the hosts page (three queries:
+    the hosts, the (host, service) pairs of the last HOST_SERVICES_WINDOW's hourly rows, and
+    the quarantined batch counts)."""
+    quarantined = quarantine_counts()
     reported: dict[int, dict[str, HostService]] = defaultdict(dict)
     for host_id, slug, name in (
         ServiceRollup.objects.filter(resolution_s=HOUR, start__gte=now - HOST_SERVICES_WINDOW)
@@ -362,9 +383,28 @@ def host_rows(*, now: datetime) -> list[HostRow]:
                 health_label=health.label,
                 health_detail=host.health_detail(now),
                 services=services,
+                quarantined=quarantined.get(host.pk, 0),
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class HostQuarantine:
+    count: int
+    batches: list[IngestBatch]  # the newest, at most `limit`
+
+
+def host_quarantine(*, host: Host, limit: int = 50) -> HostQuarantine:
+    """The host's quarantined batches, newest first, with their reasons (two queries)."""
+    qs = IngestBatch.objects.filter(host=host, quarantined_at__isnull=False)
+    batches = list(
+        qs.order_by("-quarantined_at", "-id").only(
+            "id", "batch_id", "host_id", "received_at", "counts", "quarantined_at",
+            "quarantine_reason",
+        )[:limit]
+    )  # fmt: skip
+    return HostQuarantine(count=qs.count(), batches=batches)
 
 
 def latest_minutes(*, service: Service, limit: int = 30) -> list[ServiceRollup]:

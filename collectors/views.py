@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from collectors import selectors
-from collectors.models import PUSH_FRESHNESS
+from collectors.models import PUSH_FRESHNESS, Host
 from dossiers.models import Service
 
 LIVE_MINUTES = 30
@@ -47,5 +47,23 @@ def hosts(request: HttpRequest) -> HttpResponse:
             "rows": selectors.host_rows(now=timezone.now()),
             "freshness_minutes": int(PUSH_FRESHNESS.total_seconds() // 60),
             "services_hours": int(selectors.HOST_SERVICES_WINDOW.total_seconds() // 3600),
+        },
+    )
+
+
+@login_required
+def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    host = get_object_or_404(Host.objects.select_related("pull_service"), pk=pk)
+    now = timezone.now()
+    health = host.health(now)
+    return render(
+        request,
+        "collectors/host_detail.html",
+        {
+            "host": host,
+            "health": health.value,
+            "health_label": health.label,
+            "health_detail": host.health_detail(now),
+            "quarantine": selectors.host_quarantine(host=host),
         },
     )

@@ -1,9 +1,11 @@
 """Roll-ups: raw rows -> per-minute rows -> hourly rows, recomputed, never incremented.
 
-The task claims batches nobody has rolled up yet (a conditional UPDATE on the partial
-`ingestbatch_pending` index, so two workers never take the same batch), then recomputes each
-affected (host, minute) from the raw rows and each affected (host, hour) from the minute rows.
-Recomputing makes it idempotent: a retried task or a late sample simply rewrites its minute.
+The task claims batches nobody has rolled up yet (SKIP LOCKED + a conditional UPDATE on the
+partial `ingestbatch_todo` index, so two workers never take the same batch), then recomputes
+each affected (host, minute) from the raw rows and each affected (host, hour) from the minute
+rows. Recomputing makes it idempotent: a retried task or a late sample simply rewrites its
+minute. Hosts are rolled up one at a time and a batch that cannot be processed is quarantined
+with its reason (`IngestBatch.quarantined_at`), so one bad batch never stalls the others.
 
 Latency distributions: request-level values go into DDSketch (ms); scraped histogram bucket
 deltas are added per minute (seconds, `BucketCounts`). Both merge exactly, so hourly rows,
@@ -12,13 +14,14 @@ hosts and ranges merge without ever averaging a percentile (DESIGN.md section 4)
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -52,6 +55,9 @@ GPU_MEANS = ("util", "mem_util", "sm_active", "sm_occupancy", "dram_active", "po
 CLAIM_TIMEOUT = timedelta(minutes=10)
 # Minutes further apart than this are read from raw rows in separate range queries.
 RANGE_GAP_MINUTES = 10
+MAX_REASON_CHARS = 500
+
+log = logging.getLogger(__name__)
 
 
 def minute_start(epoch_minute: int) -> datetime:
@@ -406,29 +412,100 @@ def _rollup_hour(host_id: int, hour: datetime) -> None:
 # The work queue
 
 
-def rollup_pending(*, now: datetime | None = None, limit: int = 1000) -> int:
-    """Claim batches not yet rolled up, recompute what they touched. Returns batches done."""
-    now = now or timezone.now()
+@dataclass
+class RollupReport:
+    """What one `rollup_pending` run did: batches rolled up and batches set aside."""
+
+    rolled_up: int = 0
+    quarantined: list[tuple[int, str]] = field(default_factory=list)  # (batch pk, reason)
+    hosts: int = 0
+
+
+def _claim_batches(now: datetime, limit: int) -> uuid.UUID | None:
+    """Stamp up to `limit` unclaimed batches with a new claim; None when there is nothing.
+
+    On PostgreSQL the candidates are locked with SKIP LOCKED, so a second worker claiming at
+    the same moment takes the next batches instead of queueing behind the first. Either way
+    the conditional UPDATE is the claim: a batch another worker took meanwhile is skipped.
+    """
     claim = uuid.uuid4()
-    claimable = Q(rolled_up_at__isnull=True) & (
+    claimable = Q(rolled_up_at__isnull=True, quarantined_at__isnull=True) & (
         Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - CLAIM_TIMEOUT)
     )
-    ids = list(
-        IngestBatch.objects.filter(claimable).order_by("id").values_list("id", flat=True)[:limit]
-    )
-    if not ids:
-        return 0
-    # The conditional update is the claim: a batch another worker took meanwhile is skipped.
-    IngestBatch.objects.filter(claimable, id__in=ids).update(claim=claim, claimed_at=now)
-    work: dict[int, set[int]] = defaultdict(set)
-    done = 0
-    for host_id, minutes in IngestBatch.objects.filter(claim=claim).values_list(
-        "host_id", "minutes"
+    with transaction.atomic():
+        candidates = IngestBatch.objects.filter(claimable).order_by("id")
+        if connection.features.has_select_for_update_skip_locked:
+            candidates = candidates.select_for_update(skip_locked=True)
+        ids = list(candidates.values_list("id", flat=True)[:limit])
+        if not ids:
+            return None
+        taken = IngestBatch.objects.filter(claimable, id__in=ids).update(
+            claim=claim, claimed_at=now
+        )
+    return claim if taken else None
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS]
+
+
+def rollup_claimed(claim: uuid.UUID, *, now: datetime) -> RollupReport:
+    """Roll up the batches of one claim, host by host; a batch that fails is quarantined.
+
+    Each host's minutes are recomputed in one transaction. If that fails, the host's batches
+    are retried one at a time, so only the batch that cannot be processed is set aside (with
+    its reason); its neighbours, and every other host, roll up as usual.
+    """
+    report = RollupReport()
+    by_host: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
+    for pk, host_id, minutes in IngestBatch.objects.filter(claim=claim).values_list(
+        "pk", "host_id", "minutes"
     ):
-        work[host_id].update(minutes)
-        done += 1
-    for host_id, minutes in work.items():
-        if minutes:
-            rollup_host_minutes(host_id=host_id, minutes=minutes)
-    IngestBatch.objects.filter(claim=claim).update(rolled_up_at=now)
-    return done
+        by_host[host_id].append((pk, list(minutes or [])))
+    for host_id, batches in by_host.items():
+        report.hosts += 1
+        try:
+            rollup_host_minutes(host_id=host_id, minutes={m for _, ms in batches for m in ms})
+        except Exception:
+            log.warning("roll-up of host %s failed; retrying its batches one by one", host_id)
+        else:
+            done = [pk for pk, _ in batches]
+            IngestBatch.objects.filter(pk__in=done).update(rolled_up_at=now)
+            report.rolled_up += len(done)
+            continue
+        for pk, minutes in batches:
+            try:
+                rollup_host_minutes(host_id=host_id, minutes=minutes)
+            except Exception as exc:
+                reason = _reason(exc)
+                log.warning("batch %s of host %s quarantined: %s", pk, host_id, reason)
+                IngestBatch.objects.filter(pk=pk).update(
+                    quarantined_at=now, quarantine_reason=reason
+                )
+                report.quarantined.append((pk, reason))
+            else:
+                IngestBatch.objects.filter(pk=pk).update(rolled_up_at=now)
+                report.rolled_up += 1
+    return report
+
+
+def rollup_pending(*, now: datetime | None = None, limit: int = 1000) -> int:
+    """Claim batches not yet rolled up, recompute what they touched. Returns batches done."""
+    return rollup_pending_report(now=now, limit=limit).rolled_up
+
+
+def rollup_pending_report(*, now: datetime | None = None, limit: int = 1000) -> RollupReport:
+    """`rollup_pending`, telling also which batches were quarantined and why."""
+    now = now or timezone.now()
+    claim = _claim_batches(now, limit)
+    if claim is None:
+        return RollupReport()
+    return rollup_claimed(claim, now=now)
+
+
+def requeue_quarantined(*, host_id: int | None = None) -> int:
+    """Give quarantined batches another go (after a fix); returns how many."""
+    qs = IngestBatch.objects.filter(quarantined_at__isnull=False, rolled_up_at__isnull=True)
+    if host_id is not None:
+        qs = qs.filter(host_id=host_id)
+    return qs.update(quarantined_at=None, quarantine_reason="", claim=None, claimed_at=None)
