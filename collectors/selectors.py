@@ -2,18 +2,21 @@
 
 Resolution rule (the coarsest that still draws the range, DESIGN.md section 4):
     range <= 6 h  -> 1 min   (minute rows)
-    range <= 2 d  -> 5 min   (minute rows merged on read: at most 576 points per host)
+    range <= 2 d  -> 5 min   (5-minute rows: at most 576 points)
     longer        -> 1 h     (hourly rows; weeks and months never read minute rows)
-Percentiles are never averaged: per point, sketches are merged (method "sketch", when
-request-level data exists) or bucket deltas added (method "bucket-bounded"), and only then
-is the percentile taken. Values in ms. Queries: one for the service rows, one for the GPU
-rows, whatever the range or the number of points.
+Every resolution is written at roll-up time, per host and merged over the service's hosts
+(`ServiceMergedRollup`, with the standard quantiles beside the merged distributions), so a
+page reads one row per point: one query whatever the range or the number of hosts.
+Percentiles are never averaged: sketches are merged (method "sketch", when request-level data
+exists) or bucket deltas added (method "bucket-bounded"), and only then is the percentile
+taken. Values in ms.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db.models import Count, Q
@@ -22,15 +25,22 @@ from django.utils import timezone
 from analysis import buckets, cost, sketches
 from analysis.percentiles import STANDARD_QUANTILES, Percentile
 from collectors.models import (
+    GPU_SERIES,
     HOUR,
     LATENCY_METRICS,
     MINUTE,
     GpuRollup,
     Host,
     IngestBatch,
+    ServiceMergedRollup,
     ServiceRollup,
 )
-from collectors.services.rollups import Traffic, merge_gpu_rows
+from collectors.services.rollups import (
+    Traffic,
+    latency_percentiles,
+    merge_hosts,
+    percentile_from_row,
+)
 from dossiers.models import Service
 
 RESOLUTIONS = (60, 300, 3600)
@@ -109,15 +119,61 @@ class GpuPoint:
 
 
 @dataclass(frozen=True)
+class GpuSeriesPoint:
+    """The service's GPUs at one point: each series' mean over GPUs and how many reported."""
+
+    t: datetime
+    gpus: int
+    means: dict[str, float | None]  # GPU_SERIES name -> mean over GPUs (0-1, W for power)
+    counts: dict[str, int]
+    mem_used_bytes: int | None  # summed over the GPUs reporting used and total
+    mem_total_bytes: int | None
+    mem_gpus: int
+
+
 class ServiceMetrics:
-    service: str
-    start: datetime
-    end: datetime
-    resolution_s: int
-    hosts: list[str]
-    points: list[MetricsPoint]
-    overall: dict[str, list[Percentile]]  # whole-range merged percentiles per latency metric
-    gpus: list[GpuPoint] = field(default_factory=list)
+    """A service's series over a range. `points` and `gpu_series` are what pages draw; the
+    whole-range percentiles (`overall`), the per-GPU points (`gpus`) and the host names are
+    read on first use only, so a page that does not show them does not pay for them."""
+
+    def __init__(
+        self,
+        *,
+        service: str,
+        start: datetime,
+        end: datetime,
+        resolution_s: int,
+        points: list[MetricsPoint],
+        gpu_series: list[GpuSeriesPoint] | None = None,
+        hosts: list[str] | Callable[[], list[str]] = (),
+        overall: dict[str, list[Percentile]] | Callable[[], dict] | None = None,
+        gpus: list[GpuPoint] | Callable[[], list[GpuPoint]] = (),
+    ) -> None:
+        self.service, self.start, self.end = service, start, end
+        self.resolution_s = resolution_s
+        self.points = points
+        self._loaders = {"hosts": hosts, "overall": overall or {}, "gpus": gpus}
+        self._loaded: dict = {}
+        self.gpu_series = gpu_series if gpu_series is not None else _series_of(self.gpus)
+
+    def _get(self, name: str):
+        if name not in self._loaded:
+            value = self._loaders[name]
+            self._loaded[name] = value() if callable(value) else value
+        return self._loaded[name]
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(self._get("hosts"))
+
+    @property
+    def overall(self) -> dict[str, list[Percentile]]:
+        """Whole-range merged percentiles per latency metric."""
+        return self._get("overall")
+
+    @property
+    def gpus(self) -> list[GpuPoint]:
+        return list(self._get("gpus"))
 
     @property
     def latest_gpus(self) -> list[GpuPoint]:
@@ -141,62 +197,89 @@ class ServiceMetrics:
         }
 
 
-def _scaled(p: Percentile, factor: float) -> Percentile:
-    def s(v: float | None) -> float | None:
-        return None if v is None else v * factor
-
-    return Percentile(
-        q=p.q,
-        value=s(p.value),
-        count=p.count,
-        lower=s(p.lower),
-        upper=s(p.upper),
-        method=p.method,
-        above_last_edge=s(p.above_last_edge),
-    )
-
-
-def latency_percentiles(traffic: Traffic, metric: str, qs=STANDARD_QUANTILES) -> list[Percentile]:
-    """Merged percentiles in ms: from sketches when request-level data exists, else buckets."""
-    sketch = traffic.merged_sketch(metric)
-    if sketch is not None and sketch.count:
-        return sketches.percentiles(sketch, qs)
-    bc = traffic.merged_buckets(metric)
-    if bc is not None and bc.count:
-        return [_scaled(p, 1000.0) for p in buckets.quantiles(bc, qs)]  # seconds -> ms
-    return [Percentile(q=q, value=None, count=0, method="none") for q in qs]
-
-
-def _sum_or_none(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def _mean_or_none(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
+def _series_of(gpus: list[GpuPoint]) -> list[GpuSeriesPoint]:
+    """GPU series from per-GPU points (the host-filtered path and hand-built metrics)."""
+    by_t: dict[datetime, list[GpuPoint]] = defaultdict(list)
+    for g in gpus:
+        by_t[g.t].append(g)
+    out = []
+    for t in sorted(by_t):
+        items = by_t[t]
+        means, counts = {}, {}
+        for name in GPU_SERIES:
+            attr = "power_w" if name == "power" else name
+            values = [getattr(g, attr) for g in items if getattr(g, attr) is not None]
+            means[name] = sum(values) / len(values) if values else None
+            counts[name] = len(values)
+        mem = [(g.mem_used_bytes, g.mem_total_bytes) for g in items
+               if g.mem_used_bytes is not None and g.mem_total_bytes]  # fmt: skip
+        out.append(
+            GpuSeriesPoint(
+                t=t, gpus=len(items), means=means, counts=counts,
+                mem_used_bytes=sum(u for u, _ in mem) if mem else None,
+                mem_total_bytes=sum(v for _, v in mem) if mem else None, mem_gpus=len(mem),
+            )
+        )  # fmt: skip
+    return out
 
 
 def _point(t: datetime, by_host: dict[int, Traffic]) -> MetricsPoint:
-    # Rates and queue lengths add across hosts; KV usage is a per-host fraction: its mean.
-    everything = Traffic()
-    for traffic in by_host.values():
-        everything.requests += traffic.requests
-        for metric in LATENCY_METRICS:
-            everything.sketches[metric] += traffic.sketches.get(metric, [])
-            everything.buckets[metric] += traffic.buckets.get(metric, [])
-    hosts = list(by_host.values())
+    m = merge_hosts(by_host)
     return MetricsPoint(
         t=t,
-        requests=everything.requests,
-        qps=_sum_or_none([h.qps for h in hosts]),
-        prompt_tps=_sum_or_none([h.prompt_tps for h in hosts]),
-        generation_tps=_sum_or_none([h.generation_tps for h in hosts]),
-        running=_sum_or_none([h.gauge_mean("running") for h in hosts]),
-        waiting=_sum_or_none([h.gauge_mean("waiting") for h in hosts]),
-        kv_cache_usage=_mean_or_none([h.gauge_mean("kv_cache") for h in hosts]),
-        latency={m: latency_percentiles(everything, m) for m in SERIES_LATENCY},
+        requests=m.requests,
+        qps=m.qps,
+        prompt_tps=m.prompt_tps,
+        generation_tps=m.generation_tps,
+        running=m.running,
+        waiting=m.waiting,
+        kv_cache_usage=m.kv_cache_usage,
+        latency={metric: latency_percentiles(m.everything, metric) for metric in SERIES_LATENCY},
     )
+
+
+def _no_percentiles() -> list[Percentile]:
+    return [Percentile(q=q, value=None, count=0, method="none") for q in STANDARD_QUANTILES]
+
+
+def _merged_point(row: ServiceMergedRollup) -> MetricsPoint:
+    latency = {}
+    for metric in SERIES_LATENCY:
+        stored = row.latency.get(metric)
+        latency[metric] = (
+            [
+                percentile_from_row(q, item)
+                for q, item in zip(STANDARD_QUANTILES, stored, strict=True)
+            ]
+            if stored
+            else _no_percentiles()
+        )
+    return MetricsPoint(
+        t=row.start,
+        requests=row.requests,
+        qps=row.qps,
+        prompt_tps=row.prompt_tps,
+        generation_tps=row.generation_tps,
+        running=row.running,
+        waiting=row.waiting,
+        kv_cache_usage=row.kv_cache_usage,
+        latency=latency,
+    )
+
+
+def _merged_gpu_point(row: ServiceMergedRollup) -> GpuSeriesPoint:
+    return GpuSeriesPoint(
+        t=row.start,
+        gpus=row.gpus,
+        means={name: getattr(row, f"gpu_{name}_mean") for name in GPU_SERIES},
+        counts={name: getattr(row, f"gpu_{name}_n") for name in GPU_SERIES},
+        mem_used_bytes=row.gpu_mem_used,
+        mem_total_bytes=row.gpu_mem_total,
+        mem_gpus=row.gpu_mem_n,
+    )
+
+
+DISTRIBUTION_COLUMNS = [f"{m}_{kind}" for m in LATENCY_METRICS for kind in ("sketch", "buckets")]
 
 
 def service_metrics(
@@ -207,73 +290,119 @@ def service_metrics(
     hosts: list[str] | None = None,
     resolution: int | None = None,
 ) -> ServiceMetrics:
-    """The service's series over [start, end), merged over `hosts` (names; None: all)."""
+    """The service's series over [start, end), merged over `hosts` (names; None: all).
+
+    All hosts: one query of the service-merged rows written at roll-up time (one row per
+    point, whatever the number of hosts). Some hosts: one query of those hosts' rows at the
+    point resolution, merged per point, one of their GPUs' rows and one of their names.
+    """
     resolution = resolution or resolution_for(start, end)
     if resolution not in RESOLUTIONS:
         raise ValueError(f"resolution: one of {RESOLUTIONS}, got {resolution}")
-    source = HOUR if resolution >= HOUR else MINUTE
-    rows = ServiceRollup.objects.filter(
-        service=service, resolution_s=source, start__gte=_bucket(start, source), start__lt=end
+    floor = _bucket(start, resolution)
+    if hosts is None:
+        return _all_hosts_metrics(service, start, end, floor, resolution)
+
+    rows = list(
+        ServiceRollup.objects.filter(
+            service=service,
+            resolution_s=resolution,
+            start__gte=floor,
+            start__lt=end,
+            host__name__in=hosts,
+        ).order_by("start")
     )
-    if hosts is not None:
-        rows = rows.filter(host__name__in=hosts)
-    rows = list(rows.select_related("host").order_by("start"))
-
     per_point: dict[datetime, dict[int, Traffic]] = defaultdict(lambda: defaultdict(Traffic))
-    overall = Traffic()
-    host_names: dict[int, str] = {}
     for row in rows:
-        host_names[row.host_id] = row.host.name
-        per_point[_bucket(row.start, resolution)][row.host_id].add_row(row)
-    for by_host in per_point.values():
-        for traffic in by_host.values():
-            for metric in LATENCY_METRICS:
-                overall.sketches[metric] += traffic.sketches.get(metric, [])
-                overall.buckets[metric] += traffic.buckets.get(metric, [])
+        per_point[row.start][row.host_id].add_row(row)
     points = [_point(t, per_point[t]) for t in sorted(per_point)]
+    gpus = _gpu_points(Q(host__name__in=hosts), resolution, floor, end)
 
-    gpu_hosts = Q(host__name__in=hosts) if hosts is not None else Q(host_id__in=list(host_names))
-    gpus = _gpu_points(gpu_hosts, source, resolution, _bucket(start, source), end)
+    def overall() -> dict[str, list[Percentile]]:
+        everything = Traffic()
+        for by_host in per_point.values():
+            for traffic in by_host.values():
+                for metric in LATENCY_METRICS:
+                    everything.sketches[metric] += traffic.sketches.get(metric, [])
+                    everything.buckets[metric] += traffic.buckets.get(metric, [])
+        return {m: latency_percentiles(everything, m) for m in SERIES_LATENCY}
+
+    host_names = dict(Host.objects.filter(name__in=hosts).values_list("pk", "name"))
+    seen = {host_names[r.host_id] for r in rows if r.host_id in host_names}
     return ServiceMetrics(
         service=service.slug,
         start=start,
         end=end,
         resolution_s=resolution,
-        hosts=sorted(set(host_names.values()) | {g.host for g in gpus}),
+        hosts=sorted(seen | {g.host for g in gpus}),
         points=points,
-        overall={m: latency_percentiles(overall, m) for m in SERIES_LATENCY},
+        overall=overall,
         gpus=gpus,
     )
 
 
-def _gpu_points(
-    hosts: Q, source: int, resolution: int, start: datetime, end: datetime
-) -> list[GpuPoint]:
-    grouped: dict[tuple[datetime, str, int], list[GpuRollup]] = defaultdict(list)
-    for row in GpuRollup.objects.filter(
-        hosts, resolution_s=source, start__gte=start, start__lt=end
-    ).select_related("host"):
-        grouped[(_bucket(row.start, resolution), row.host.name, row.gpu_index)].append(row)
-    points = []
-    for (t, host, index), items in sorted(grouped.items()):
-        merged = merge_gpu_rows(items)
-        points.append(
-            GpuPoint(
-                t=t,
-                host=host,
-                gpu_index=index,
-                name=merged["name"],
-                util=merged["util_mean"],
-                sm_active=merged["sm_active_mean"],
-                sm_occupancy=merged["sm_occupancy_mean"],
-                dram_active=merged["dram_active_mean"],
-                mem_util=merged["mem_util_mean"],
-                mem_used_bytes=merged["mem_used_max"],
-                mem_total_bytes=merged["mem_total_bytes"],
-                power_w=merged["power_mean"],
-            )
+def _all_hosts_metrics(
+    service: Service, start: datetime, end: datetime, floor: datetime, resolution: int
+) -> ServiceMetrics:
+    merged = ServiceMergedRollup.objects.filter(
+        service=service, resolution_s=resolution, start__gte=floor, start__lt=end
+    )
+    rows = list(merged.defer(*DISTRIBUTION_COLUMNS).order_by("start"))
+    host_ids = sorted({h for row in rows for h in row.hosts})
+
+    def overall() -> dict[str, list[Percentile]]:
+        everything = Traffic()
+        for row in merged.only("id", *DISTRIBUTION_COLUMNS):
+            for metric in LATENCY_METRICS:
+                blob = getattr(row, f"{metric}_sketch")
+                if blob is not None:
+                    everything.sketches[metric].append(sketches.loads(bytes(blob)))
+                data = getattr(row, f"{metric}_buckets")
+                if data:
+                    everything.buckets[metric].append(buckets.BucketCounts.from_dict(data))
+        return {m: latency_percentiles(everything, m) for m in SERIES_LATENCY}
+
+    def hosts() -> list[str]:
+        return list(
+            Host.objects.filter(pk__in=host_ids).order_by("name").values_list("name", flat=True)
         )
-    return points
+
+    return ServiceMetrics(
+        service=service.slug,
+        start=start,
+        end=end,
+        resolution_s=resolution,
+        hosts=hosts,
+        points=[_merged_point(row) for row in rows],
+        gpu_series=[_merged_gpu_point(row) for row in rows if row.gpus],
+        overall=overall,
+        gpus=lambda: _gpu_points(Q(host_id__in=host_ids), resolution, floor, end),
+    )
+
+
+def _gpu_points(hosts: Q, resolution: int, start: datetime, end: datetime) -> list[GpuPoint]:
+    """Per-GPU points from the GPU rows at the point resolution (one row per GPU and point)."""
+    return [
+        GpuPoint(
+            t=row.start,
+            host=row.host.name,
+            gpu_index=row.gpu_index,
+            name=row.name,
+            util=row.util_mean,
+            sm_active=row.sm_active_mean,
+            sm_occupancy=row.sm_occupancy_mean,
+            dram_active=row.dram_active_mean,
+            mem_util=row.mem_util_mean,
+            mem_used_bytes=row.mem_used_max,
+            mem_total_bytes=row.mem_total_bytes,
+            power_w=row.power_mean,
+        )
+        for row in GpuRollup.objects.filter(
+            hosts, resolution_s=resolution, start__gte=start, start__lt=end
+        )
+        .select_related("host")
+        .order_by("start", "host__name", "gpu_index")
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,13 +6,12 @@ data it returns an empty figure whose text says why.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import datetime
 
 import plotly.graph_objects as go
 
 from analysis.percentiles import Percentile, minimum_count
-from collectors.selectors import GpuPoint
+from collectors.selectors import GpuSeriesPoint
 from dashboards.figures.common import (
     BASELINE_FILL,
     BASELINE_LINE,
@@ -231,14 +230,9 @@ def throughput_figure(d: ServiceDashboard) -> go.Figure:
     return fig
 
 
-def _mean_by_time(gpus: list[GpuPoint], attr: str) -> dict[datetime, tuple[float, int]]:
-    """Mean of one GPU field per point over the GPUs reporting it, with how many did."""
-    acc: dict[datetime, list[float]] = defaultdict(list)
-    for g in gpus:
-        value = getattr(g, attr)
-        if value is not None:
-            acc[g.t].append(value)
-    return {t: (sum(v) / len(v), len(v)) for t, v in acc.items()}
+def _mean_by_time(series: list[GpuSeriesPoint], name: str) -> dict[datetime, tuple[float, int]]:
+    """Mean of one GPU series per point over the GPUs reporting it, with how many did."""
+    return {p.t: (p.means[name], p.counts[name]) for p in series if p.means[name] is not None}
 
 
 def _no_gpu_samples(d: ServiceDashboard) -> str:
@@ -255,7 +249,7 @@ def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
     SMs idle, so the SM and DRAM series are what say how busy the GPU really is.
     """
     title = "Is the GPU really busy? GPU-Util vs SM active vs DRAM bandwidth"
-    if not d.metrics.gpus:
+    if not d.metrics.gpu_series:
         return empty_figure(title, _no_gpu_samples(d), y_title="% of time / capacity")
     fig = go.Figure(layout=layout(title, y_title="% (mean over GPUs)", x_range=_x_range(d)))
     fig.update_yaxes(range=[0, 105])
@@ -267,7 +261,7 @@ def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
     )
     missing = []
     for attr, name, color, dash in series:
-        means = _mean_by_time(d.metrics.gpus, attr)
+        means = _mean_by_time(d.metrics.gpu_series, attr)
         if not means:
             if attr != "sm_occupancy":
                 missing.append(name)
@@ -298,13 +292,11 @@ def memory_figure(d: ServiceDashboard) -> go.Figure:
     """GPU memory used (high-water mark, % of total) and the engine's KV cache usage."""
     title = "Memory: GPU memory used and KV cache usage"
     kv = [(p.t, p.kv_cache_usage) for p in d.metrics.points if p.kv_cache_usage is not None]
-    used: dict[datetime, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for g in d.metrics.gpus:
-        if g.mem_used_bytes is not None and g.mem_total_bytes:
-            acc = used[g.t]
-            acc[0] += g.mem_used_bytes
-            acc[1] += g.mem_total_bytes
-            acc[2] += 1
+    used = {
+        g.t: (g.mem_used_bytes, g.mem_total_bytes, g.mem_gpus)
+        for g in d.metrics.gpu_series
+        if g.mem_gpus
+    }
     if not kv and not used:
         reason = _no_samples(d) if not d.metrics.points else _no_gpu_samples(d)
         return empty_figure(title, reason, y_title="% used")

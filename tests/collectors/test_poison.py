@@ -46,9 +46,7 @@ def poison(host: Host, service) -> IngestBatch:
     )
 
 
-def test_every_other_host_rolls_up_past_a_poisoned_batch(
-    agent_client, host, service, other_hosts
-):
+def test_every_other_host_rolls_up_past_a_poisoned_batch(agent_client, host, service, other_hosts):
     bad = poison(host, service)
     for name, client in other_hosts:
         push(client, make_batch(host=name))
