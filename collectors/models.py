@@ -451,7 +451,7 @@ class ServiceMergedRollup(models.Model):
     What a dashboard point shows, precomputed, so a page reads one row per point whatever the
     number of hosts: rates and queue lengths summed over hosts, KV usage their mean, latency
     distributions merged (sketches merged, bucket deltas added; never averaged percentiles)
-    with the standard quantiles taken from the merge and kept in `latency`, and the GPUs of
+    with the standard quantiles taken from the merge kept in `quantiles`, and the GPUs of
     the hosts that served the service in the period (mean of each GPU's mean; memory summed).
     """
 
@@ -467,10 +467,10 @@ class ServiceMergedRollup(models.Model):
     running = models.FloatField(null=True)
     waiting = models.FloatField(null=True)
     kv_cache_usage = models.FloatField(null=True)
-    latency = models.JSONField(
-        default=dict,
-        help_text="{metric: [[value, count, lower, upper, method, above_last_edge], ...]} "
-        "for the standard quantiles, in ms.",
+    quantiles = models.BinaryField(
+        null=True,
+        help_text="The standard quantiles of each latency metric taken from the merge, packed "
+        "as float64 (see collectors.services.rollups.pack_quantiles), in ms.",
     )
     gpus = models.PositiveIntegerField(default=0)
     gpu_mem_used = models.BigIntegerField(null=True, help_text="Sum of the GPUs' high-water.")

@@ -15,10 +15,11 @@ taken. Values in ms.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -36,10 +37,13 @@ from collectors.models import (
     ServiceRollup,
 )
 from collectors.services.rollups import (
+    QUANTILE_FIELDS,
     Traffic,
     latency_percentiles,
     merge_hosts,
-    percentile_from_row,
+    pack_quantiles,
+    percentiles_from_array,
+    unpack_quantiles,
 )
 from dossiers.models import Service
 
@@ -70,7 +74,7 @@ class MetricsPoint:
     running: float | None
     waiting: float | None
     kv_cache_usage: float | None
-    latency: dict[str, list[Percentile]]
+    latency: Mapping[str, list[Percentile]]
 
     def to_dict(self) -> dict:
         return {
@@ -166,6 +170,29 @@ class ServiceMetrics:
     def hosts(self) -> list[str]:
         return list(self._get("hosts"))
 
+    def quantile_columns(self, metric: str) -> np.ndarray:
+        """The points' stored quantiles of `metric` as one array [point, quantile, field]
+        (fields as `QUANTILE_FIELDS`; NaN for none): what charts draw, without objects."""
+        key = f"q:{metric}"
+        if key not in self._loaded:
+            m = LATENCY_METRICS.index(metric)
+            arrays = [
+                p.latency.array[m]
+                if isinstance(p.latency, StoredLatency)
+                else unpack_quantiles(pack_quantiles({metric: p.latency[metric]}))[0]
+                for p in self.points
+            ]
+            shape = (0, len(STANDARD_QUANTILES), len(QUANTILE_FIELDS))
+            self._loaded[key] = np.stack(arrays) if arrays else np.empty(shape)
+        return self._loaded[key]
+
+    @property
+    def x_labels(self) -> list[str]:
+        """The points' times as charts take them (naive UTC), formatted once."""
+        if "x" not in self._loaded:
+            self._loaded["x"] = [p.t.strftime("%Y-%m-%d %H:%M:%S") for p in self.points]
+        return self._loaded["x"]
+
     @property
     def overall(self) -> dict[str, list[Percentile]]:
         """Whole-range merged percentiles per latency metric."""
@@ -242,40 +269,49 @@ def _no_percentiles() -> list[Percentile]:
     return [Percentile(q=q, value=None, count=0, method="none") for q in STANDARD_QUANTILES]
 
 
-def _merged_point(row: ServiceMergedRollup) -> MetricsPoint:
-    latency = {}
-    for metric in SERIES_LATENCY:
-        stored = row.latency.get(metric)
-        latency[metric] = (
-            [
-                percentile_from_row(q, item)
-                for q, item in zip(STANDARD_QUANTILES, stored, strict=True)
-            ]
-            if stored
-            else _no_percentiles()
-        )
-    return MetricsPoint(
-        t=row.start,
-        requests=row.requests,
-        qps=row.qps,
-        prompt_tps=row.prompt_tps,
-        generation_tps=row.generation_tps,
-        running=row.running,
-        waiting=row.waiting,
-        kv_cache_usage=row.kv_cache_usage,
-        latency=latency,
-    )
+POINT_COLUMNS = (
+    "start", "quantiles", "requests", "qps", "prompt_tps", "generation_tps", "running",
+    "waiting", "kv_cache_usage", "gpus", "gpu_mem_used", "gpu_mem_total", "gpu_mem_n",
+    *[f"gpu_{name}_{kind}" for name in GPU_SERIES for kind in ("mean", "n")],
+)  # fmt: skip
+_GPU_AT = POINT_COLUMNS.index("gpus")
 
 
-def _merged_gpu_point(row: ServiceMergedRollup) -> GpuSeriesPoint:
+class StoredLatency(Mapping):
+    """A merged row's stored quantiles as {metric: [Percentile]}, built on first access."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self._built: dict[str, list[Percentile]] = {}
+
+    def __getitem__(self, metric: str) -> list[Percentile]:
+        if metric not in self._built:
+            self._built[metric] = percentiles_from_array(self.array[LATENCY_METRICS.index(metric)])
+        return self._built[metric]
+
+    def __iter__(self):
+        return iter(SERIES_LATENCY)
+
+    def __len__(self) -> int:
+        return len(SERIES_LATENCY)
+
+
+def _merged_point(row: tuple) -> MetricsPoint:
+    """A point from a merged row's columns (POINT_COLUMNS): no model instance, no parsing."""
+    latency = StoredLatency(unpack_quantiles(row[1]))
+    return MetricsPoint(row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8], latency)
+
+
+def _merged_gpu_point(row: tuple) -> GpuSeriesPoint:
+    gpus, used, total, n, *series = row[_GPU_AT:]
     return GpuSeriesPoint(
-        t=row.start,
-        gpus=row.gpus,
-        means={name: getattr(row, f"gpu_{name}_mean") for name in GPU_SERIES},
-        counts={name: getattr(row, f"gpu_{name}_n") for name in GPU_SERIES},
-        mem_used_bytes=row.gpu_mem_used,
-        mem_total_bytes=row.gpu_mem_total,
-        mem_gpus=row.gpu_mem_n,
+        t=row[0],
+        gpus=gpus,
+        means={name: series[2 * i] for i, name in enumerate(GPU_SERIES)},
+        counts={name: series[2 * i + 1] for i, name in enumerate(GPU_SERIES)},
+        mem_used_bytes=used,
+        mem_total_bytes=total,
+        mem_gpus=n,
     )
 
 
@@ -347,8 +383,11 @@ def _all_hosts_metrics(
     merged = ServiceMergedRollup.objects.filter(
         service=service, resolution_s=resolution, start__gte=floor, start__lt=end
     )
-    rows = list(merged.defer(*DISTRIBUTION_COLUMNS).order_by("start"))
-    host_ids = sorted({h for row in rows for h in row.hosts})
+    rows = list(merged.order_by("start").values_list(*POINT_COLUMNS))
+    # The hosts that served the service in the range, as a subquery (read only when needed).
+    served = ServiceRollup.objects.filter(
+        service=service, resolution_s=resolution, start__gte=floor, start__lt=end
+    ).values("host_id")
 
     def overall() -> dict[str, list[Percentile]]:
         everything = Traffic()
@@ -364,7 +403,7 @@ def _all_hosts_metrics(
 
     def hosts() -> list[str]:
         return list(
-            Host.objects.filter(pk__in=host_ids).order_by("name").values_list("name", flat=True)
+            Host.objects.filter(pk__in=served).order_by("name").values_list("name", flat=True)
         )
 
     return ServiceMetrics(
@@ -374,9 +413,9 @@ def _all_hosts_metrics(
         resolution_s=resolution,
         hosts=hosts,
         points=[_merged_point(row) for row in rows],
-        gpu_series=[_merged_gpu_point(row) for row in rows if row.gpus],
+        gpu_series=[_merged_gpu_point(row) for row in rows if row[_GPU_AT]],
         overall=overall,
-        gpus=lambda: _gpu_points(Q(host_id__in=host_ids), resolution, floor, end),
+        gpus=lambda: _gpu_points(Q(host_id__in=served), resolution, floor, end),
     )
 
 

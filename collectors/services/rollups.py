@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -404,13 +405,49 @@ def gpu_series_values(rows: Iterable[GpuRollup]) -> dict:
     return out
 
 
-def _percentile_row(p: Percentile) -> list:
-    return [p.value, p.count, p.lower, p.upper, p.method, p.above_last_edge]
+# Stored quantiles: float64 [metric (LATENCY_METRICS), quantile (STANDARD_QUANTILES), field],
+# fields value, count, lower, upper, above_last_edge, method code; NaN for None. Read back with
+# one np.frombuffer per row, no parsing: what keeps a month of points cheap to draw.
+QUANTILE_FIELDS = ("value", "count", "lower", "upper", "above_last_edge", "method")
+METHODS = ("none", "sketch", "bucket-bounded", "exact")
+QUANTILES_SHAPE = (len(LATENCY_METRICS), len(STANDARD_QUANTILES), len(QUANTILE_FIELDS))
 
 
-def percentile_from_row(q: float, row: list) -> Percentile:
-    value, count, lower, upper, method, above = row
-    return Percentile(q, value, count, lower, upper, method, above)
+def pack_quantiles(by_metric: dict[str, list[Percentile]]) -> bytes:
+    a = np.full(QUANTILES_SHAPE, np.nan)
+    for m, metric in enumerate(LATENCY_METRICS):
+        for i, p in enumerate(by_metric.get(metric) or []):
+            a[m, i] = [
+                np.nan if v is None else v
+                for v in (p.value, p.count, p.lower, p.upper, p.above_last_edge)
+            ] + [METHODS.index(p.method) if p.method in METHODS else 0]
+    return a.astype("<f8").tobytes()
+
+
+def unpack_quantiles(blob: bytes | memoryview | None) -> np.ndarray:
+    if blob is None:
+        return np.full(QUANTILES_SHAPE, np.nan)
+    return np.frombuffer(blob, dtype="<f8").reshape(QUANTILES_SHAPE)
+
+
+def percentiles_from_array(a: np.ndarray) -> list[Percentile]:
+    """Percentile objects of one metric's stored quantiles (a [quantile, field] array)."""
+    out = []
+    for q, (value, count, lower, upper, above, method) in zip(
+        STANDARD_QUANTILES, a.tolist(), strict=True
+    ):
+        out.append(
+            Percentile(
+                q=q,
+                value=None if value != value else value,  # NaN -> None
+                count=0 if count != count else int(count),
+                lower=None if lower != lower else lower,
+                upper=None if upper != upper else upper,
+                method=METHODS[0 if method != method else int(method)],
+                above_last_edge=None if above != above else above,
+            )
+        )
+    return out
 
 
 def _merged_row(
@@ -440,8 +477,8 @@ def _merged_row(
             setattr(row, f"{metric}_count", int(sketch.count))
         if bc is not None and bc.count:
             setattr(row, f"{metric}_buckets", bc.to_dict())
-        latency[metric] = [_percentile_row(p) for p in distribution_percentiles(sketch, bc)]
-    row.latency = latency
+        latency[metric] = distribution_percentiles(sketch, bc)
+    row.quantiles = pack_quantiles(latency)
     return row
 
 
@@ -727,7 +764,11 @@ def requeue_quarantined(*, host_id: int | None = None) -> int:
 
 
 def rebuild_derived_rollups(
-    *, start: datetime, end: datetime, host_ids: Iterable[int] | None = None
+    *,
+    start: datetime,
+    end: datetime,
+    host_ids: Iterable[int] | None = None,
+    five_minute: bool = True,
 ) -> dict[str, int]:
     """Write the 5-minute per-host rows (from minute rows) and the service-merged rows (every
     resolution) of [start, end), a day at a time. For rows rolled up before these existed
@@ -739,7 +780,8 @@ def rebuild_derived_rollups(
     while day < end:
         chunk_end = min(day + timedelta(days=1), end)
         with transaction.atomic():
-            written["five_minute"] += _five_minute_rows(hosts, max(day, start), chunk_end)
+            if five_minute:
+                written["five_minute"] += _five_minute_rows(hosts, max(day, start), chunk_end)
             written["merged"] += _merged_rows(hosts, max(day, start), chunk_end)
         day += timedelta(days=1)
     return written
