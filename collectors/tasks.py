@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from collectors import partitions
 from collectors.services import pull, retention, rollups
 
 
@@ -15,6 +16,12 @@ def rollup_pending() -> int:
 @shared_task(name="collectors.tasks.prune", ignore_result=True)
 def prune() -> dict:
     return retention.prune()
+
+
+@shared_task(name="collectors.tasks.ensure_partitions", ignore_result=True)
+def ensure_partitions() -> list[str]:
+    """Hourly: the raw tables' daily partitions for the days ahead (PostgreSQL only)."""
+    return partitions.ensure_partitions()
 
 
 @shared_task(name="collectors.tasks.schedule_pulls", ignore_result=True)

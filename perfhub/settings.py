@@ -178,6 +178,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "collectors-schedule-pulls": {"task": "collectors.tasks.schedule_pulls", "schedule": 15.0},
     "collectors-rollup": {"task": "collectors.tasks.rollup_pending", "schedule": 60.0},
     "collectors-prune": {"task": "collectors.tasks.prune", "schedule": 24 * 3600.0},
+    # PostgreSQL: daily partitions of the raw tables, created days ahead (no-op on SQLite).
+    "collectors-partitions": {"task": "collectors.tasks.ensure_partitions", "schedule": 3600.0},
     # Alert evaluation aligns to the minute itself; a doubled beat is harmless.
     "alerts-evaluate": {"task": "alerts.evaluate", "schedule": 60.0},
     "alerts-requeue-stuck": {"task": "alerts.requeue_stuck_notifications", "schedule": 300.0},
