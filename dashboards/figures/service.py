@@ -78,8 +78,8 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
     if not d.metrics.points:
         return empty_figure(title, _no_samples(d), y_title=y_title)
     # Columns, not per-point objects: the stored quantiles as one array per metric
-    # [point, quantile, field] and the x labels formatted once (a month of points per trace).
-    x = arr(d.metrics.x_labels)
+    # [point, quantile, field] and the times as one datetime64 array (a month of points).
+    x = d.metrics.x_array
     cols = d.metrics.quantile_columns(metric)
     index = {label(q): i for i, q in enumerate(STANDARD_QUANTILES)}
     value, count, lower, upper, above, method = (cols[:, :, f] for f in range(6))
@@ -205,7 +205,7 @@ def throughput_figure(d: ServiceDashboard) -> go.Figure:
     fig = go.Figure(
         layout=layout(title, y_title="requests/s", y2_title="tokens/s", x_range=_x_range(d))
     )
-    x = arr(d.metrics.x_labels)
+    x = d.metrics.x_array
     fig.add_trace(
         go.Scatter(
             name="QPS (requests/s)",
