@@ -9,8 +9,10 @@ from collectors.services import pull, retention, rollups
 
 
 @shared_task(name="collectors.tasks.rollup_pending", ignore_result=True)
-def rollup_pending() -> int:
-    return rollups.rollup_pending()
+def rollup_pending(limit: int = 1000) -> int:
+    """Claim up to `limit` batches and roll them up; any number of workers may run this at
+    once (batches are claimed with SKIP LOCKED + a conditional update, never twice)."""
+    return rollups.rollup_pending(limit=limit)
 
 
 @shared_task(name="collectors.tasks.prune", ignore_result=True)
