@@ -268,6 +268,59 @@ def from_raw(service, start: datetime, end: datetime) -> tuple[str, int]:
     return panels_json(service_panels(d)), n
 
 
+def add_services(service, total: int) -> int:
+    """Grow the database to `total` services, each with the bench service's 30 days of hourly
+    per-host and service-merged rows (copied server-side, INSERT ... SELECT). Returns how many
+    services were added."""
+    from django.db import connection
+
+    from collectors.models import HOUR, ServiceMergedRollup, ServiceRollup
+    from dossiers.models import Service
+
+    have = Service.objects.count()
+    if have >= total:
+        return 0
+    template = {
+        f.attname: getattr(service, f.attname)
+        for f in Service._meta.concrete_fields
+        if f.attname not in ("id", "slug", "name", "created_at", "updated_at")
+    }
+    new = Service.objects.bulk_create(
+        [
+            Service(**template, slug=f"bench-other-{k}", name=f"Bench other {k}")
+            for k in range(have, total)
+        ],
+        batch_size=1000,
+    )
+    ids = [s.pk for s in new]
+    with connection.cursor() as cursor:
+        for model in (ServiceRollup, ServiceMergedRollup):
+            cols = [
+                f.column
+                for f in model._meta.concrete_fields
+                if f.attname not in ("id", "service_id")
+            ]
+            listed = ", ".join(cols)
+            cursor.execute(
+                f"INSERT INTO {model._meta.db_table} (service_id, {listed}) "
+                f"SELECT s.id, {', '.join('r.' + c for c in cols)} "
+                f"FROM {model._meta.db_table} r CROSS JOIN unnest(%s::bigint[]) AS s(id) "
+                "WHERE r.service_id = %s AND r.resolution_s = %s",
+                [ids, service.pk, HOUR],
+            )
+        cursor.execute("ANALYZE")
+    return len(ids)
+
+
+def page_queries(service, start: datetime, end: datetime) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as ctx:
+        from_rollups(service, start, end)
+    return len(ctx.captured_queries)
+
+
 def bare_read(service, start: datetime, end: datetime) -> tuple[None, int]:
     """The page's own roll-up query (the same SQL), executed and fetched, nothing else."""
     from django.db import connection
@@ -308,6 +361,12 @@ def main() -> None:
     parser.add_argument("--gpu-samples", type=int, default=4, help="samples per GPU-minute")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the database")
+    parser.add_argument(
+        "--services",
+        type=int,
+        default=0,
+        help="also time the 30 d page at 10 services and at this many (e.g. 2000)",
+    )
     parser.add_argument(
         "--no-raw", dest="raw", action="store_false", help="skip the from-raw-rows comparison"
     )
@@ -356,6 +415,13 @@ def main() -> None:
             page_s, _ = best_of(args.rounds, from_rollups, service, end - span, end)
             bare_s, rows = best_of(args.rounds, bare_read, service, end - span, end)
             ranges.append((label, rows, page_s, bare_s))
+        fleet = []
+        if args.services:
+            for total in (10, args.services):
+                print(f"growing to {total:,} services ...", flush=True)
+                add_services(service, total)
+                page_s, _ = best_of(args.rounds, from_rollups, service, start, end)
+                fleet.append((total, page_s, page_queries(service, start, end)))
         rollup_s, rollup_rows = best_of(args.rounds, from_rollups, service, start, end)
         raw_s, raw_rows = (
             best_of(args.rounds, from_raw, service, start, end) if args.raw else (0, 0)
@@ -371,6 +437,12 @@ def main() -> None:
             f"{page_s / bare_s:11.1f}x"
         )
     print("target: page / bare <= 5x at 30 d")
+    for total, page_s, queries in fleet:
+        print(f"30 d page with {total:>6,} services: {page_s * 1000:8.1f} ms, {queries} queries")
+    if len(fleet) == 2:
+        ratio = fleet[1][1] / fleet[0][1]
+        print(f"ratio {fleet[1][0]:,} / {fleet[0][0]:,} services = {ratio:.2f}x (target <= 1.5x, "
+              "same query count)")  # fmt: skip
     if args.raw:
         print(f"from roll-ups: {rollup_s * 1000:8.1f} ms  ({rollup_rows:,} points read)")
         print(f"from raw rows: {raw_s * 1000:8.1f} ms  ({raw_rows:,} raw rows read)")
