@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from dashboards import views as dashboards_views
 
+
 def favicon(request):
     """Browsers ask for /favicon.ico whatever the page says; send them to the real icon."""
     return redirect(static("img/favicon.svg"), permanent=True)

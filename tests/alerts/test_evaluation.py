@@ -160,7 +160,7 @@ def test_evaluation_queries_do_not_grow_with_services(team, host, make_services)
 def test_a_rule_that_cannot_be_evaluated_does_not_stop_the_others(timeline, p99_rule):
     # An unprocessable row written straight into the database: labels that are not a mapping.
     broken = Rule.objects.create(
-        service=p99_rule.service, name="broken", kind=Rule.Kind.P99_E2E, threshold=2000,
+        service=p99_rule.service, name="broken", kind="p99_e2e", threshold=2000,
         window_s=60, for_s=0, min_requests=100, labels=["not a mapping"],
     )  # fmt: skip
     timeline.run([3000] * 4)

@@ -62,10 +62,13 @@ def test_two_workers_split_the_rollups_and_take_no_batch_twice(transactional_db,
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=BROKER, task_always_eager=False)
     try:
-        time.sleep(3)  # both workers up before the queue fills
+        # Both workers up before the queue fills, so both take a share.
+        up = time.monotonic() + 60
+        while time.monotonic() < up and not all("ready." in p.read_text() for p in logs):
+            time.sleep(0.2)
         for _ in range(BATCHES + 8):  # more tasks than batches: some find nothing
             app.send_task("collectors.tasks.rollup_pending", kwargs={"limit": 1})
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             done = [re.findall(r"rollup_pending\[.*\] succeeded in .*: (\d+)", p.read_text())
                     for p in logs]  # fmt: skip

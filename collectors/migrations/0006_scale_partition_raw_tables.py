@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("collectors", "0004_scale_materialized_merges"),
+        ("collectors", "0005_scale_materialized_merges"),
     ]
 
     # Backwards leaves the tables partitioned: Django's model state is the same either way.

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("collectors", "0002_scrapewindow_resets_index"),
+        ("collectors", "0003_pull_kind_from_engine_registry"),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collectors', '0003_scale_quarantine'),
+        ('collectors', '0004_scale_quarantine'),
         ('dossiers', '0003_experiments_restrict'),
     ]
 
