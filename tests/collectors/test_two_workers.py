@@ -20,6 +20,7 @@ from collectors.models import Host, IngestBatch, ServiceRollup
 from collectors.services.tokens import token_issue
 from perfhub.celery import app
 from tests.collectors.conftest import make_batch, recent_minute
+from tests.collectors.test_celery_pull import _drop_cached_connections
 from tests.collectors.test_rollups import push
 
 pytestmark = [pytest.mark.postgres]
@@ -61,6 +62,7 @@ def test_two_workers_split_the_rollups_and_take_no_batch_twice(transactional_db,
     workers = [start_worker("a", logs[0]), start_worker("b", logs[1])]
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=BROKER, task_always_eager=False)
+    _drop_cached_connections()  # a producer pool an earlier test closed or pointed elsewhere
     try:
         # Both workers up before the queue fills, so both take a share.
         up = time.monotonic() + 60
@@ -77,9 +79,7 @@ def test_two_workers_split_the_rollups_and_take_no_batch_twice(transactional_db,
             time.sleep(0.5)
     finally:
         app.conf.update(saved)
-        if app._pool is not None:
-            app._pool.force_close_all()
-            app._pool = None
+        _drop_cached_connections()
         for w in workers:
             w.terminate()
             w.wait(timeout=20)
