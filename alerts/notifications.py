@@ -167,79 +167,86 @@ def plan(claimed: list[Rule], t: datetime) -> list[int]:
     new_logs: list[NotificationLog] = []
     changed_logs: list[NotificationLog] = []
     for rule in claimed:
+        # A rule whose notification cannot be planned (a bad label, a template error) is
+        # logged and skipped; the other rules' notifications still go out.
         team_id = rule.service.team_id
         if not receivers.get(team_id):
             continue
-        matchers = silencers.get(team_id, [])
+        staged = (len(notifications), len(new_logs), len(changed_logs))
+        try:
+            matchers = silencers.get(team_id, [])
 
-        def silenced(inst: AlertInstance, matchers=matchers) -> bool:
-            return any(all_match(m, inst.labels) for m in matchers)
+            def silenced(inst: AlertInstance, matchers=matchers) -> bool:
+                return any(all_match(m, inst.labels) for m in matchers)
 
-        all_firing = firing.get(rule.pk, [])
-        loud = [i for i in all_firing if not silenced(i)]
-        quiet_fps = {i.fingerprint for i in all_firing} - {i.fingerprint for i in loud}
-        key = keys[rule.pk]
-        for receiver in receivers[team_id]:
-            lg = logs.get((receiver.pk, key))
-            seen = set(lg.firing) if lg else set()
-            gone_fps = seen - {i.fingerprint for i in all_firing}
-            resolved = [
-                resolved_by_fp[fp]
-                for fp in sorted(gone_fps)
-                if fp in resolved_by_fp and not silenced(resolved_by_fp[fp])
-            ]
-            if not receiver.send_resolved:
-                resolved = []
-            to_alertmanager = receiver.kind == Receiver.Kind.ALERTMANAGER
-            if to_alertmanager:
-                # Alertmanager needs the resolution (its own config decides whether to tell).
+            all_firing = firing.get(rule.pk, [])
+            loud = [i for i in all_firing if not silenced(i)]
+            quiet_fps = {i.fingerprint for i in all_firing} - {i.fingerprint for i in loud}
+            key = keys[rule.pk]
+            for receiver in receivers[team_id]:
+                lg = logs.get((receiver.pk, key))
+                seen = set(lg.firing) if lg else set()
+                gone_fps = seen - {i.fingerprint for i in all_firing}
                 resolved = [
                     resolved_by_fp[fp]
                     for fp in sorted(gone_fps)
                     if fp in resolved_by_fp and not silenced(resolved_by_fp[fp])
                 ]
-            new_firing = {i.fingerprint for i in loud} - seen
-            repeat_due = bool(loud) and (
-                to_alertmanager  # re-sent every evaluation, as Prometheus does
-                or lg is None
-                or lg.last_sent_at is None
-                or t - lg.last_sent_at >= timedelta(seconds=receiver.repeat_interval_s)
-            )
-            send = bool(new_firing or resolved or repeat_due)
-            # What the receiver knows is firing after this: the loud ones, and any it saw
-            # that are now silenced (so lifting a silence does not count as news).
-            remembered = sorted({i.fingerprint for i in loud} | (seen & quiet_fps))
-            if send:
-                notifications.append(
-                    Notification(
-                        receiver=receiver,
-                        service_id=rule.service_id,
-                        rule=rule,
-                        group_key=key,
-                        evaluated_at=t,
-                        alert_status="firing" if loud else "resolved",
-                        payload=alertmanager_body(firing=loud, resolved=resolved)
-                        if to_alertmanager
-                        else webhook_body(
-                            receiver=receiver, rule=rule, firing=loud, resolved=resolved
-                        ),
-                    )
+                if not receiver.send_resolved:
+                    resolved = []
+                to_alertmanager = receiver.kind == Receiver.Kind.ALERTMANAGER
+                if to_alertmanager:
+                    # Alertmanager needs the resolution (its own config decides whether to tell).
+                    resolved = [
+                        resolved_by_fp[fp]
+                        for fp in sorted(gone_fps)
+                        if fp in resolved_by_fp and not silenced(resolved_by_fp[fp])
+                    ]
+                new_firing = {i.fingerprint for i in loud} - seen
+                repeat_due = bool(loud) and (
+                    to_alertmanager  # re-sent every evaluation, as Prometheus does
+                    or lg is None
+                    or lg.last_sent_at is None
+                    or t - lg.last_sent_at >= timedelta(seconds=receiver.repeat_interval_s)
                 )
-            if lg is None:
-                if remembered or send:
-                    new_logs.append(
-                        NotificationLog(
+                send = bool(new_firing or resolved or repeat_due)
+                # What the receiver knows is firing after this: the loud ones, and any it saw
+                # that are now silenced (so lifting a silence does not count as news).
+                remembered = sorted({i.fingerprint for i in loud} | (seen & quiet_fps))
+                if send:
+                    notifications.append(
+                        Notification(
                             receiver=receiver,
+                            service_id=rule.service_id,
+                            rule=rule,
                             group_key=key,
-                            firing=remembered,
-                            last_sent_at=t if send else None,
+                            evaluated_at=t,
+                            alert_status="firing" if loud else "resolved",
+                            payload=alertmanager_body(firing=loud, resolved=resolved)
+                            if to_alertmanager
+                            else webhook_body(
+                                receiver=receiver, rule=rule, firing=loud, resolved=resolved
+                            ),
                         )
                     )
-            elif send or remembered != sorted(seen):
-                lg.firing = remembered
-                if send:
-                    lg.last_sent_at = t
-                changed_logs.append(lg)
+                if lg is None:
+                    if remembered or send:
+                        new_logs.append(
+                            NotificationLog(
+                                receiver=receiver,
+                                group_key=key,
+                                firing=remembered,
+                                last_sent_at=t if send else None,
+                            )
+                        )
+                elif send or remembered != sorted(seen):
+                    lg.firing = remembered
+                    if send:
+                        lg.last_sent_at = t
+                    changed_logs.append(lg)
+        except Exception:
+            log.exception("planning notifications for rule %s failed", rule.pk)
+            del notifications[staged[0] :], new_logs[staged[1] :], changed_logs[staged[2] :]
 
     NotificationLog.objects.bulk_create(new_logs)
     bulk.update_rows(changed_logs, ["firing", "last_sent_at"])
@@ -273,6 +280,9 @@ def enqueue(ids: list[int]) -> None:
                 retries += 1
             except DeliveryError:
                 break  # out of retries: the row says failed, with the error
+            except Exception:  # one notification's failure never stops the next one
+                log.exception("sending notification %s failed", pk)
+                break
 
 
 # ------------------------------------------------------------------------------------ sending

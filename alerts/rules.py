@@ -27,7 +27,17 @@ class Inputs:
     baseline_costs: dict[int, float | None] = field(default_factory=dict)
     window_end: datetime | None = None
     no_data_lookback_s: float = 3600.0
+    # Reads that failed (input key -> reason): only the rules needing them report an error.
+    failures: dict[str, str] = field(default_factory=dict)
     source_errors: dict[int, str] = field(default_factory=dict)  # service id -> why its feed fails
+
+
+def input_key(rule: Rule) -> str:
+    """Which batched read a rule depends on (see `Inputs.failures`)."""
+    spec = rule.kind_spec
+    if spec is not None and spec.per_host:
+        return "last_data"
+    return f"window:{rule.window_s}"
 
 
 def base_labels(rule: Rule) -> dict[str, str]:
@@ -51,6 +61,12 @@ def fingerprint(rule_id: int, identity: dict[str, str]) -> str:
 
 def observe(rule: Rule, inputs: Inputs) -> list[tuple[dict[str, str], Observation]]:
     """(identity labels, observation) pairs for `rule` from the batched inputs (its kind's)."""
+    failure = inputs.failures.get(input_key(rule))
+    if rule.kind_spec is not None and rule.kind_spec.reads_baseline_cost and not failure:
+        failure = inputs.failures.get("baseline_costs")
+    if failure:
+        reason = f"could not read its data: {failure}"
+        return [({"service": rule.service.slug}, Observation(Health.ERROR, reason=reason))]
     return kinds.for_rule(rule.kind).observe(rule, inputs)
 
 

@@ -11,6 +11,7 @@ are sent after commit.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,6 +26,8 @@ from alerts.instruments import EVALUATION_SECONDS
 from alerts.models import AlertEvent, AlertInstance, Rule, Silence
 from analysis.alerting import Health, InstanceState, Observation, State, step
 from dossiers.models import Service, Team
+
+log = logging.getLogger(__name__)
 
 
 def evaluation_lag() -> timedelta:
@@ -117,21 +120,59 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
             gpu_windows.add(rule.window_s)
         if kind.reads_baseline_cost:
             cost_services[rule.service_id] = rule.service
+    # Each read in a savepoint of its own: one that fails marks only the rules needing it.
     for window_s, service_ids in by_window.items():
         start = end - timedelta(seconds=window_s)
-        inputs.windows[window_s] = sources.service_windows(
-            service_ids,
-            start,
-            end,
-            metrics=metrics_by_window[window_s],
-            gpu=window_s in gpu_windows,
+        _guarded_read(
+            inputs,
+            f"window:{window_s}",
+            lambda start=start, window_s=window_s, service_ids=service_ids: inputs.windows.update(
+                {
+                    window_s: sources.service_windows(
+                        service_ids,
+                        start,
+                        end,
+                        metrics=metrics_by_window[window_s],
+                        gpu=window_s in gpu_windows,
+                    )
+                }
+            ),
         )
     if no_data_services:
-        inputs.last_data = sources.last_data(no_data_services, end - no_data_lookback(), end)
+        _guarded_read(
+            inputs,
+            "last_data",
+            lambda: setattr(
+                inputs,
+                "last_data",
+                sources.last_data(no_data_services, end - no_data_lookback(), end),
+            ),
+        )
     if cost_services:
-        inputs.baseline_costs = sources.baseline_costs(cost_services.values())
-    inputs.source_errors = sources.source_errors({rule.service_id for rule in claimed})
+        _guarded_read(
+            inputs,
+            "baseline_costs",
+            lambda: setattr(
+                inputs, "baseline_costs", sources.baseline_costs(cost_services.values())
+            ),
+        )
+    _guarded_read(
+        inputs,
+        "source_errors",
+        lambda: setattr(
+            inputs, "source_errors", sources.source_errors({r.service_id for r in claimed})
+        ),
+    )
     return inputs
+
+
+def _guarded_read(inputs: rules.Inputs, key: str, read) -> None:
+    try:
+        with transaction.atomic():
+            read()
+    except Exception as exc:
+        log.exception("evaluation read %s failed", key)
+        inputs.failures[key] = f"{type(exc).__name__}: {exc}"[:300]
 
 
 def _annotations(rule: Rule, obs: Observation) -> dict[str, str]:
@@ -197,50 +238,24 @@ def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = No
         pending_events: list[tuple[AlertInstance, AlertEvent]] = []
 
         for rule in claimed:
+            # One rule that cannot be evaluated (bad data, a bug in its kind) is recorded as an
+            # error on that rule; the staged rows of the others are untouched.
+            staged = (len(new_instances), len(touched), len(events), len(pending_events))
             try:
-                observed = rules.observe(rule, inputs)
-            except Exception as exc:  # one broken rule must not stop the others
-                observed = [
-                    ({"service": rule.service.slug}, Observation(Health.ERROR, reason=str(exc)))
-                ]
-            seen_fps = set()
-            for identity, obs in observed:
-                fp = rules.fingerprint(rule.pk, identity)
-                seen_fps.add(fp)
-                _advance(rule, identity, fp, obs, live.get(fp), t, new_instances, touched,
-                         events, pending_events)  # fmt: skip
-            # Live alerts the rule no longer observes (a host gone quiet beyond the lookback).
-            for inst in live_by_rule.get(rule.pk, []):
-                fp = inst.fingerprint
-                if fp not in seen_fps:
-                    obs = (
-                        rules.silent_for_lookback(inputs)
-                        if rule.kind_spec is not None and rule.kind_spec.per_host
-                        else Observation(Health.NO_DATA, reason="no longer observed")
-                    )
-                    _advance(rule, inst.labels, fp, obs, inst, t, new_instances, touched,
-                             events, pending_events)  # fmt: skip
-            health, reason, worst = _health_of([o for _, o in observed])
-            if health != Health.OK and rule.service_id in inputs.source_errors:
-                # Missing data with a broken feed: say why, as an error of the rule's source.
-                health, reason = Health.ERROR, inputs.source_errors[rule.service_id]
-            if health != rule.health:
-                events.append(
-                    AlertEvent(
-                        rule=rule,
-                        service_id=rule.service_id,
-                        at=t,
-                        kind=HEALTH_EVENT[health],
-                        value=worst.value if worst else None,
-                        count=worst.count if worst else None,
-                        threshold=rule.threshold,
-                        reason=reason[:300],
-                    )
-                )
-            rule.health = health
-            rule.health_reason = reason[:300]
-            known = [o.value for _, o in observed if o.known]
-            rule.last_value = known[0] if len(known) == 1 else (max(known) if known else None)
+                _evaluate_rule(rule, inputs, live, live_by_rule, t, new_instances, touched,
+                               events, pending_events)  # fmt: skip
+            except Exception as exc:
+                log.exception("evaluating rule %s failed", rule.pk)
+                del new_instances[staged[0] :], touched[staged[1] :]
+                del events[staged[2] :], pending_events[staged[3] :]
+                reason = f"evaluation failed: {type(exc).__name__}: {exc}"[:300]
+                if rule.health != Health.ERROR:
+                    events.append(
+                        AlertEvent(rule=rule, service_id=rule.service_id, at=t,
+                                   kind=AlertEvent.Kind.ERROR, threshold=rule.threshold,
+                                   reason=reason)
+                    )  # fmt: skip
+                rule.health, rule.health_reason = Health.ERROR, reason
 
         AlertInstance.objects.bulk_create(new_instances)
         for inst, event in pending_events:
@@ -257,6 +272,62 @@ def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = No
         report.changes = [(e.instance_id, e.kind) for e in events if e.instance_id]
         report.notifications = notifications.plan(claimed, t)
     return report
+
+
+def _evaluate_rule(
+    rule: Rule,
+    inputs: rules.Inputs,
+    live: dict[str, AlertInstance],
+    live_by_rule: dict[int, list[AlertInstance]],
+    t: datetime,
+    new_instances: list,
+    touched: list,
+    events: list,
+    pending_events: list,
+) -> None:
+    """Observe one rule, step its alerts and stage their rows, history and health."""
+    try:
+        observed = rules.observe(rule, inputs)
+    except Exception as exc:  # one broken rule must not stop the others
+        observed = [({"service": rule.service.slug}, Observation(Health.ERROR, reason=str(exc)))]
+    seen_fps = set()
+    for identity, obs in observed:
+        fp = rules.fingerprint(rule.pk, identity)
+        seen_fps.add(fp)
+        _advance(rule, identity, fp, obs, live.get(fp), t, new_instances, touched,
+                 events, pending_events)  # fmt: skip
+    # Live alerts the rule no longer observes (a host gone quiet beyond the lookback).
+    for inst in live_by_rule.get(rule.pk, []):
+        fp = inst.fingerprint
+        if fp not in seen_fps:
+            obs = (
+                rules.silent_for_lookback(inputs)
+                if rule.kind_spec is not None and rule.kind_spec.per_host
+                else Observation(Health.NO_DATA, reason="no longer observed")
+            )
+            _advance(rule, inst.labels, fp, obs, inst, t, new_instances, touched,
+                     events, pending_events)  # fmt: skip
+    health, reason, worst = _health_of([o for _, o in observed])
+    if health != Health.OK and rule.service_id in inputs.source_errors:
+        # Missing data with a broken feed: say why, as an error of the rule's source.
+        health, reason = Health.ERROR, inputs.source_errors[rule.service_id]
+    if health != rule.health:
+        events.append(
+            AlertEvent(
+                rule=rule,
+                service_id=rule.service_id,
+                at=t,
+                kind=HEALTH_EVENT[health],
+                value=worst.value if worst else None,
+                count=worst.count if worst else None,
+                threshold=rule.threshold,
+                reason=reason[:300],
+            )
+        )
+    rule.health = health
+    rule.health_reason = reason[:300]
+    known = [o.value for _, o in observed if o.known]
+    rule.last_value = known[0] if len(known) == 1 else (max(known) if known else None)
 
 
 def _advance(

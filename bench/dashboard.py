@@ -35,6 +35,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "perfhub.settings")
 HOSTS = ("bench-gpu-a", "bench-gpu-b")
 GPUS_PER_HOST = 4
 SLUG = "bench-dashboard"
+RANGES = (
+    ("1h", timedelta(hours=1)),
+    ("24h", timedelta(hours=24)),
+    ("7d", timedelta(days=7)),
+    ("30d", timedelta(days=30)),
+)
 
 
 def seed(*, days: int, requests: int, gpu_samples: int, end: datetime) -> None:
@@ -156,6 +162,12 @@ def seed(*, days: int, requests: int, gpu_samples: int, end: datetime) -> None:
         print(f"  seeded {name}: {days} days in {time.perf_counter() - t0:.0f} s", flush=True)
     from django.db import connection
 
+    from collectors.services.rollups import rebuild_derived_rollups
+
+    # The 5-minute and service-merged rows the roll-up writes beside the minute and hour rows.
+    t0 = time.perf_counter()
+    written = rebuild_derived_rollups(start=start, end=end)
+    print(f"  derived rows {written} in {time.perf_counter() - t0:.0f} s", flush=True)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
@@ -176,8 +188,7 @@ def from_rollups(service, start: datetime, end: datetime) -> tuple[str, int]:
     from dashboards.selectors import service_dashboard
 
     d = service_dashboard(service=service, start=start, end=end)
-    rows = len(d.metrics.points) * len(HOSTS) + len(d.metrics.gpus)
-    return panels_json(service_panels(d)), rows
+    return panels_json(service_panels(d)), len(d.metrics.points)
 
 
 def from_raw(service, start: datetime, end: datetime) -> tuple[str, int]:
@@ -257,6 +268,83 @@ def from_raw(service, start: datetime, end: datetime) -> tuple[str, int]:
     return panels_json(service_panels(d)), n
 
 
+def add_services(service, total: int) -> int:
+    """Grow the database to `total` services, each with the bench service's 30 days of hourly
+    per-host and service-merged rows (copied server-side, INSERT ... SELECT). Returns how many
+    services were added."""
+    from django.db import connection
+
+    from collectors.models import HOUR, ServiceMergedRollup, ServiceRollup
+    from dossiers.models import Service
+
+    have = Service.objects.count()
+    if have >= total:
+        return 0
+    template = {
+        f.attname: getattr(service, f.attname)
+        for f in Service._meta.concrete_fields
+        if f.attname not in ("id", "slug", "name", "created_at", "updated_at")
+    }
+    new = Service.objects.bulk_create(
+        [
+            Service(**template, slug=f"bench-other-{k}", name=f"Bench other {k}")
+            for k in range(have, total)
+        ],
+        batch_size=1000,
+    )
+    ids = [s.pk for s in new]
+    with connection.cursor() as cursor:
+        for model in (ServiceRollup, ServiceMergedRollup):
+            cols = [
+                f.column
+                for f in model._meta.concrete_fields
+                if f.attname not in ("id", "service_id")
+            ]
+            listed = ", ".join(cols)
+            cursor.execute(
+                f"INSERT INTO {model._meta.db_table} (service_id, {listed}) "
+                f"SELECT s.id, {', '.join('r.' + c for c in cols)} "
+                f"FROM {model._meta.db_table} r CROSS JOIN unnest(%s::bigint[]) AS s(id) "
+                "WHERE r.service_id = %s AND r.resolution_s = %s",
+                [ids, service.pk, HOUR],
+            )
+        cursor.execute("ANALYZE")
+    return len(ids)
+
+
+def page_queries(service, start: datetime, end: datetime) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as ctx:
+        from_rollups(service, start, end)
+    return len(ctx.captured_queries)
+
+
+def bare_read(service, start: datetime, end: datetime) -> tuple[None, int]:
+    """The page's own roll-up query (the same SQL), executed and fetched, nothing else."""
+    from django.db import connection
+
+    from collectors.models import ServiceMergedRollup
+    from collectors.selectors import POINT_COLUMNS, _bucket, resolution_for
+
+    resolution = resolution_for(start, end)
+    qs = (
+        ServiceMergedRollup.objects.filter(
+            service=service,
+            resolution_s=resolution,
+            start__gte=_bucket(start, resolution),
+            start__lt=end,
+        )
+        .order_by("start")
+        .values_list(*POINT_COLUMNS)
+    )
+    sql, params = qs.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return None, len(cursor.fetchall())
+
+
 def best_of(rounds: int, fn, *args) -> tuple[float, int]:
     best, rows = float("inf"), 0
     for _ in range(rounds):
@@ -273,6 +361,15 @@ def main() -> None:
     parser.add_argument("--gpu-samples", type=int, default=4, help="samples per GPU-minute")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the database")
+    parser.add_argument(
+        "--services",
+        type=int,
+        default=0,
+        help="also time the 30 d page at 10 services and at this many (e.g. 2000)",
+    )
+    parser.add_argument(
+        "--no-raw", dest="raw", action="store_false", help="skip the from-raw-rows comparison"
+    )
     args = parser.parse_args()
 
     import django
@@ -302,16 +399,54 @@ def main() -> None:
 
             end = ServiceRollup.objects.filter(service=service).latest("start").start
             end += timedelta(minutes=1)
+            from collectors.models import ServiceMergedRollup
+            from collectors.services.rollups import rebuild_derived_rollups
+
+            if not ServiceMergedRollup.objects.exists():  # kept from before the merged rows
+                print("rebuilding the merged rows ...", flush=True)
+                rebuild_derived_rollups(
+                    start=end - timedelta(days=args.days), end=end, five_minute=False
+                )
         start = end - timedelta(days=args.days)
+        ranges = []
+        for label, span in RANGES:
+            if span > timedelta(days=args.days):
+                continue
+            page_s, _ = best_of(args.rounds, from_rollups, service, end - span, end)
+            bare_s, rows = best_of(args.rounds, bare_read, service, end - span, end)
+            ranges.append((label, rows, page_s, bare_s))
+        fleet = []
+        if args.services:
+            for total in (10, args.services):
+                print(f"growing to {total:,} services ...", flush=True)
+                add_services(service, total)
+                page_s, _ = best_of(args.rounds, from_rollups, service, start, end)
+                fleet.append((total, page_s, page_queries(service, start, end)))
         rollup_s, rollup_rows = best_of(args.rounds, from_rollups, service, start, end)
-        raw_s, raw_rows = best_of(args.rounds, from_raw, service, start, end)
+        raw_s, raw_rows = (
+            best_of(args.rounds, from_raw, service, start, end) if args.raw else (0, 0)
+        )
     finally:
         if not args.keepdb:
             connection.creation.destroy_test_db(old_name, verbosity=0)
     print(f"{connection.vendor}: {args.days} days, {len(HOSTS) * GPUS_PER_HOST} GPUs")
-    print(f"from roll-ups: {rollup_s * 1000:8.1f} ms  ({rollup_rows:,} hourly points read)")
-    print(f"from raw rows: {raw_s * 1000:8.1f} ms  ({raw_rows:,} raw rows read)")
-    print(f"ratio raw / roll-ups = {raw_s / rollup_s:.1f}x (target >= 20x)")
+    print(f"{'range':>6} {'rows':>6} {'page ms':>9} {'bare ms':>8} {'page / bare':>12}")
+    for label, rows, page_s, bare_s in ranges:
+        print(
+            f"{label:>6} {rows:>6} {page_s * 1000:9.1f} {bare_s * 1000:8.2f} "
+            f"{page_s / bare_s:11.1f}x"
+        )
+    print("target: page / bare <= 5x at 30 d")
+    for total, page_s, queries in fleet:
+        print(f"30 d page with {total:>6,} services: {page_s * 1000:8.1f} ms, {queries} queries")
+    if len(fleet) == 2:
+        ratio = fleet[1][1] / fleet[0][1]
+        print(f"ratio {fleet[1][0]:,} / {fleet[0][0]:,} services = {ratio:.2f}x (target <= 1.5x, "
+              "same query count)")  # fmt: skip
+    if args.raw:
+        print(f"from roll-ups: {rollup_s * 1000:8.1f} ms  ({rollup_rows:,} points read)")
+        print(f"from raw rows: {raw_s * 1000:8.1f} ms  ({raw_rows:,} raw rows read)")
+        print(f"ratio raw / roll-ups = {raw_s / rollup_s:.1f}x (target >= 20x)")
 
 
 if __name__ == "__main__":

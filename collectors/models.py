@@ -23,8 +23,10 @@ from dossiers.models import Service
 
 LATENCY_METRICS = ("e2e", "ttft", "tpot", "queue")
 MINUTE = 60
+FIVE_MINUTES = 300
 HOUR = 3600
-RESOLUTIONS = (MINUTE, HOUR)
+RESOLUTIONS = (MINUTE, FIVE_MINUTES, HOUR)
+RESOLUTION_CHOICES = [(MINUTE, "1 min"), (FIVE_MINUTES, "5 min"), (HOUR, "1 h")]
 # How recent a push host's last_seen_at must be for it to count as receiving. An agent pushes
 # every 10 s by default, but ingest stamps last_seen_at at most once a minute, so a healthy
 # host's stamp is up to a minute old; three minutes also forgives a push or two lost to a
@@ -191,17 +193,32 @@ class IngestBatch(models.Model):
     claim = models.UUIDField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     rolled_up_at = models.DateTimeField(null=True, blank=True)
+    # A batch the roll-up could not process is set aside with the reason, so it never blocks
+    # the batches after it (it is shown on its host's page; `requeue` gives it another go).
+    quarantined_at = models.DateTimeField(null=True, blank=True)
+    quarantine_reason = models.TextField(blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["batch_id"], name="ingestbatch_unique_id")]
         indexes = [
             models.Index(
-                fields=["id"], condition=Q(rolled_up_at__isnull=True), name="ingestbatch_pending"
-            )
+                fields=["id"],
+                condition=Q(rolled_up_at__isnull=True, quarantined_at__isnull=True),
+                name="ingestbatch_todo",
+            ),
+            models.Index(
+                fields=["host", "quarantined_at"],
+                condition=Q(quarantined_at__isnull=False),
+                name="ingestbatch_quarantined",
+            ),
         ]
 
     def __str__(self) -> str:
         return str(self.batch_id)
+
+    @property
+    def is_quarantined(self) -> bool:
+        return self.quarantined_at is not None
 
 
 class GpuSample(models.Model):
@@ -338,7 +355,7 @@ def _latency_fields() -> dict[str, models.Field]:
 
 
 class ServiceRollup(models.Model):
-    """One host's traffic for one service over one minute (resolution 60) or hour (3600).
+    """One host's traffic for one service over one minute (60), five minutes (300) or hour.
 
     Rates are recomputed from the additive columns so rows merge exactly:
     qps = scraped_requests / scraped_seconds when scraped, else requests / request_seconds.
@@ -347,7 +364,7 @@ class ServiceRollup(models.Model):
     id = models.BigAutoField(primary_key=True)
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
-    resolution_s = models.PositiveIntegerField(choices=[(MINUTE, "1 min"), (HOUR, "1 h")])
+    resolution_s = models.PositiveIntegerField(choices=RESOLUTION_CHOICES)
     start = models.DateTimeField()
     # Request-level data pushed by agents.
     requests = models.PositiveIntegerField(default=0)
@@ -389,12 +406,13 @@ class ServiceRollup(models.Model):
 
 
 class GpuRollup(models.Model):
-    """One GPU over one minute or hour: means (util, SM, DRAM, power) and memory high-water."""
+    """One GPU over one minute, five minutes or an hour: means (util, SM, DRAM, power) and
+    memory high-water."""
 
     id = models.BigAutoField(primary_key=True)
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
     gpu_index = models.PositiveSmallIntegerField()
-    resolution_s = models.PositiveIntegerField(choices=[(MINUTE, "1 min"), (HOUR, "1 h")])
+    resolution_s = models.PositiveIntegerField(choices=RESOLUTION_CHOICES)
     start = models.DateTimeField()
     samples = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=100, blank=True)
@@ -535,3 +553,67 @@ class PrometheusSource(models.Model):
         if self.backfill_hours is not None and self.backfill_hours > 24 * 7:
             # Ingest accepts samples up to 7 days old (DESIGN.md section 3).
             raise ValidationError({"backfill_hours": "At most 168 hours (7 days)."})
+
+
+GPU_SERIES = ("util", "mem_util", "sm_active", "sm_occupancy", "dram_active", "power")
+
+
+def _merged_fields() -> dict[str, models.Field]:
+    fields: dict[str, models.Field] = {}
+    for metric in LATENCY_METRICS:
+        fields[f"{metric}_count"] = models.PositiveIntegerField(default=0)
+        fields[f"{metric}_sketch"] = models.BinaryField(
+            null=True, help_text="Every host's request-level DDSketch merged (ms)."
+        )
+        fields[f"{metric}_buckets"] = models.JSONField(
+            null=True, help_text="Every host's scraped bucket deltas added (seconds)."
+        )
+    for name in GPU_SERIES:
+        fields[f"gpu_{name}_mean"] = models.FloatField(null=True)
+        fields[f"gpu_{name}_n"] = models.PositiveIntegerField(default=0)
+    return fields
+
+
+class ServiceMergedRollup(models.Model):
+    """A service's traffic over one period merged across its hosts, written at roll-up time.
+
+    What a dashboard point shows, precomputed, so a page reads one row per point whatever the
+    number of hosts: rates and queue lengths summed over hosts, KV usage their mean, latency
+    distributions merged (sketches merged, bucket deltas added; never averaged percentiles)
+    with the standard quantiles taken from the merge kept in `quantiles`, and the GPUs of
+    the hosts that served the service in the period (mean of each GPU's mean; memory summed).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    resolution_s = models.PositiveIntegerField(choices=RESOLUTION_CHOICES)
+    start = models.DateTimeField()
+    hosts = models.JSONField(default=list, help_text="Ids of the hosts merged.")
+    requests = models.PositiveIntegerField(default=0)
+    qps = models.FloatField(null=True)
+    prompt_tps = models.FloatField(null=True)
+    generation_tps = models.FloatField(null=True)
+    running = models.FloatField(null=True)
+    waiting = models.FloatField(null=True)
+    kv_cache_usage = models.FloatField(null=True)
+    quantiles = models.BinaryField(
+        null=True,
+        help_text="The standard quantiles of each latency metric taken from the merge, packed "
+        "as float64 (see collectors.services.rollups.pack_quantiles), in ms.",
+    )
+    gpus = models.PositiveIntegerField(default=0)
+    gpu_mem_used = models.BigIntegerField(null=True, help_text="Sum of the GPUs' high-water.")
+    gpu_mem_total = models.BigIntegerField(null=True)
+    gpu_mem_n = models.PositiveIntegerField(default=0)
+
+    locals().update(_merged_fields())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["service", "resolution_s", "start"], name="servicemerged_unique_period"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"service {self.service_id} {self.resolution_s}s {self.start:%Y-%m-%d %H:%M}"

@@ -2,29 +2,50 @@
 
 Resolution rule (the coarsest that still draws the range, DESIGN.md section 4):
     range <= 6 h  -> 1 min   (minute rows)
-    range <= 2 d  -> 5 min   (minute rows merged on read: at most 576 points per host)
+    range <= 2 d  -> 5 min   (5-minute rows: at most 576 points)
     longer        -> 1 h     (hourly rows; weeks and months never read minute rows)
-Percentiles are never averaged: per point, sketches are merged (method "sketch", when
-request-level data exists) or bucket deltas added (method "bucket-bounded"), and only then
-is the percentile taken. Values in ms. Queries: one for the service rows, one for the GPU
-rows, whatever the range or the number of points.
+Every resolution is written at roll-up time, per host and merged over the service's hosts
+(`ServiceMergedRollup`, with the standard quantiles beside the merged distributions), so a
+page reads one row per point: one query whatever the range or the number of hosts.
+Percentiles are never averaged: sketches are merged (method "sketch", when request-level data
+exists) or bucket deltas added (method "bucket-bounded"), and only then is the percentile
+taken. Values in ms.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from analysis import buckets, cost, sketches
 from analysis.percentiles import STANDARD_QUANTILES, Percentile
-from collectors.models import HOUR, LATENCY_METRICS, MINUTE, GpuRollup, Host, ServiceRollup
-from collectors.services.rollups import Traffic, merge_gpu_rows
+from collectors.models import (
+    GPU_SERIES,
+    HOUR,
+    LATENCY_METRICS,
+    MINUTE,
+    GpuRollup,
+    Host,
+    IngestBatch,
+    ServiceMergedRollup,
+    ServiceRollup,
+)
+from collectors.services.rollups import (
+    QUANTILE_FIELDS,
+    Traffic,
+    latency_percentiles,
+    merge_hosts,
+    pack_quantiles,
+    percentiles_from_array,
+    unpack_quantiles,
+)
 from dossiers.models import Service
 
 RESOLUTIONS = (60, 300, 3600)
@@ -54,7 +75,7 @@ class MetricsPoint:
     running: float | None
     waiting: float | None
     kv_cache_usage: float | None
-    latency: dict[str, list[Percentile]]
+    latency: Mapping[str, list[Percentile]]
 
     def to_dict(self) -> dict:
         return {
@@ -103,15 +124,86 @@ class GpuPoint:
 
 
 @dataclass(frozen=True)
+class GpuSeriesPoint:
+    """The service's GPUs at one point: each series' mean over GPUs and how many reported."""
+
+    t: datetime
+    gpus: int
+    means: dict[str, float | None]  # GPU_SERIES name -> mean over GPUs (0-1, W for power)
+    counts: dict[str, int]
+    mem_used_bytes: int | None  # summed over the GPUs reporting used and total
+    mem_total_bytes: int | None
+    mem_gpus: int
+
+
 class ServiceMetrics:
-    service: str
-    start: datetime
-    end: datetime
-    resolution_s: int
-    hosts: list[str]
-    points: list[MetricsPoint]
-    overall: dict[str, list[Percentile]]  # whole-range merged percentiles per latency metric
-    gpus: list[GpuPoint] = field(default_factory=list)
+    """A service's series over a range. `points` and `gpu_series` are what pages draw; the
+    whole-range percentiles (`overall`), the per-GPU points (`gpus`) and the host names are
+    read on first use only, so a page that does not show them does not pay for them."""
+
+    def __init__(
+        self,
+        *,
+        service: str,
+        start: datetime,
+        end: datetime,
+        resolution_s: int,
+        points: list[MetricsPoint],
+        gpu_series: list[GpuSeriesPoint] | None = None,
+        hosts: list[str] | Callable[[], list[str]] = (),
+        overall: dict[str, list[Percentile]] | Callable[[], dict] | None = None,
+        gpus: list[GpuPoint] | Callable[[], list[GpuPoint]] = (),
+    ) -> None:
+        self.service, self.start, self.end = service, start, end
+        self.resolution_s = resolution_s
+        self.points = points
+        self._loaders = {"hosts": hosts, "overall": overall or {}, "gpus": gpus}
+        self._loaded: dict = {}
+        self.gpu_series = gpu_series if gpu_series is not None else _series_of(self.gpus)
+
+    def _get(self, name: str):
+        if name not in self._loaded:
+            value = self._loaders[name]
+            self._loaded[name] = value() if callable(value) else value
+        return self._loaded[name]
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(self._get("hosts"))
+
+    def quantile_columns(self, metric: str) -> np.ndarray:
+        """The points' stored quantiles of `metric` as one array [point, quantile, field]
+        (fields as `QUANTILE_FIELDS`; NaN for none): what charts draw, without objects."""
+        key = f"q:{metric}"
+        if key not in self._loaded:
+            m = LATENCY_METRICS.index(metric)
+            arrays = [
+                p.latency.array[m]
+                if isinstance(p.latency, StoredLatency)
+                else unpack_quantiles(pack_quantiles({metric: p.latency[metric]}))[0]
+                for p in self.points
+            ]
+            shape = (0, len(STANDARD_QUANTILES), len(QUANTILE_FIELDS))
+            self._loaded[key] = np.stack(arrays) if arrays else np.empty(shape)
+        return self._loaded[key]
+
+    @property
+    def x_array(self) -> np.ndarray:
+        """The points' times as one datetime64 array (naive UTC, what plotly.js reads): a
+        numeric column, cheap for Plotly to validate and copy, unlike strings."""
+        if "x" not in self._loaded:
+            seconds = [int(p.t.timestamp()) for p in self.points]
+            self._loaded["x"] = np.array(seconds, dtype="datetime64[s]")
+        return self._loaded["x"]
+
+    @property
+    def overall(self) -> dict[str, list[Percentile]]:
+        """Whole-range merged percentiles per latency metric."""
+        return self._get("overall")
+
+    @property
+    def gpus(self) -> list[GpuPoint]:
+        return list(self._get("gpus"))
 
     @property
     def latest_gpus(self) -> list[GpuPoint]:
@@ -135,62 +227,98 @@ class ServiceMetrics:
         }
 
 
-def _scaled(p: Percentile, factor: float) -> Percentile:
-    def s(v: float | None) -> float | None:
-        return None if v is None else v * factor
-
-    return Percentile(
-        q=p.q,
-        value=s(p.value),
-        count=p.count,
-        lower=s(p.lower),
-        upper=s(p.upper),
-        method=p.method,
-        above_last_edge=s(p.above_last_edge),
-    )
-
-
-def latency_percentiles(traffic: Traffic, metric: str, qs=STANDARD_QUANTILES) -> list[Percentile]:
-    """Merged percentiles in ms: from sketches when request-level data exists, else buckets."""
-    sketch = traffic.merged_sketch(metric)
-    if sketch is not None and sketch.count:
-        return sketches.percentiles(sketch, qs)
-    bc = traffic.merged_buckets(metric)
-    if bc is not None and bc.count:
-        return [_scaled(p, 1000.0) for p in buckets.quantiles(bc, qs)]  # seconds -> ms
-    return [Percentile(q=q, value=None, count=0, method="none") for q in qs]
-
-
-def _sum_or_none(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def _mean_or_none(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
+def _series_of(gpus: list[GpuPoint]) -> list[GpuSeriesPoint]:
+    """GPU series from per-GPU points (the host-filtered path and hand-built metrics)."""
+    by_t: dict[datetime, list[GpuPoint]] = defaultdict(list)
+    for g in gpus:
+        by_t[g.t].append(g)
+    out = []
+    for t in sorted(by_t):
+        items = by_t[t]
+        means, counts = {}, {}
+        for name in GPU_SERIES:
+            attr = "power_w" if name == "power" else name
+            values = [getattr(g, attr) for g in items if getattr(g, attr) is not None]
+            means[name] = sum(values) / len(values) if values else None
+            counts[name] = len(values)
+        mem = [(g.mem_used_bytes, g.mem_total_bytes) for g in items
+               if g.mem_used_bytes is not None and g.mem_total_bytes]  # fmt: skip
+        out.append(
+            GpuSeriesPoint(
+                t=t, gpus=len(items), means=means, counts=counts,
+                mem_used_bytes=sum(u for u, _ in mem) if mem else None,
+                mem_total_bytes=sum(v for _, v in mem) if mem else None, mem_gpus=len(mem),
+            )
+        )  # fmt: skip
+    return out
 
 
 def _point(t: datetime, by_host: dict[int, Traffic]) -> MetricsPoint:
-    # Rates and queue lengths add across hosts; KV usage is a per-host fraction: its mean.
-    everything = Traffic()
-    for traffic in by_host.values():
-        everything.requests += traffic.requests
-        for metric in LATENCY_METRICS:
-            everything.sketches[metric] += traffic.sketches.get(metric, [])
-            everything.buckets[metric] += traffic.buckets.get(metric, [])
-    hosts = list(by_host.values())
+    m = merge_hosts(by_host)
     return MetricsPoint(
         t=t,
-        requests=everything.requests,
-        qps=_sum_or_none([h.qps for h in hosts]),
-        prompt_tps=_sum_or_none([h.prompt_tps for h in hosts]),
-        generation_tps=_sum_or_none([h.generation_tps for h in hosts]),
-        running=_sum_or_none([h.gauge_mean("running") for h in hosts]),
-        waiting=_sum_or_none([h.gauge_mean("waiting") for h in hosts]),
-        kv_cache_usage=_mean_or_none([h.gauge_mean("kv_cache") for h in hosts]),
-        latency={m: latency_percentiles(everything, m) for m in SERIES_LATENCY},
+        requests=m.requests,
+        qps=m.qps,
+        prompt_tps=m.prompt_tps,
+        generation_tps=m.generation_tps,
+        running=m.running,
+        waiting=m.waiting,
+        kv_cache_usage=m.kv_cache_usage,
+        latency={metric: latency_percentiles(m.everything, metric) for metric in SERIES_LATENCY},
     )
+
+
+def _no_percentiles() -> list[Percentile]:
+    return [Percentile(q=q, value=None, count=0, method="none") for q in STANDARD_QUANTILES]
+
+
+POINT_COLUMNS = (
+    "start", "quantiles", "requests", "qps", "prompt_tps", "generation_tps", "running",
+    "waiting", "kv_cache_usage", "gpus", "gpu_mem_used", "gpu_mem_total", "gpu_mem_n",
+    *[f"gpu_{name}_{kind}" for name in GPU_SERIES for kind in ("mean", "n")],
+)  # fmt: skip
+_GPU_AT = POINT_COLUMNS.index("gpus")
+
+
+class StoredLatency(Mapping):
+    """A merged row's stored quantiles as {metric: [Percentile]}, built on first access."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self._built: dict[str, list[Percentile]] = {}
+
+    def __getitem__(self, metric: str) -> list[Percentile]:
+        if metric not in self._built:
+            self._built[metric] = percentiles_from_array(self.array[LATENCY_METRICS.index(metric)])
+        return self._built[metric]
+
+    def __iter__(self):
+        return iter(SERIES_LATENCY)
+
+    def __len__(self) -> int:
+        return len(SERIES_LATENCY)
+
+
+def _merged_point(row: tuple) -> MetricsPoint:
+    """A point from a merged row's columns (POINT_COLUMNS): no model instance, no parsing."""
+    latency = StoredLatency(unpack_quantiles(row[1]))
+    return MetricsPoint(row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8], latency)
+
+
+def _merged_gpu_point(row: tuple) -> GpuSeriesPoint:
+    gpus, used, total, n, *series = row[_GPU_AT:]
+    return GpuSeriesPoint(
+        t=row[0],
+        gpus=gpus,
+        means={name: series[2 * i] for i, name in enumerate(GPU_SERIES)},
+        counts={name: series[2 * i + 1] for i, name in enumerate(GPU_SERIES)},
+        mem_used_bytes=used,
+        mem_total_bytes=total,
+        mem_gpus=n,
+    )
+
+
+DISTRIBUTION_COLUMNS = [f"{m}_{kind}" for m in LATENCY_METRICS for kind in ("sketch", "buckets")]
 
 
 def service_metrics(
@@ -201,73 +329,122 @@ def service_metrics(
     hosts: list[str] | None = None,
     resolution: int | None = None,
 ) -> ServiceMetrics:
-    """The service's series over [start, end), merged over `hosts` (names; None: all)."""
+    """The service's series over [start, end), merged over `hosts` (names; None: all).
+
+    All hosts: one query of the service-merged rows written at roll-up time (one row per
+    point, whatever the number of hosts). Some hosts: one query of those hosts' rows at the
+    point resolution, merged per point, one of their GPUs' rows and one of their names.
+    """
     resolution = resolution or resolution_for(start, end)
     if resolution not in RESOLUTIONS:
         raise ValueError(f"resolution: one of {RESOLUTIONS}, got {resolution}")
-    source = HOUR if resolution >= HOUR else MINUTE
-    rows = ServiceRollup.objects.filter(
-        service=service, resolution_s=source, start__gte=_bucket(start, source), start__lt=end
+    floor = _bucket(start, resolution)
+    if hosts is None:
+        return _all_hosts_metrics(service, start, end, floor, resolution)
+
+    rows = list(
+        ServiceRollup.objects.filter(
+            service=service,
+            resolution_s=resolution,
+            start__gte=floor,
+            start__lt=end,
+            host__name__in=hosts,
+        ).order_by("start")
     )
-    if hosts is not None:
-        rows = rows.filter(host__name__in=hosts)
-    rows = list(rows.select_related("host").order_by("start"))
-
     per_point: dict[datetime, dict[int, Traffic]] = defaultdict(lambda: defaultdict(Traffic))
-    overall = Traffic()
-    host_names: dict[int, str] = {}
     for row in rows:
-        host_names[row.host_id] = row.host.name
-        per_point[_bucket(row.start, resolution)][row.host_id].add_row(row)
-    for by_host in per_point.values():
-        for traffic in by_host.values():
-            for metric in LATENCY_METRICS:
-                overall.sketches[metric] += traffic.sketches.get(metric, [])
-                overall.buckets[metric] += traffic.buckets.get(metric, [])
+        per_point[row.start][row.host_id].add_row(row)
     points = [_point(t, per_point[t]) for t in sorted(per_point)]
+    gpus = _gpu_points(Q(host__name__in=hosts), resolution, floor, end)
 
-    gpu_hosts = Q(host__name__in=hosts) if hosts is not None else Q(host_id__in=list(host_names))
-    gpus = _gpu_points(gpu_hosts, source, resolution, _bucket(start, source), end)
+    def overall() -> dict[str, list[Percentile]]:
+        everything = Traffic()
+        for by_host in per_point.values():
+            for traffic in by_host.values():
+                for metric in LATENCY_METRICS:
+                    everything.sketches[metric] += traffic.sketches.get(metric, [])
+                    everything.buckets[metric] += traffic.buckets.get(metric, [])
+        return {m: latency_percentiles(everything, m) for m in SERIES_LATENCY}
+
+    host_names = dict(Host.objects.filter(name__in=hosts).values_list("pk", "name"))
+    seen = {host_names[r.host_id] for r in rows if r.host_id in host_names}
     return ServiceMetrics(
         service=service.slug,
         start=start,
         end=end,
         resolution_s=resolution,
-        hosts=sorted(set(host_names.values()) | {g.host for g in gpus}),
+        hosts=sorted(seen | {g.host for g in gpus}),
         points=points,
-        overall={m: latency_percentiles(overall, m) for m in SERIES_LATENCY},
+        overall=overall,
         gpus=gpus,
     )
 
 
-def _gpu_points(
-    hosts: Q, source: int, resolution: int, start: datetime, end: datetime
-) -> list[GpuPoint]:
-    grouped: dict[tuple[datetime, str, int], list[GpuRollup]] = defaultdict(list)
-    for row in GpuRollup.objects.filter(
-        hosts, resolution_s=source, start__gte=start, start__lt=end
-    ).select_related("host"):
-        grouped[(_bucket(row.start, resolution), row.host.name, row.gpu_index)].append(row)
-    points = []
-    for (t, host, index), items in sorted(grouped.items()):
-        merged = merge_gpu_rows(items)
-        points.append(
-            GpuPoint(
-                t=t,
-                host=host,
-                gpu_index=index,
-                name=merged["name"],
-                util=merged["util_mean"],
-                sm_active=merged["sm_active_mean"],
-                sm_occupancy=merged["sm_occupancy_mean"],
-                dram_active=merged["dram_active_mean"],
-                mem_util=merged["mem_util_mean"],
-                mem_used_bytes=merged["mem_used_max"],
-                mem_total_bytes=merged["mem_total_bytes"],
-                power_w=merged["power_mean"],
-            )
+def _all_hosts_metrics(
+    service: Service, start: datetime, end: datetime, floor: datetime, resolution: int
+) -> ServiceMetrics:
+    merged = ServiceMergedRollup.objects.filter(
+        service=service, resolution_s=resolution, start__gte=floor, start__lt=end
+    )
+    rows = list(merged.order_by("start").values_list(*POINT_COLUMNS))
+    # The hosts that served the service in the range, as a subquery (read only when needed).
+    served = ServiceRollup.objects.filter(
+        service=service, resolution_s=resolution, start__gte=floor, start__lt=end
+    ).values("host_id")
+
+    def overall() -> dict[str, list[Percentile]]:
+        everything = Traffic()
+        for row in merged.only("id", *DISTRIBUTION_COLUMNS):
+            for metric in LATENCY_METRICS:
+                blob = getattr(row, f"{metric}_sketch")
+                if blob is not None:
+                    everything.sketches[metric].append(sketches.loads(bytes(blob)))
+                data = getattr(row, f"{metric}_buckets")
+                if data:
+                    everything.buckets[metric].append(buckets.BucketCounts.from_dict(data))
+        return {m: latency_percentiles(everything, m) for m in SERIES_LATENCY}
+
+    def hosts() -> list[str]:
+        return list(
+            Host.objects.filter(pk__in=served).order_by("name").values_list("name", flat=True)
         )
-    return points
+
+    return ServiceMetrics(
+        service=service.slug,
+        start=start,
+        end=end,
+        resolution_s=resolution,
+        hosts=hosts,
+        points=[_merged_point(row) for row in rows],
+        gpu_series=[_merged_gpu_point(row) for row in rows if row[_GPU_AT]],
+        overall=overall,
+        gpus=lambda: _gpu_points(Q(host_id__in=served), resolution, floor, end),
+    )
+
+
+def _gpu_points(hosts: Q, resolution: int, start: datetime, end: datetime) -> list[GpuPoint]:
+    """Per-GPU points from the GPU rows at the point resolution (one row per GPU and point)."""
+    return [
+        GpuPoint(
+            t=row.start,
+            host=row.host.name,
+            gpu_index=row.gpu_index,
+            name=row.name,
+            util=row.util_mean,
+            sm_active=row.sm_active_mean,
+            sm_occupancy=row.sm_occupancy_mean,
+            dram_active=row.dram_active_mean,
+            mem_util=row.mem_util_mean,
+            mem_used_bytes=row.mem_used_max,
+            mem_total_bytes=row.mem_total_bytes,
+            power_w=row.power_mean,
+        )
+        for row in GpuRollup.objects.filter(
+            hosts, resolution_s=resolution, start__gte=start, start__lt=end
+        )
+        .select_related("host")
+        .order_by("start", "host__name", "gpu_index")
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,11 +550,24 @@ class HostRow:
     health_label: str
     health_detail: str
     services: list[HostService]  # the pull target, then what it reported, by name
+    quarantined: int = 0  # batches the roll-up set aside (see `host_quarantine`)
+
+
+def quarantine_counts() -> dict[int, int]:
+    """Quarantined batches per host id (one query, on the partial quarantine index)."""
+    return dict(
+        IngestBatch.objects.filter(quarantined_at__isnull=False)
+        .values_list("host_id")
+        .annotate(n=Count("id"))
+        .values_list("host_id", "n")
+    )
 
 
 def host_rows(*, now: datetime) -> list[HostRow]:
-    """Every host with its health at `now` and its services, for the hosts page (two queries:
-    the hosts, and the (host, service) pairs of the last HOST_SERVICES_WINDOW's hourly rows)."""
+    """Every host with its health at `now` and its services, for the hosts page (three queries:
+    the hosts, the (host, service) pairs of the last HOST_SERVICES_WINDOW's hourly rows, and
+    the quarantined batch counts)."""
+    quarantined = quarantine_counts()
     reported: dict[int, dict[str, HostService]] = defaultdict(dict)
     for host_id, slug, name in (
         ServiceRollup.objects.filter(resolution_s=HOUR, start__gte=now - HOST_SERVICES_WINDOW)
@@ -399,9 +589,28 @@ def host_rows(*, now: datetime) -> list[HostRow]:
                 health_label=health.label,
                 health_detail=host.health_detail(now),
                 services=services,
+                quarantined=quarantined.get(host.pk, 0),
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class HostQuarantine:
+    count: int
+    batches: list[IngestBatch]  # the newest, at most `limit`
+
+
+def host_quarantine(*, host: Host, limit: int = 50) -> HostQuarantine:
+    """The host's quarantined batches, newest first, with their reasons (two queries)."""
+    qs = IngestBatch.objects.filter(host=host, quarantined_at__isnull=False)
+    batches = list(
+        qs.order_by("-quarantined_at", "-id").only(
+            "id", "batch_id", "host_id", "received_at", "counts", "quarantined_at",
+            "quarantine_reason",
+        )[:limit]
+    )  # fmt: skip
+    return HostQuarantine(count=qs.count(), batches=batches)
 
 
 def latest_minutes(*, service: Service, limit: int = 30) -> list[ServiceRollup]:

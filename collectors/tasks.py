@@ -4,17 +4,26 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from collectors import partitions
 from collectors.services import prometheus, pull, retention, rollups
 
 
 @shared_task(name="collectors.tasks.rollup_pending", ignore_result=True)
-def rollup_pending() -> int:
-    return rollups.rollup_pending()
+def rollup_pending(limit: int = 1000) -> int:
+    """Claim up to `limit` batches and roll them up; any number of workers may run this at
+    once (batches are claimed with SKIP LOCKED + a conditional update, never twice)."""
+    return rollups.rollup_pending(limit=limit)
 
 
 @shared_task(name="collectors.tasks.prune", ignore_result=True)
 def prune() -> dict:
     return retention.prune()
+
+
+@shared_task(name="collectors.tasks.ensure_partitions", ignore_result=True)
+def ensure_partitions() -> list[str]:
+    """Hourly: the raw tables' daily partitions for the days ahead (PostgreSQL only)."""
+    return partitions.ensure_partitions()
 
 
 @shared_task(name="collectors.tasks.schedule_pulls", ignore_result=True)

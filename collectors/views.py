@@ -15,7 +15,7 @@ from django.utils import timezone
 from collectors import selectors
 from collectors.exposition import promql
 from collectors.forms import PrometheusSourceForm
-from collectors.models import PUSH_FRESHNESS, PrometheusSource
+from collectors.models import PUSH_FRESHNESS, Host, PrometheusSource
 from collectors.services import prometheus
 from dossiers.models import Service
 
@@ -110,3 +110,21 @@ def prometheus_source_edit(request: HttpRequest, pk: int | None = None) -> HttpR
             return redirect(source.get_absolute_url())
     title = f"Edit {source.name}" if source else "New Prometheus source"
     return render(request, "collectors/prometheus_source_form.html", {"form": form, "title": title})
+
+
+@login_required
+def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    host = get_object_or_404(Host.objects.select_related("pull_service"), pk=pk)
+    now = timezone.now()
+    health = host.health(now)
+    return render(
+        request,
+        "collectors/host_detail.html",
+        {
+            "host": host,
+            "health": health.value,
+            "health_label": health.label,
+            "health_detail": host.health_detail(now),
+            "quarantine": selectors.host_quarantine(host=host),
+        },
+    )

@@ -28,6 +28,7 @@ from alerts.services import ensure_default_rules
 from analysis import sketches
 from analysis.alerting import State
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
+from collectors.services.rollups import rebuild_derived_rollups
 from dossiers.models import Baseline, Service
 from dossiers.selectors import current_baseline
 
@@ -106,6 +107,8 @@ def backfill_service(
         t += timedelta(minutes=1)
     ServiceRollup.objects.bulk_create(service_rows, batch_size=500)
     GpuRollup.objects.bulk_create(gpu_rows, batch_size=1000, ignore_conflicts=True)
+    # The 5-minute and service-merged rows the roll-up writes beside these (pages read them).
+    rebuild_derived_rollups(start=start_hour, end=now, host_ids=[host.pk])
     if regression is not None:
         _tell_the_story(service, baseline, regression)
     return True

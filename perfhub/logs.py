@@ -71,7 +71,9 @@ def task_started(task_id: str | None = None, **_) -> None:
         _started[task_id] = time.perf_counter()
 
 
-def task_finished(task_id: str | None = None, task=None, state: str | None = None, **_) -> None:
+def task_finished(
+    task_id: str | None = None, task=None, state: str | None = None, retval=None, **_
+) -> None:
     started = _started.pop(task_id, None) if task_id else None
     duration_ms = (time.perf_counter() - started) * 1000 if started is not None else None
     name = getattr(task, "name", "?")
@@ -90,5 +92,7 @@ def task_finished(task_id: str | None = None, task=None, state: str | None = Non
             "task_id": task_id,
             "outcome": outcome,
             "duration_ms": round(duration_ms, 2) if duration_ms is not None else None,
+            # A plain return value (e.g. how many batches a roll-up took) says what it did.
+            "result": retval if isinstance(retval, int | float | str | bool) else None,
         },
     )

@@ -217,6 +217,8 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "collectors.tasks.schedule_prometheus_sources",
         "schedule": env_float("PERFHUB_PULLS_EVERY_S", 15.0),
     },
+    # PostgreSQL: daily partitions of the raw tables, created days ahead (no-op on SQLite).
+    "collectors-partitions": {"task": "collectors.tasks.ensure_partitions", "schedule": 3600.0},
     # Alert evaluation aligns to the minute itself; a doubled beat is harmless.
     "alerts-evaluate": {
         "task": "alerts.evaluate",

@@ -100,6 +100,14 @@ def _insert_batch(
         "sent_at": data["sent_at"], "agent_version": data["agent_version"], "counts": counts,
         "minutes": sorted(minutes),
     }  # fmt: skip
+    # Raw SQL skips the ORM's defaults: give every other column what the ORM would ("" for a
+    # blank text field, a declared default), so a new field never breaks this insert.
+    for column in meta.concrete_fields:
+        if column.primary_key or column.name in values or column.attname in values:
+            continue
+        default = column.get_default()
+        if default is not None:
+            values[column.name] = default
     fields = [meta.get_field(name) for name in values]
     params = [
         f.get_db_prep_save(v, connection) for f, v in zip(fields, values.values(), strict=True)

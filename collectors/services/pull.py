@@ -7,6 +7,7 @@ down with the error shown on the hosts page; the next success marks it up again.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,6 +23,7 @@ from collectors.models import Host
 from collectors.services.ingest import IngestResult, ingest_document
 
 MAX_ERROR_CHARS = 2000
+log = logging.getLogger(__name__)
 
 
 class PullError(Exception):
@@ -65,6 +67,9 @@ def pull_host(*, host_id: int, now: datetime | None = None) -> PullOutcome:
     except APIException as exc:  # the document failed validation, like a push would
         record_ingest(via="pull", outcome="rejected")
         return _mark(host, now, error=f"rejected: {exc.detail}")
+    except Exception as exc:  # anything else is this host's problem only: record, go on
+        log.exception("pull of host %s failed", host.pk)
+        return _mark(host, now, error=f"could not store the pull: {type(exc).__name__}: {exc}")
     record_ingest(
         via="pull", outcome="duplicate" if result.duplicate else "accepted", counts=result.counts
     )

@@ -1,9 +1,11 @@
 """Roll-ups: raw rows -> per-minute rows -> hourly rows, recomputed, never incremented.
 
-The task claims batches nobody has rolled up yet (a conditional UPDATE on the partial
-`ingestbatch_pending` index, so two workers never take the same batch), then recomputes each
-affected (host, minute) from the raw rows and each affected (host, hour) from the minute rows.
-Recomputing makes it idempotent: a retried task or a late sample simply rewrites its minute.
+The task claims batches nobody has rolled up yet (SKIP LOCKED + a conditional UPDATE on the
+partial `ingestbatch_todo` index, so two workers never take the same batch), then recomputes
+each affected (host, minute) from the raw rows and each affected (host, hour) from the minute
+rows. Recomputing makes it idempotent: a retried task or a late sample simply rewrites its
+minute. Hosts are rolled up one at a time and a batch that cannot be processed is quarantined
+with its reason (`IngestBatch.quarantined_at`), so one bad batch never stalls the others.
 
 Latency distributions: request-level values go into DDSketch (ms); scraped histogram bucket
 deltas are added per minute (seconds, `BucketCounts`). Both merge exactly, so hourly rows,
@@ -12,18 +14,23 @@ hosts and ranges merge without ever averaging a percentile (DESIGN.md section 4)
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db import transaction
+import numpy as np
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from analysis import buckets, sketches
+from analysis.percentiles import STANDARD_QUANTILES, Percentile
 from collectors.models import (
+    FIVE_MINUTES,
+    GPU_SERIES,
     HOUR,
     LATENCY_METRICS,
     MINUTE,
@@ -33,8 +40,10 @@ from collectors.models import (
     IngestBatch,
     RequestSample,
     ScrapeWindow,
+    ServiceMergedRollup,
     ServiceRollup,
 )
+from dossiers.models import Service
 
 # Which scraped histogram stands for which latency (ITL is what engines expose for TPOT).
 SCRAPED_HISTOGRAM = {
@@ -52,6 +61,9 @@ GPU_MEANS = ("util", "mem_util", "sm_active", "sm_occupancy", "dram_active", "po
 CLAIM_TIMEOUT = timedelta(minutes=10)
 # Minutes further apart than this are read from raw rows in separate range queries.
 RANGE_GAP_MINUTES = 10
+MAX_REASON_CHARS = 500
+
+log = logging.getLogger(__name__)
 
 
 def minute_start(epoch_minute: int) -> datetime:
@@ -288,6 +300,223 @@ def merge_gpu_rows(rows: Iterable[GpuRollup]) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# Merging hosts into one point (the materialized service rows, and the host-filtered reads)
+
+
+def _scaled(p: Percentile, factor: float) -> Percentile:
+    def s(v: float | None) -> float | None:
+        return None if v is None else v * factor
+
+    return Percentile(
+        q=p.q,
+        value=s(p.value),
+        count=p.count,
+        lower=s(p.lower),
+        upper=s(p.upper),
+        method=p.method,
+        above_last_edge=s(p.above_last_edge),
+    )
+
+
+def distribution_percentiles(
+    sketch, bc: buckets.BucketCounts | None, qs=STANDARD_QUANTILES
+) -> list[Percentile]:
+    """Percentiles in ms: from the sketch when request-level data exists, else the buckets."""
+    if sketch is not None and sketch.count:
+        return sketches.percentiles(sketch, qs)
+    if bc is not None and bc.count:
+        return [_scaled(p, 1000.0) for p in buckets.quantiles(bc, qs)]  # seconds -> ms
+    return [Percentile(q=q, value=None, count=0, method="none") for q in qs]
+
+
+def latency_percentiles(traffic: Traffic, metric: str, qs=STANDARD_QUANTILES) -> list[Percentile]:
+    """Merged percentiles in ms: from sketches when request-level data exists, else buckets."""
+    return distribution_percentiles(
+        traffic.merged_sketch(metric), traffic.merged_buckets(metric), qs
+    )
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _mean_or_none(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+@dataclass
+class HostsMerged:
+    """One point over several hosts: rates and queues add, KV usage is the hosts' mean."""
+
+    requests: int
+    qps: float | None
+    prompt_tps: float | None
+    generation_tps: float | None
+    running: float | None
+    waiting: float | None
+    kv_cache_usage: float | None
+    everything: Traffic  # every host's distributions, to merge
+
+
+def merge_hosts(by_host: dict[int, Traffic]) -> HostsMerged:
+    everything = Traffic()
+    for traffic in by_host.values():
+        everything.requests += traffic.requests
+        for metric in LATENCY_METRICS:
+            everything.sketches[metric] += traffic.sketches.get(metric, [])
+            everything.buckets[metric] += traffic.buckets.get(metric, [])
+    hosts = list(by_host.values())
+    return HostsMerged(
+        requests=everything.requests,
+        qps=_sum_or_none([h.qps for h in hosts]),
+        prompt_tps=_sum_or_none([h.prompt_tps for h in hosts]),
+        generation_tps=_sum_or_none([h.generation_tps for h in hosts]),
+        running=_sum_or_none([h.gauge_mean("running") for h in hosts]),
+        waiting=_sum_or_none([h.gauge_mean("waiting") for h in hosts]),
+        kv_cache_usage=_mean_or_none([h.gauge_mean("kv_cache") for h in hosts]),
+        everything=everything,
+    )
+
+
+def gpu_series_values(rows: Iterable[GpuRollup]) -> dict:
+    """Across GPUs (one row per GPU and period): the mean of each GPU's means and how many
+    GPUs reported it, and memory high-water and total summed over the GPUs reporting both."""
+    acc = {name: [0.0, 0] for name in GPU_SERIES}
+    out: dict = {"gpus": 0, "gpu_mem_used": None, "gpu_mem_total": None, "gpu_mem_n": 0}
+    used = total = 0
+    for row in rows:
+        out["gpus"] += 1
+        for name in GPU_SERIES:
+            value = getattr(row, f"{name}_mean")
+            if value is not None:
+                acc[name][0] += value
+                acc[name][1] += 1
+        if row.mem_used_max is not None and row.mem_total_bytes:
+            used += row.mem_used_max
+            total += row.mem_total_bytes
+            out["gpu_mem_n"] += 1
+    if out["gpu_mem_n"]:
+        out["gpu_mem_used"], out["gpu_mem_total"] = used, total
+    for name, (total_value, n) in acc.items():
+        out[f"gpu_{name}_mean"] = total_value / n if n else None
+        out[f"gpu_{name}_n"] = n
+    return out
+
+
+# Stored quantiles: float64 [metric (LATENCY_METRICS), quantile (STANDARD_QUANTILES), field],
+# fields value, count, lower, upper, above_last_edge, method code; NaN for None. Read back with
+# one np.frombuffer per row, no parsing: what keeps a month of points cheap to draw.
+QUANTILE_FIELDS = ("value", "count", "lower", "upper", "above_last_edge", "method")
+METHODS = ("none", "sketch", "bucket-bounded", "exact")
+QUANTILES_SHAPE = (len(LATENCY_METRICS), len(STANDARD_QUANTILES), len(QUANTILE_FIELDS))
+
+
+def pack_quantiles(by_metric: dict[str, list[Percentile]]) -> bytes:
+    a = np.full(QUANTILES_SHAPE, np.nan)
+    for m, metric in enumerate(LATENCY_METRICS):
+        for i, p in enumerate(by_metric.get(metric) or []):
+            a[m, i] = [
+                np.nan if v is None else v
+                for v in (p.value, p.count, p.lower, p.upper, p.above_last_edge)
+            ] + [METHODS.index(p.method) if p.method in METHODS else 0]
+    return a.astype("<f8").tobytes()
+
+
+def unpack_quantiles(blob: bytes | memoryview | None) -> np.ndarray:
+    if blob is None:
+        return np.full(QUANTILES_SHAPE, np.nan)
+    return np.frombuffer(blob, dtype="<f8").reshape(QUANTILES_SHAPE)
+
+
+def percentiles_from_array(a: np.ndarray) -> list[Percentile]:
+    """Percentile objects of one metric's stored quantiles (a [quantile, field] array)."""
+    out = []
+    for q, (value, count, lower, upper, above, method) in zip(
+        STANDARD_QUANTILES, a.tolist(), strict=True
+    ):
+        out.append(
+            Percentile(
+                q=q,
+                value=None if value != value else value,  # NaN -> None
+                count=0 if count != count else int(count),
+                lower=None if lower != lower else lower,
+                upper=None if upper != upper else upper,
+                method=METHODS[0 if method != method else int(method)],
+                above_last_edge=None if above != above else above,
+            )
+        )
+    return out
+
+
+def _merged_row(
+    service_id: int, resolution: int, start: datetime, by_host: dict[int, Traffic], gpus: list
+) -> ServiceMergedRollup:
+    m = merge_hosts(by_host)
+    row = ServiceMergedRollup(
+        service_id=service_id,
+        resolution_s=resolution,
+        start=start,
+        hosts=sorted(by_host),
+        requests=m.requests,
+        qps=m.qps,
+        prompt_tps=m.prompt_tps,
+        generation_tps=m.generation_tps,
+        running=m.running,
+        waiting=m.waiting,
+        kv_cache_usage=m.kv_cache_usage,
+        **gpu_series_values(gpus),
+    )
+    latency = {}
+    for metric in LATENCY_METRICS:
+        sketch = m.everything.merged_sketch(metric)
+        bc = m.everything.merged_buckets(metric)
+        if sketch is not None and sketch.count:
+            setattr(row, f"{metric}_sketch", sketches.dumps(sketch))
+            setattr(row, f"{metric}_count", int(sketch.count))
+        if bc is not None and bc.count:
+            setattr(row, f"{metric}_buckets", bc.to_dict())
+        latency[metric] = distribution_percentiles(sketch, bc)
+    row.quantiles = pack_quantiles(latency)
+    return row
+
+
+def merge_services(service_ids: Iterable[int], resolution: int, starts: list[datetime]) -> int:
+    """Rewrite the service-merged rows of `service_ids` for `starts` from the per-host rows.
+
+    Two queries to read (every host's rows of those periods, and their GPUs' rows), one
+    delete and one insert. Returns the rows written.
+    """
+    service_ids = sorted(set(service_ids))
+    if not service_ids or not starts:
+        return 0
+    by_key: dict[tuple[int, datetime], dict[int, Traffic]] = defaultdict(
+        lambda: defaultdict(Traffic)
+    )
+    for row in ServiceRollup.objects.filter(
+        service_id__in=service_ids, resolution_s=resolution, start__in=starts
+    ):
+        by_key[(row.service_id, row.start)][row.host_id].add_row(row)
+    host_ids = {h for by_host in by_key.values() for h in by_host}
+    gpus: dict[tuple[int, datetime], list[GpuRollup]] = defaultdict(list)
+    if host_ids:
+        for g in GpuRollup.objects.filter(
+            host_id__in=host_ids, resolution_s=resolution, start__in=starts
+        ):
+            gpus[(g.host_id, g.start)].append(g)
+    rows = [
+        _merged_row(sid, resolution, start, by_host, [g for h in by_host for g in gpus[(h, start)]])
+        for (sid, start), by_host in sorted(by_key.items())
+    ]
+    ServiceMergedRollup.objects.filter(
+        service_id__in=service_ids, resolution_s=resolution, start__in=starts
+    ).delete()
+    ServiceMergedRollup.objects.bulk_create(rows, batch_size=200)
+    return len(rows)
+
+
+# ---------------------------------------------------------------------------------------------
 # Recomputing a host's minutes and hours
 
 
@@ -310,18 +539,35 @@ def rollup_host_minutes(*, host_id: int, minutes: Iterable[int]) -> int:
     """
     wanted = set(minutes)
     written = 0
+    services: set[int] = set()
     with transaction.atomic():
         Host.objects.select_for_update().filter(pk=host_id).first()
         for first, last in _clusters(list(wanted)):
             start, end = minute_start(first), minute_start(last + 1)
-            written += _rollup_range(host_id, wanted, start, end)
-        hours = sorted({m // 60 for m in wanted})
-        for hour in hours:
-            _rollup_hour(host_id, minute_start(hour * 60))
+            n, touched = _rollup_range(host_id, wanted, start, end)
+            written += n
+            services |= touched
+        periods = {
+            FIVE_MINUTES: sorted({minute_start(m // 5 * 5) for m in wanted}),
+            HOUR: sorted({minute_start(m // 60 * 60) for m in wanted}),
+        }
+        for resolution, starts in periods.items():
+            for start in starts:
+                _rollup_period(host_id, start, resolution)
+        if services:
+            # Other hosts of these services may be rolled up by another worker right now:
+            # merged rows are rewritten under the services' locks, taken in one order.
+            list(Service.objects.select_for_update().filter(pk__in=services).order_by("pk"))
+            merge_services(services, MINUTE, sorted(minute_start(m) for m in wanted))
+            for resolution, starts in periods.items():
+                merge_services(services, resolution, starts)
     return written
 
 
-def _rollup_range(host_id: int, wanted: set[int], start: datetime, end: datetime) -> int:
+def _rollup_range(
+    host_id: int, wanted: set[int], start: datetime, end: datetime
+) -> tuple[int, set[int]]:
+    """Rewrite the host's minute rows in [start, end); returns (rows, services touched)."""
     requests: dict[tuple[int, int], list[tuple]] = defaultdict(list)
     for service_id, ts, *values in RequestSample.objects.filter(
         host_id=host_id, ts__gte=start, ts__lt=end
@@ -362,15 +608,19 @@ def _rollup_range(host_id: int, wanted: set[int], start: datetime, end: datetime
         if key[1] in in_range
     ]
     starts = [minute_start(m) for m in in_range]
-    ServiceRollup.objects.filter(host_id=host_id, resolution_s=MINUTE, start__in=starts).delete()
+    old = ServiceRollup.objects.filter(host_id=host_id, resolution_s=MINUTE, start__in=starts)
+    touched = set(old.values_list("service_id", flat=True).distinct())
+    touched |= {row.service_id for row in service_rows}
+    old.delete()
     GpuRollup.objects.filter(host_id=host_id, resolution_s=MINUTE, start__in=starts).delete()
     ServiceRollup.objects.bulk_create(service_rows, batch_size=200)
     GpuRollup.objects.bulk_create(gpu_rows, batch_size=500)
-    return len(service_rows)
+    return len(service_rows), touched
 
 
-def _rollup_hour(host_id: int, hour: datetime) -> None:
-    end = hour + timedelta(hours=1)
+def _rollup_period(host_id: int, hour: datetime, resolution: int) -> None:
+    """Rewrite the host's `resolution` rows (5 minutes or an hour) starting at `hour`."""
+    end = hour + timedelta(seconds=resolution)
     by_service: dict[int, Traffic] = defaultdict(Traffic)
     for row in ServiceRollup.objects.filter(
         host_id=host_id, resolution_s=MINUTE, start__gte=hour, start__lt=end
@@ -381,12 +631,16 @@ def _rollup_hour(host_id: int, hour: datetime) -> None:
         host_id=host_id, resolution_s=MINUTE, start__gte=hour, start__lt=end
     ):
         by_gpu[row.gpu_index].append(row)
-    ServiceRollup.objects.filter(host_id=host_id, resolution_s=HOUR, start=hour).delete()
-    GpuRollup.objects.filter(host_id=host_id, resolution_s=HOUR, start=hour).delete()
+    ServiceRollup.objects.filter(host_id=host_id, resolution_s=resolution, start=hour).delete()
+    GpuRollup.objects.filter(host_id=host_id, resolution_s=resolution, start=hour).delete()
     ServiceRollup.objects.bulk_create(
         [
             _rollup_from_traffic(
-                traffic, service_id=service_id, host_id=host_id, resolution=HOUR, start=hour
+                traffic,
+                service_id=service_id,
+                host_id=host_id,
+                resolution=resolution,
+                start=hour,
             )
             for service_id, traffic in by_service.items()
         ]
@@ -394,7 +648,7 @@ def _rollup_hour(host_id: int, hour: datetime) -> None:
     GpuRollup.objects.bulk_create(
         [
             GpuRollup(
-                host_id=host_id, gpu_index=index, resolution_s=HOUR, start=hour,
+                host_id=host_id, gpu_index=index, resolution_s=resolution, start=hour,
                 **merge_gpu_rows(rows),
             )
             for index, rows in by_gpu.items()
@@ -406,29 +660,189 @@ def _rollup_hour(host_id: int, hour: datetime) -> None:
 # The work queue
 
 
-def rollup_pending(*, now: datetime | None = None, limit: int = 1000) -> int:
-    """Claim batches not yet rolled up, recompute what they touched. Returns batches done."""
-    now = now or timezone.now()
+@dataclass
+class RollupReport:
+    """What one `rollup_pending` run did: batches rolled up and batches set aside."""
+
+    rolled_up: int = 0
+    quarantined: list[tuple[int, str]] = field(default_factory=list)  # (batch pk, reason)
+    hosts: int = 0
+
+
+def _claim_batches(now: datetime, limit: int) -> uuid.UUID | None:
+    """Stamp up to `limit` unclaimed batches with a new claim; None when there is nothing.
+
+    On PostgreSQL the candidates are locked with SKIP LOCKED, so a second worker claiming at
+    the same moment takes the next batches instead of queueing behind the first. Either way
+    the conditional UPDATE is the claim: a batch another worker took meanwhile is skipped.
+    """
     claim = uuid.uuid4()
-    claimable = Q(rolled_up_at__isnull=True) & (
+    claimable = Q(rolled_up_at__isnull=True, quarantined_at__isnull=True) & (
         Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - CLAIM_TIMEOUT)
     )
-    ids = list(
-        IngestBatch.objects.filter(claimable).order_by("id").values_list("id", flat=True)[:limit]
-    )
-    if not ids:
-        return 0
-    # The conditional update is the claim: a batch another worker took meanwhile is skipped.
-    IngestBatch.objects.filter(claimable, id__in=ids).update(claim=claim, claimed_at=now)
-    work: dict[int, set[int]] = defaultdict(set)
-    done = 0
-    for host_id, minutes in IngestBatch.objects.filter(claim=claim).values_list(
-        "host_id", "minutes"
+    with transaction.atomic():
+        candidates = IngestBatch.objects.filter(claimable).order_by("id")
+        if connection.features.has_select_for_update_skip_locked:
+            candidates = candidates.select_for_update(skip_locked=True)
+        ids = list(candidates.values_list("id", flat=True)[:limit])
+        if not ids:
+            return None
+        taken = IngestBatch.objects.filter(claimable, id__in=ids).update(
+            claim=claim, claimed_at=now
+        )
+    return claim if taken else None
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS]
+
+
+def rollup_claimed(claim: uuid.UUID, *, now: datetime) -> RollupReport:
+    """Roll up the batches of one claim, host by host; a batch that fails is quarantined.
+
+    Each host's minutes are recomputed in one transaction. If that fails, the host's batches
+    are retried one at a time, so only the batch that cannot be processed is set aside (with
+    its reason); its neighbours, and every other host, roll up as usual.
+    """
+    report = RollupReport()
+    by_host: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
+    for pk, host_id, minutes in IngestBatch.objects.filter(claim=claim).values_list(
+        "pk", "host_id", "minutes"
     ):
-        work[host_id].update(minutes)
-        done += 1
-    for host_id, minutes in work.items():
-        if minutes:
-            rollup_host_minutes(host_id=host_id, minutes=minutes)
-    IngestBatch.objects.filter(claim=claim).update(rolled_up_at=now)
-    return done
+        by_host[host_id].append((pk, list(minutes or [])))
+    for host_id, batches in by_host.items():
+        report.hosts += 1
+        try:
+            rollup_host_minutes(host_id=host_id, minutes={m for _, ms in batches for m in ms})
+        except Exception:
+            log.warning("roll-up of host %s failed; retrying its batches one by one", host_id)
+        else:
+            done = [pk for pk, _ in batches]
+            IngestBatch.objects.filter(pk__in=done).update(rolled_up_at=now)
+            report.rolled_up += len(done)
+            continue
+        for pk, minutes in batches:
+            try:
+                rollup_host_minutes(host_id=host_id, minutes=minutes)
+            except Exception as exc:
+                reason = _reason(exc)
+                log.warning("batch %s of host %s quarantined: %s", pk, host_id, reason)
+                IngestBatch.objects.filter(pk=pk).update(
+                    quarantined_at=now, quarantine_reason=reason
+                )
+                report.quarantined.append((pk, reason))
+            else:
+                IngestBatch.objects.filter(pk=pk).update(rolled_up_at=now)
+                report.rolled_up += 1
+    return report
+
+
+def rollup_pending(*, now: datetime | None = None, limit: int = 1000) -> int:
+    """Claim batches not yet rolled up, recompute what they touched. Returns batches done."""
+    return rollup_pending_report(now=now, limit=limit).rolled_up
+
+
+def rollup_pending_report(*, now: datetime | None = None, limit: int = 1000) -> RollupReport:
+    """`rollup_pending`, telling also which batches were quarantined and why."""
+    now = now or timezone.now()
+    claim = _claim_batches(now, limit)
+    if claim is None:
+        return RollupReport()
+    return rollup_claimed(claim, now=now)
+
+
+def requeue_quarantined(*, host_id: int | None = None) -> int:
+    """Give quarantined batches another go (after a fix); returns how many."""
+    qs = IngestBatch.objects.filter(quarantined_at__isnull=False, rolled_up_at__isnull=True)
+    if host_id is not None:
+        qs = qs.filter(host_id=host_id)
+    return qs.update(quarantined_at=None, quarantine_reason="", claim=None, claimed_at=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rebuilding the derived rows (5-minute and service-merged) from the minute and hour rows
+
+
+def rebuild_derived_rollups(
+    *,
+    start: datetime,
+    end: datetime,
+    host_ids: Iterable[int] | None = None,
+    five_minute: bool = True,
+) -> dict[str, int]:
+    """Write the 5-minute per-host rows (from minute rows) and the service-merged rows (every
+    resolution) of [start, end), a day at a time. For rows rolled up before these existed
+    (after upgrading), and for rows written by something other than the roll-up (seeding).
+    Never reads raw rows, so it works past raw retention. Returns rows written per kind."""
+    written = {"five_minute": 0, "merged": 0}
+    hosts = list(host_ids) if host_ids is not None else None
+    day = floor_time(start, 86400)
+    while day < end:
+        chunk_end = min(day + timedelta(days=1), end)
+        with transaction.atomic():
+            if five_minute:
+                written["five_minute"] += _five_minute_rows(hosts, max(day, start), chunk_end)
+            written["merged"] += _merged_rows(hosts, max(day, start), chunk_end)
+        day += timedelta(days=1)
+    return written
+
+
+def _host_filter(hosts: list[int] | None) -> Q:
+    return Q(host_id__in=hosts) if hosts is not None else Q()
+
+
+def _five_minute_rows(hosts: list[int] | None, start: datetime, end: datetime) -> int:
+    start = floor_time(start, FIVE_MINUTES)
+    by_service: dict[tuple[int, int, datetime], Traffic] = defaultdict(Traffic)
+    for row in ServiceRollup.objects.filter(
+        _host_filter(hosts), resolution_s=MINUTE, start__gte=start, start__lt=end
+    ):
+        by_service[(row.host_id, row.service_id, floor_time(row.start, FIVE_MINUTES))].add_row(row)
+    by_gpu: dict[tuple[int, int, datetime], list[GpuRollup]] = defaultdict(list)
+    for row in GpuRollup.objects.filter(
+        _host_filter(hosts), resolution_s=MINUTE, start__gte=start, start__lt=end
+    ):
+        by_gpu[(row.host_id, row.gpu_index, floor_time(row.start, FIVE_MINUTES))].append(row)
+    for model in (ServiceRollup, GpuRollup):
+        model.objects.filter(
+            _host_filter(hosts), resolution_s=FIVE_MINUTES, start__gte=start, start__lt=end
+        ).delete()
+    ServiceRollup.objects.bulk_create(
+        [
+            _rollup_from_traffic(
+                traffic, service_id=sid, host_id=hid, resolution=FIVE_MINUTES, start=t
+            )
+            for (hid, sid, t), traffic in by_service.items()
+        ],
+        batch_size=500,
+    )
+    GpuRollup.objects.bulk_create(
+        [
+            GpuRollup(host_id=hid, gpu_index=index, resolution_s=FIVE_MINUTES, start=t,
+                      **merge_gpu_rows(rows))
+            for (hid, index, t), rows in by_gpu.items()
+        ],
+        batch_size=1000,
+    )  # fmt: skip
+    return len(by_service)
+
+
+def _merged_rows(hosts: list[int] | None, start: datetime, end: datetime) -> int:
+    written = 0
+    for resolution in (MINUTE, FIVE_MINUTES, HOUR):
+        pairs = (
+            ServiceRollup.objects.filter(
+                _host_filter(hosts),
+                resolution_s=resolution,
+                start__gte=floor_time(start, resolution),
+                start__lt=end,
+            )
+            .values_list("service_id", "start")
+            .distinct()
+        )
+        starts_by_service: dict[int, set[datetime]] = defaultdict(set)
+        for sid, t in pairs:
+            starts_by_service[sid].add(t)
+        all_starts = sorted({t for ts in starts_by_service.values() for t in ts})
+        written += merge_services(starts_by_service, resolution, all_starts)
+    return written

@@ -6,13 +6,14 @@ data it returns an empty figure whose text says why.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import datetime
 
+import numpy as np
 import plotly.graph_objects as go
 
-from analysis.percentiles import Percentile, minimum_count
-from collectors.selectors import GpuPoint
+from analysis.percentiles import STANDARD_QUANTILES, label, minimum_count
+from collectors.selectors import GpuSeriesPoint
+from collectors.services.rollups import METHODS
 from dashboards.figures.common import (
     BASELINE_FILL,
     BASELINE_LINE,
@@ -52,16 +53,18 @@ def _x_range(d: ServiceDashboard) -> tuple[datetime, datetime]:
     return (d.start, d.end)
 
 
-def _percentile_hover(label: str, p: Percentile) -> str:
-    if p.value is None and p.above_last_edge is not None:
-        text = f"{label.upper()} > {p.above_last_edge:.1f} ms (above the last bucket edge)"
+def _hover_text(name: str, value, above, count: int, lower, upper, bounded: bool, need: int) -> str:
+    """A percentile's hover: its value (or "above the last edge"), the requests it rests on,
+    its bucket bounds, and whether that is too few requests; from stored columns."""
+    if np.isnan(value) and not np.isnan(above):
+        text = f"{name.upper()} > {above:.1f} ms (above the last bucket edge)"
     else:
-        text = f"{label.upper()} {p.value:.1f} ms"
-    text += f"<br>rests on {p.count:,} requests"
-    if p.method == "bucket-bounded" and p.lower is not None and p.upper is not None:
-        text += f"<br>bucket-bounded: {p.lower:.1f} to {p.upper:.1f} ms"
-    if not p.sufficient:
-        text += f"<br><b>insufficient data</b> (needs {minimum_count(p.q):,})"
+        text = f"{name.upper()} {value:.1f} ms"
+    text += f"<br>rests on {count:,} requests"
+    if bounded and not np.isnan(lower) and not np.isnan(upper):
+        text += f"<br>bucket-bounded: {lower:.1f} to {upper:.1f} ms"
+    if count < need:
+        text += f"<br><b>insufficient data</b> (needs {need:,})"
     return text
 
 
@@ -75,12 +78,13 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
     y_title = f"{metric.upper() if metric != 'e2e' else 'end-to-end'} (ms)"
     if not d.metrics.points:
         return empty_figure(title, _no_samples(d), y_title=y_title)
-    series = {
-        label: [(pt.t, next(p for p in pt.latency[metric] if p.label == label))
-                for pt in d.metrics.points]
-        for label in SHOWN_PERCENTILES
-    }  # fmt: skip
-    if not any(p.value is not None or p.above_last_edge for _, p in series["p50"]):
+    # Columns, not per-point objects: the stored quantiles as one array per metric
+    # [point, quantile, field] and the times as one datetime64 array (a month of points).
+    x = d.metrics.x_array
+    cols = d.metrics.quantile_columns(metric)
+    index = {label(q): i for i, q in enumerate(STANDARD_QUANTILES)}
+    value, count, lower, upper, above, method = (cols[:, :, f] for f in range(6))
+    if not np.any(~np.isnan(value[:, index["p50"]]) | (np.nan_to_num(above[:, index["p50"]]) > 0)):
         return empty_figure(
             title,
             f"Traffic arrived, but no {metric.upper()} latency: agents pushed no request timings"
@@ -89,25 +93,33 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
         )
     fig = go.Figure(layout=layout(title, y_title=y_title, x_range=_x_range(d)))
     _add_baseline_band(fig, d, metric)
-    for label, items in series.items():
-        xs, ys, hover, symbols = [], [], [], []
-        for t, p in items:
-            xs.append(ts(t))
-            y = p.value if p.value is not None else p.above_last_edge
-            ys.append(y)
-            hover.append(_percentile_hover(label, p) if y is not None else "no data")
-            if p.value is None and p.above_last_edge is not None:
-                symbols.append("triangle-up-open")
-            else:
-                symbols.append("circle" if p.sufficient else "circle-open")
+    bounded = METHODS.index("bucket-bounded")
+    any_insufficient = False
+    for name in SHOWN_PERCENTILES:
+        i = index[name]
+        need = minimum_count(STANDARD_QUANTILES[i])
+        v, a, n = value[:, i], above[:, i], np.nan_to_num(count[:, i]).astype(int)
+        lo, hi, is_bounded = lower[:, i], upper[:, i], method[:, i] == bounded
+        over_edge = np.isnan(v) & ~np.isnan(a)
+        y = np.where(over_edge, a, v)
+        enough = n >= need
+        if name == "p99":
+            any_insufficient = bool(np.any(~enough & ~np.isnan(v)))
+        symbols = np.where(over_edge, "triangle-up-open", np.where(enough, "circle", "circle-open"))
+        hover = [
+            _hover_text(name, v[k], a[k], n[k], lo[k], hi[k], is_bounded[k], need)
+            if not np.isnan(y[k])
+            else "no data"
+            for k in range(len(y))
+        ]
         fig.add_trace(
             go.Scatter(
-                name=label.upper(),
-                x=arr(xs),
-                y=arr(ys),
+                name=name.upper(),
+                x=x,
+                y=y,
                 mode="lines+markers",
-                line={"color": PERCENTILE_COLORS[label], "width": 2 if label == "p99" else 1.5},
-                marker={"symbol": one_or_many(symbols), "size": 5},
+                line={"color": PERCENTILE_COLORS[name], "width": 2 if name == "p99" else 1.5},
+                marker={"symbol": one_or_many(symbols.tolist()), "size": 5},
                 hovertext=arr(hover),
                 hoverinfo="text+x",
                 connectgaps=False,
@@ -125,7 +137,7 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
                 hoverinfo="name",
             )
         )
-    if any(not p.sufficient for _, p in series["p99"] if p.value is not None):
+    if any_insufficient:
         fig.add_trace(
             go.Scatter(
                 name="open marker: too few requests",
@@ -194,7 +206,7 @@ def throughput_figure(d: ServiceDashboard) -> go.Figure:
     fig = go.Figure(
         layout=layout(title, y_title="requests/s", y2_title="tokens/s", x_range=_x_range(d))
     )
-    x = arr(ts(p.t) for p in points)
+    x = d.metrics.x_array
     fig.add_trace(
         go.Scatter(
             name="QPS (requests/s)",
@@ -232,14 +244,9 @@ def throughput_figure(d: ServiceDashboard) -> go.Figure:
     return fig
 
 
-def _mean_by_time(gpus: list[GpuPoint], attr: str) -> dict[datetime, tuple[float, int]]:
-    """Mean of one GPU field per point over the GPUs reporting it, with how many did."""
-    acc: dict[datetime, list[float]] = defaultdict(list)
-    for g in gpus:
-        value = getattr(g, attr)
-        if value is not None:
-            acc[g.t].append(value)
-    return {t: (sum(v) / len(v), len(v)) for t, v in acc.items()}
+def _mean_by_time(series: list[GpuSeriesPoint], name: str) -> dict[datetime, tuple[float, int]]:
+    """Mean of one GPU series per point over the GPUs reporting it, with how many did."""
+    return {p.t: (p.means[name], p.counts[name]) for p in series if p.means[name] is not None}
 
 
 def _no_gpu_samples(d: ServiceDashboard) -> str:
@@ -256,7 +263,7 @@ def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
     SMs idle, so the SM and DRAM series are what say how busy the GPU really is.
     """
     title = "Is the GPU really busy? GPU-Util vs SM active vs DRAM bandwidth"
-    if not d.metrics.gpus:
+    if not d.metrics.gpu_series:
         return empty_figure(title, _no_gpu_samples(d), y_title="% of time / capacity")
     fig = go.Figure(layout=layout(title, y_title="% (mean over GPUs)", x_range=_x_range(d)))
     fig.update_yaxes(range=[0, 105])
@@ -268,7 +275,7 @@ def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
     )
     missing = []
     for attr, name, color, dash in series:
-        means = _mean_by_time(d.metrics.gpus, attr)
+        means = _mean_by_time(d.metrics.gpu_series, attr)
         if not means:
             if attr != "sm_occupancy":
                 missing.append(name)
@@ -299,13 +306,11 @@ def memory_figure(d: ServiceDashboard) -> go.Figure:
     """GPU memory used (high-water mark, % of total) and the engine's KV cache usage."""
     title = "Memory: GPU memory used and KV cache usage"
     kv = [(p.t, p.kv_cache_usage) for p in d.metrics.points if p.kv_cache_usage is not None]
-    used: dict[datetime, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for g in d.metrics.gpus:
-        if g.mem_used_bytes is not None and g.mem_total_bytes:
-            acc = used[g.t]
-            acc[0] += g.mem_used_bytes
-            acc[1] += g.mem_total_bytes
-            acc[2] += 1
+    used = {
+        g.t: (g.mem_used_bytes, g.mem_total_bytes, g.mem_gpus)
+        for g in d.metrics.gpu_series
+        if g.mem_gpus
+    }
     if not kv and not used:
         reason = _no_samples(d) if not d.metrics.points else _no_gpu_samples(d)
         return empty_figure(title, reason, y_title="% used")

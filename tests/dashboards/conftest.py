@@ -17,6 +17,7 @@ import pytest
 
 from analysis import sketches
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
+from collectors.services.rollups import rebuild_derived_rollups
 from dossiers.models import Baseline, Service
 from loadtests.models import LoadTest, LoadTestSketch
 
@@ -131,6 +132,10 @@ def seed_traffic(
             )  # fmt: skip
     ServiceRollup.objects.bulk_create(service_rows, batch_size=500)
     GpuRollup.objects.bulk_create(gpu_rows, batch_size=500)
+    # The 5-minute and service-merged rows the roll-up writes beside these.
+    rebuild_derived_rollups(
+        start=start, end=start + timedelta(minutes=minutes), host_ids=[host_obj.pk]
+    )
     return host_obj
 
 
