@@ -18,6 +18,7 @@ from django.urls import reverse
 from alerts import kinds
 from analysis.alerting import Direction, Health, State, Thresholds
 from dossiers.models import Service, Team
+from dossiers.outbound import OutboundRefused, check_url
 
 
 class Severity(models.TextChoices):
@@ -292,6 +293,11 @@ class Receiver(models.Model):
     def clean(self) -> None:
         if self.kind == self.Kind.WEBHOOK and not self.url:
             raise ValidationError({"url": "A webhook receiver needs a URL."})
+        if self.kind == self.Kind.WEBHOOK:
+            try:
+                check_url(self.url, unresolved_ok=True)
+            except OutboundRefused as exc:
+                raise ValidationError({"url": str(exc)}) from None
         if self.kind == self.Kind.EMAIL and not self.email_list:
             raise ValidationError({"emails": "An email receiver needs at least one address."})
 

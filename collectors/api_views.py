@@ -10,13 +10,14 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, parsers, status
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collectors import selectors
-from collectors.authentication import AgentTokenAuthentication
+from collectors.authentication import IsAgentToken
 from collectors.serializers import (
     IngestAcceptedSerializer,
     IngestBatchSerializer,
@@ -26,6 +27,7 @@ from collectors.serializers import (
 )
 from collectors.services import ingest
 from dossiers.models import Service
+from dossiers.throttling import CredentialScopedThrottle
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -57,9 +59,17 @@ class IngestJSONParser(parsers.JSONParser):
 
 
 class IngestView(APIView):
-    authentication_classes = [AgentTokenAuthentication]
-    permission_classes = [IsAuthenticated]
+    # Every token kind is recognized (not sessions: no cookie pushes samples), so a CI token
+    # is told 403 "not an agent token" rather than 401; the throttle counts per token.
+    authentication_classes = [
+        cls
+        for cls in api_settings.DEFAULT_AUTHENTICATION_CLASSES
+        if cls is not SessionAuthentication
+    ]
+    permission_classes = [IsAgentToken]
     parser_classes = [IngestJSONParser]
+    throttle_classes = [CredentialScopedThrottle]
+    throttle_scope = "ingest"
 
     @extend_schema(
         operation_id="ingest_batch",
@@ -70,8 +80,9 @@ class IngestView(APIView):
             200: OpenApiResponse(IngestDuplicateSerializer, "A replayed batch_id: nothing stored."),
             400: OpenApiResponse(OpenApiTypes.OBJECT, "Errors keyed by field path."),
             401: OpenApiResponse(description="Missing, invalid or revoked token."),
-            403: OpenApiResponse(description="The token belongs to another host."),
+            403: OpenApiResponse(description="Another host's token, or not an agent token."),
             413: OpenApiResponse(description="Body over PERFHUB_INGEST_MAX_BYTES."),
+            429: OpenApiResponse(description="Over the token's rate; see Retry-After."),
         },
     )
     def post(self, request: Request) -> Response:
@@ -79,7 +90,7 @@ class IngestView(APIView):
         serializer = IngestBatchSerializer(data=request.data, context={"host": host})
         if not serializer.is_valid():
             return Response(flatten_errors(serializer.errors), status=status.HTTP_400_BAD_REQUEST)
-        result = ingest.ingest_batch(host=host, data=serializer.validated_data)
+        result = ingest.ingest_batch(host=host, data=serializer.validated_data, token=request.auth)
         if result.duplicate:
             return Response({"duplicate": True}, status=status.HTTP_200_OK)
         return Response(

@@ -63,6 +63,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "csp",
     "dossiers",
     "loadtests",
     "collectors",
@@ -79,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "perfhub.urls"
@@ -154,18 +157,57 @@ PERFHUB_INGEST_MAX_BYTES = env_int("PERFHUB_INGEST_MAX_BYTES", 5 * 1024 * 1024)
 PERFHUB_RAW_RETENTION_DAYS = env_int("PERFHUB_RAW_RETENTION_DAYS", 14)
 
 REST_FRAMEWORK = {
+    # Each token kind recognizes its own prefix (pha_ agent, phc_ CI); a Token header none
+    # recognizes is refused by the last class (401), not taken for "no credentials".
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         "collectors.authentication.AgentTokenAuthentication",
+        "dossiers.credentials.UnrecognizedTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Rate limits (dossiers.throttling), counted on the cache below: per token for ingest and
+    # the CI endpoints, per client address for login attempts. Over the rate: 429 + Retry-After.
+    "DEFAULT_THROTTLE_RATES": {
+        "ingest": env_str("PERFHUB_THROTTLE_INGEST", "600/min"),
+        "loadtests": env_str("PERFHUB_THROTTLE_LOADTESTS", "60/min"),
+        "gate": env_str("PERFHUB_THROTTLE_GATE", "30/min"),
+        "login": env_str("PERFHUB_THROTTLE_LOGIN", "10/min"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "PerfHub API",
     "DESCRIPTION": "Ingest from GPU-host agents, load tests, the release gate, metrics.",
     "VERSION": "1.0.0",
+    # Redoc from drf-spectacular-sidecar's copy, served as a static file (no CDN).
+    "REDOC_DIST": "SIDECAR",
 }
+# /api/docs/ and /api/schema/ need a login unless this is set.
+PERFHUB_PUBLIC_API_DOCS = env_bool("PERFHUB_PUBLIC_API_DOCS", False)
+
+# Content-Security-Policy on every page (django-csp): scripts and everything else from this
+# origin only, so no inline script runs. Styles allow inline because plotly.js sets them.
+# Redoc renders its search in a worker it builds from a blob: URL.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Outbound requests (webhooks, pulls, Prometheus sources) refuse loopback, private,
+# link-local, metadata and other non-global addresses, after DNS resolution and on every
+# redirect (dossiers.outbound), except inside these CIDR blocks (e.g. "10.0.0.0/8").
+PERFHUB_OUTBOUND_ALLOW_CIDRS = env_list("PERFHUB_OUTBOUND_ALLOW_CIDRS")
 
 # Celery: REDIS_URL selects the broker; unset, tasks run eagerly in-process.
 REDIS_URL = env_str("REDIS_URL")
@@ -182,6 +224,14 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Alert evaluation aligns to the minute itself; a doubled beat is harmless.
     "alerts-evaluate": {"task": "alerts.evaluate", "schedule": 60.0},
     "alerts-requeue-stuck": {"task": "alerts.requeue_stuck_notifications", "schedule": 300.0},
+}
+
+# The cache holds the rate-limit counters: Redis when REDIS_URL is set (shared by every
+# gunicorn worker), else this process's memory (the embedded default).
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

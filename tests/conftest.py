@@ -95,6 +95,16 @@ def browser_login(page, base_url: str, username: str, password: str) -> None:
     page.wait_for_load_state("networkidle")
 
 
+# The tests' own HTTP servers listen on loopback, which the outbound guard refuses unless
+# allow-listed (dossiers.outbound); tests that call them allow-list it, as a deployment would.
+LOOPBACK_CIDRS = ["127.0.0.0/8", "::1/128"]
+
+
+@pytest.fixture
+def outbound_loopback(settings) -> None:
+    settings.PERFHUB_OUTBOUND_ALLOW_CIDRS = LOOPBACK_CIDRS
+
+
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES

@@ -19,7 +19,15 @@ from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
 from collectors import exposition, storage
-from collectors.models import GpuSample, Host, IngestBatch, RequestSample, ScrapeState, ScrapeWindow
+from collectors.models import (
+    AgentToken,
+    GpuSample,
+    Host,
+    IngestBatch,
+    RequestSample,
+    ScrapeState,
+    ScrapeWindow,
+)
 from collectors.serializers import IngestBatchSerializer, flatten_errors
 
 LAST_SEEN_PRECISION = timedelta(minutes=1)
@@ -50,8 +58,11 @@ def epoch_minute(ts: datetime) -> int:
     return int(ts.timestamp()) // 60
 
 
-def ingest_batch(*, host: Host, data: dict, now: datetime | None = None) -> IngestResult:
-    """Store a validated batch (`IngestBatchSerializer.validated_data`) for `host`."""
+def ingest_batch(
+    *, host: Host, data: dict, now: datetime | None = None, token: AgentToken | None = None
+) -> IngestResult:
+    """Store a validated batch (`IngestBatchSerializer.validated_data`) for `host`, recording
+    the agent token that pushed it (None for a pull)."""
     now = now or timezone.now()
     services = data["services"]
     gpu_rows = [_gpu_row(host.pk, g) for g in data["gpus"]]
@@ -77,6 +88,7 @@ def ingest_batch(*, host: Host, data: dict, now: datetime | None = None) -> Inge
                     host=host,
                     sent_at=data["sent_at"],
                     agent_version=data["agent_version"],
+                    token=token,
                 )
         except IntegrityError:
             return IngestResult(duplicate=True, batch_id=data["batch_id"])
