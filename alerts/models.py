@@ -7,6 +7,7 @@ notification per receiver + group + evaluation time, one log row per receiver + 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -289,6 +290,19 @@ class Receiver(models.Model):
     @property
     def email_list(self) -> list[str]:
         return [e.strip() for e in self.emails.split(",") if e.strip()]
+
+    @property
+    def target(self) -> str:
+        return self.url if self.kind == self.Kind.WEBHOOK else self.emails
+
+    @property
+    def target_masked(self) -> str:
+        """The target without its secrets, for people outside the team: a webhook's scheme
+        and host (paths and query strings often carry tokens), an address's domain."""
+        if self.kind == self.Kind.WEBHOOK:
+            parts = urlsplit(self.url)
+            return f"{parts.scheme}://{parts.hostname or ''}/…"
+        return ", ".join("…@" + e.rpartition("@")[2] for e in self.email_list)
 
     def clean(self) -> None:
         if self.kind == self.Kind.WEBHOOK and not self.url:

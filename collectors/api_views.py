@@ -12,8 +12,8 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import exceptions, parsers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
-from rest_framework.settings import api_settings
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from collectors import selectors

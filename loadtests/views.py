@@ -130,7 +130,7 @@ def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "service": service,
             "spot": spot,
             "sweep": found,
-            "chart": charts.to_html(charts.sweep_figure(spot)),
+            "chart_json": charts.to_json_script(charts.sweep_figure(spot), "sweep-chart-data"),
         },
     )
 
