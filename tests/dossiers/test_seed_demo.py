@@ -5,7 +5,8 @@ import math
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.checks import run_checks
+from django.core.management import CommandError, call_command
 
 from dossiers import demo
 from dossiers.markdown_io import export_dossier, import_dossier
@@ -141,10 +142,38 @@ def test_existing_users_are_left_alone(db, django_user_model):
     assert django_user_model.objects.get(username="demo").check_password("changed-by-the-user")
 
 
-def test_the_command_prints_the_demo_login(db):
+def test_the_command_prints_the_demo_login(db, settings):
+    settings.DEBUG = True
     out = io.StringIO()
     call_command("seed_demo", "--history-days", "0", stdout=out)
     assert "demo / perfhub-demo" in out.getvalue()
+
+
+def test_the_command_refuses_demo_users_with_debug_off(db, settings):
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="refusing to create demo users") as caught:
+        call_command("seed_demo")
+    assert caught.value.returncode == 2
+    assert not get_user_model().objects.filter(username="demo").exists()
+
+
+def test_the_command_creates_them_with_debug_off_when_told(db, settings):
+    settings.DEBUG = False
+    call_command("seed_demo", "--allow-demo-users", stdout=io.StringIO())
+    assert get_user_model().objects.filter(username="demo").exists()
+
+
+def test_the_deploy_check_fails_while_a_demo_password_works(fleet):
+    errors = {e.id: e for e in run_checks(include_deployment_checks=True, tags=["security"])}
+    assert "perfhub.E001" in errors
+    user = get_user_model().objects.get(username="demo")
+    user.set_password("a-private-one-now")
+    user.save()
+    admin = get_user_model().objects.get(username="admin")
+    admin.is_active = False
+    admin.save()
+    errors = [e for e in run_checks(include_deployment_checks=True) if e.id == "perfhub.E001"]
+    assert errors == []
 
 
 def test_every_demo_dossier_survives_a_markdown_round_trip(fleet):

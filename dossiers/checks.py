@@ -1,0 +1,29 @@
+"""Deploy checks (`manage.py check --deploy`): a demo password that still logs in is an error."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.checks import Error, Tags, register
+from django.db import DatabaseError
+
+from dossiers import demo
+
+DEMO_LOGINS = {demo.DEMO_USERNAME: demo.DEMO_PASSWORD, demo.ADMIN_USERNAME: demo.ADMIN_PASSWORD}
+
+
+@register(Tags.security, deploy=True)
+def check_demo_passwords(app_configs=None, **kwargs) -> list[Error]:
+    try:
+        users = list(get_user_model().objects.filter(username__in=DEMO_LOGINS, is_active=True))
+    except DatabaseError:  # no database yet (first deploy, before migrate): nothing to check
+        return []
+    return [
+        Error(
+            f"The demo user {user.username!r} still logs in with its published password.",
+            hint=f"Change its password or deactivate it: manage.py changepassword {user.username}",
+            obj=user.username,
+            id="perfhub.E001",
+        )
+        for user in users
+        if user.check_password(DEMO_LOGINS[user.username])
+    ]
