@@ -27,7 +27,7 @@ from loadtests.importing import (
     import_loadtest_file,
     measured_values,
 )
-from loadtests.models import GateRun, LoadTest, source_run
+from loadtests.models import CIToken, GateRun, LoadTest, source_run
 
 SAMPLE_FAMILIES = ("ttft", "tpot", "e2e")
 
@@ -168,6 +168,7 @@ def run_gate(
     format: str | None = None,
     user=None,
     measured_at=None,
+    ci_token: CIToken | None = None,
 ) -> GateRun:
     """Judge a candidate (a stored load test, or a file imported here) and store the GateRun.
 
@@ -189,6 +190,7 @@ def run_gate(
             user=user,
             origin=LoadTest.Origin.GATE,
             measured_at=measured_at,
+            ci_token=ci_token,
         )
     created_by = user if getattr(user, "pk", None) else None
     usable = [run for run in candidates if not run.failed]
@@ -199,7 +201,7 @@ def run_gate(
         return _refuse(service, first, None, (reason,), source, created_by)
     match = match_baseline(usable, _baselines(service))
     if match.baseline is None:
-        return _refuse(service, match.candidate, None, match.reasons, source, created_by)
+        return _refuse(service, match.candidate, None, match.reasons, source, created_by, ci_token)
     try:
         result = gate.compare(
             measured_values(match.baseline),
@@ -209,7 +211,9 @@ def run_gate(
             candidate_samples=samples_of(match.candidate),
         )
     except ValueError as exc:
-        return _refuse(service, match.candidate, match.baseline, (str(exc),), source, created_by)
+        return _refuse(
+            service, match.candidate, match.baseline, (str(exc),), source, created_by, ci_token
+        )
     return GateRun.objects.create(
         service=service,
         candidate=match.candidate,
@@ -219,6 +223,7 @@ def run_gate(
         table=_heading(match.baseline, match.candidate) + gate.format_table(result),
         source=source,
         created_by=created_by,
+        ci_token=ci_token,
     )
 
 
@@ -237,6 +242,7 @@ def _refuse(
     reasons: Sequence[str],
     source: str,
     created_by,
+    ci_token: CIToken | None,
 ) -> GateRun:
     table = "REFUSED: the candidate is not compared.\n" + "\n".join(f"- {r}" for r in reasons)
     return GateRun.objects.create(
@@ -248,4 +254,5 @@ def _refuse(
         table=table,
         source=source,
         created_by=created_by,
+        ci_token=ci_token,
     )

@@ -158,11 +158,13 @@ PERFHUB_RAW_RETENTION_DAYS = env_int("PERFHUB_RAW_RETENTION_DAYS", 14)
 
 REST_FRAMEWORK = {
     # Each token kind recognizes its own prefix (pha_ agent, phc_ CI); a Token header none
-    # recognizes is refused by the last class (401), not taken for "no credentials".
+    # recognizes is refused (401), not taken for "no credentials". Tokens come first so a
+    # missing or revoked one answers 401 with WWW-Authenticate: Token; sessions follow.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "collectors.authentication.AgentTokenAuthentication",
+        "loadtests.authentication.CITokenAuthentication",
         "dossiers.credentials.UnrecognizedTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
