@@ -19,8 +19,10 @@ class LoginView(auth_views.LoginView):
             form = self.get_form_class()(
                 request, initial={"username": request.POST.get("username")}
             )
-            form.add_error(None, f"Too many login attempts: try again in {wait} s.")
-            response = self.render_to_response(self.get_context_data(form=form), status=429)
+            context = self.get_context_data(
+                form=form, throttled=f"Too many login attempts: try again in {wait} s."
+            )
+            response = self.render_to_response(context, status=429)
             response["Retry-After"] = str(wait)
             return response
         return super().post(request, *args, **kwargs)

@@ -181,8 +181,11 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "PerfHub API",
     "DESCRIPTION": "Ingest from GPU-host agents, load tests, the release gate, metrics.",
     "VERSION": "1.0.0",
-    # Redoc from drf-spectacular-sidecar's copy, served as a static file (no CDN).
-    "REDOC_DIST": "SIDECAR",
+    # Swagger UI from drf-spectacular-sidecar's copy, served as a static file (no CDN), and
+    # no call to the public validator.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 # /api/docs/ and /api/schema/ need a login unless this is set.
 PERFHUB_PUBLIC_API_DOCS = env_bool("PERFHUB_PUBLIC_API_DOCS", False)

@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.db import connection, connections
 
 from dossiers.models import Membership, Service, Team
@@ -48,6 +49,13 @@ def _eager_celery(settings):
     app.conf.task_eager_propagates = True
     yield
     app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Rate-limit counters live in the cache (Redis when REDIS_URL is set): each test starts
+    with none, so one test's logins or pushes never throttle another's."""
+    cache.clear()
 
 
 @pytest.fixture

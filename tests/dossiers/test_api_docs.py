@@ -20,12 +20,15 @@ def test_anonymous_visitors_get_no_schema(client):
     assert "paths" not in response.content.decode()
 
 
-def test_the_docs_load_redoc_from_this_site_only(client, owner):
+def test_the_docs_load_swagger_ui_from_this_site_only(client, owner):
     client.force_login(owner)
     html = client.get("/api/docs/").content.decode()
-    assert "/static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js" in html
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
-    assert "<script>" not in html  # no inline script
+    assert "<script>" not in html  # no inline script: the start-up script has its own URL
+    script = client.get("/api/docs/?script=")
+    assert script["Content-Type"].startswith("application/javascript")
+    assert "/api/schema/" in script.content.decode()
 
 
 def test_a_setting_opens_the_docs_and_schema_to_anonymous_visitors(client, settings):
