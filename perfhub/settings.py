@@ -176,6 +176,9 @@ REST_FRAMEWORK = {
         "gate": env_str("PERFHUB_THROTTLE_GATE", "30/min"),
         "login": env_str("PERFHUB_THROTTLE_LOGIN", "10/min"),
     },
+    # Client addresses for the login limit: X-Forwarded-For is trusted only behind our proxy
+    # (one hop); otherwise a client could name any address and dodge the limit.
+    "NUM_PROXIES": 1 if env_bool("BEHIND_PROXY") else 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "PerfHub API",
