@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dossiers', '0005_security_baseline_promotions'),
+        ('dossiers', '0006_security_baseline_promotions'),
         ('loadtests', '0002_promoted_to_reverse_name'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

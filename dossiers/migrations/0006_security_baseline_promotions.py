@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dossiers', '0004_loadtests_move_out'),
+        ('dossiers', '0005_engine_from_registry'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
