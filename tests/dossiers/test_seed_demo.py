@@ -159,9 +159,7 @@ def test_the_command_refuses_demo_users_with_debug_off(db, settings):
 
 def test_the_command_creates_them_with_debug_off_when_told(db, settings):
     settings.DEBUG = False
-    call_command(
-        "seed_demo", "--allow-demo-users", "--history-days", "0", stdout=io.StringIO()
-    )
+    call_command("seed_demo", "--allow-demo-users", "--history-days", "0", stdout=io.StringIO())
     assert get_user_model().objects.filter(username="demo").exists()
 
 
