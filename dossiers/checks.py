@@ -1,7 +1,11 @@
-"""Deploy checks (`manage.py check --deploy`): a demo password that still logs in is an error."""
+"""System checks: a demo password that still logs in fails `check --deploy`; a malformed
+outbound allow-list fails every check."""
 
 from __future__ import annotations
 
+import ipaddress
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.checks import Error, Tags, register
 from django.db import DatabaseError
@@ -27,3 +31,21 @@ def check_demo_passwords(app_configs=None, **kwargs) -> list[Error]:
         for user in users
         if user.check_password(DEMO_LOGINS[user.username])
     ]
+
+
+@register(Tags.security)
+def check_outbound_allow_list(app_configs=None, **kwargs) -> list[Error]:
+    """Each PERFHUB_OUTBOUND_ALLOW_CIDRS entry must be a CIDR block (else every call fails)."""
+    errors = []
+    for entry in settings.PERFHUB_OUTBOUND_ALLOW_CIDRS:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError as exc:
+            errors.append(
+                Error(
+                    f"PERFHUB_OUTBOUND_ALLOW_CIDRS: {entry!r} is not a CIDR block ({exc}).",
+                    hint="Comma-separated blocks such as 10.20.0.0/16,fd00::/8.",
+                    id="perfhub.E002",
+                )
+            )
+    return errors

@@ -7,6 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.core.checks import run_checks
 
 from dossiers.outbound import OutboundRefused, Unresolved, check_url, outbound_request
 
@@ -101,3 +102,9 @@ def test_a_redirect_to_the_metadata_endpoint_is_refused(server, settings):
     server.redirect_to = "http://169.254.169.254/latest/meta-data/"
     with pytest.raises(OutboundRefused, match=re.escape("169.254.169.254 is a link-local")):
         outbound_request("GET", server.url + "/redirect", timeout=2)
+
+
+def test_a_malformed_allow_list_fails_the_system_checks(settings):
+    settings.PERFHUB_OUTBOUND_ALLOW_CIDRS = ["10.0.0.0/8", "not-a-block"]
+    errors = [e for e in run_checks() if e.id == "perfhub.E002"]
+    assert len(errors) == 1 and "'not-a-block'" in errors[0].msg
