@@ -60,7 +60,10 @@ def _fresh_rate_limits():
 
 @pytest.fixture
 def browser_page(monkeypatch):
-    """A headless Chromium page; `page.problems` collects console errors and page errors."""
+    """A headless Chromium page; `page.problems` collects console errors and page errors.
+
+    Pages keep their Content-Security-Policy (no 'unsafe-eval'): give `wait_for_function` a
+    function ("() => ..."), not an expression, which Playwright would eval inside the page."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no chromium at {CHROMIUM}")
     sync_api = pytest.importorskip("playwright.sync_api")
