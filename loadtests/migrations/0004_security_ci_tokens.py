@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('dossiers', '0006_security_baseline_promotions'),
-        ('loadtests', '0002_promoted_to_reverse_name'),
+        ('loadtests', '0003_corpus_failed_runs_and_unknown_dates'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
