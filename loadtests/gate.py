@@ -198,7 +198,7 @@ def run_gate(
         # A run without one successful request has no statistics to judge.
         first = candidates[0]
         reason = f"the candidate run failed ({first.failure}): there is nothing to compare"
-        return _refuse(service, first, None, (reason,), source, created_by)
+        return _refuse(service, first, None, (reason,), source, created_by, ci_token)
     match = match_baseline(usable, _baselines(service))
     if match.baseline is None:
         return _refuse(service, match.candidate, None, match.reasons, source, created_by, ci_token)
