@@ -24,7 +24,7 @@ migrate: install
 	$(BIN)/python manage.py migrate --no-input
 
 demo: migrate
-	$(BIN)/python manage.py seed_demo
+	DEBUG=1 $(BIN)/python manage.py seed_demo
 
 # Embedded default: SQLite under var/, eager Celery, the periodic jobs and a simulated agent
 # in-process (see collectors' `run_demo`), served on http://$(HOST):$(PORT).

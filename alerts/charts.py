@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import plotly.graph_objects as go
-import plotly.io as pio
+from django.utils.html import json_script
+from plotly.utils import PlotlyJSONEncoder
 
 from alerts.models import AlertInstance
 
 
-def value_chart_html(instance: AlertInstance) -> str | None:
-    """An HTML fragment (plotly.js loaded by the page), or None when nothing was recorded."""
+def value_chart_json(instance: AlertInstance) -> str | None:
+    """The figure as a JSON <script> (json_script) that static/js/panels.js draws, or None
+    when nothing was recorded. No inline script: the page's CSP forbids it."""
     points = instance.series or []
     if not points:
         return None
@@ -63,10 +65,4 @@ def value_chart_html(instance: AlertInstance) -> str | None:
         legend={"orientation": "h", "y": -0.25},
         template="plotly_white",
     )
-    return pio.to_html(
-        fig,
-        include_plotlyjs=False,
-        full_html=False,
-        config={"displaylogo": False, "responsive": True},
-        div_id=f"alert-chart-{instance.pk}",
-    )
+    return json_script(fig.to_plotly_json(), f"alert-chart-data-{instance.pk}", PlotlyJSONEncoder)

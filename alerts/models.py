@@ -7,6 +7,7 @@ notification per receiver + group + evaluation time, one log row per receiver + 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -19,6 +20,7 @@ from alerts import kinds
 from analysis.alerting import Direction, Health, State, Thresholds
 from collectors.models import validate_http_url
 from dossiers.models import Service, Team
+from dossiers.outbound import OutboundRefused, check_url
 from dossiers.templatetags.dossier_format import ms, percent
 
 
@@ -310,11 +312,29 @@ class Receiver(models.Model):
     def email_list(self) -> list[str]:
         return [e.strip() for e in self.emails.split(",") if e.strip()]
 
+    @property
+    def target(self) -> str:
+        return self.url if self.kind == self.Kind.WEBHOOK else self.emails
+
+    @property
+    def target_masked(self) -> str:
+        """The target without its secrets, for people outside the team: a webhook's scheme
+        and host (paths and query strings often carry tokens), an address's domain."""
+        if self.kind == self.Kind.WEBHOOK:
+            parts = urlsplit(self.url)
+            return f"{parts.scheme}://{parts.hostname or ''}/…"
+        return ", ".join("…@" + e.rpartition("@")[2] for e in self.email_list)
+
     def clean(self) -> None:
         if self.kind == self.Kind.WEBHOOK and not self.url:
             raise ValidationError({"url": "A webhook receiver needs a URL."})
         if self.kind == self.Kind.ALERTMANAGER and not self.url:
             raise ValidationError({"url": "An Alertmanager receiver needs its base URL."})
+        if self.kind in (self.Kind.WEBHOOK, self.Kind.ALERTMANAGER) and self.url:
+            try:
+                check_url(self.url, unresolved_ok=True)
+            except OutboundRefused as exc:
+                raise ValidationError({"url": str(exc)}) from None
         if self.kind == self.Kind.EMAIL and not self.email_list:
             raise ValidationError({"emails": "An email receiver needs at least one address."})
 

@@ -39,6 +39,7 @@ from alerts.models import (
 )
 from analysis.alerting import State
 from analysis.silences import all_match, parse_matchers
+from dossiers.outbound import OutboundRefused, outbound_request
 
 log = logging.getLogger(__name__)
 
@@ -353,8 +354,8 @@ def requeue_stuck(now: datetime | None = None) -> list[int]:
 
 def _post_webhook(url: str, payload: dict | list) -> None:
     try:
-        response = requests.post(url, json=payload, timeout=WEBHOOK_TIMEOUT_S)
-    except requests.RequestException as exc:
+        response = outbound_request("POST", url, json=payload, timeout=WEBHOOK_TIMEOUT_S)
+    except (requests.RequestException, OutboundRefused) as exc:
         raise DeliveryError(f"{url}: {exc}") from exc
     if response.status_code >= 300:
         raise DeliveryError(f"{url} answered {response.status_code}: {response.text[:200]}")

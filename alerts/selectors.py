@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 
 from alerts.models import AlertEvent, AlertInstance, Notification, Receiver, Rule, Silence
-from dossiers.models import Service
+from dossiers.models import Service, Team
 
 
 def alert_history_for_service(service: Service, start: datetime, end: datetime) -> list[AlertEvent]:
@@ -64,14 +64,40 @@ def rules_for_list(service: Service | None = None) -> list[Rule]:
     return list(qs.order_by("service__name", "name"))
 
 
-def receivers_with_failures() -> list[Receiver]:
-    return list(Receiver.objects.select_related("team").order_by("team__name", "name"))
+def sees_all_secrets(user) -> bool:
+    """Staff see every team's receivers and delivery errors; others only their teams'."""
+    return bool(user.is_staff or user.is_superuser)
 
 
-def recent_notifications(limit: int = 100) -> list[Notification]:
-    return list(
-        Notification.objects.select_related("receiver", "service").order_by("-created_at")[:limit]
-    )
+def secret_team_ids(user) -> set[int] | None:
+    """The teams whose receiver targets and delivery errors `user` may read; None: all."""
+    if sees_all_secrets(user):
+        return None
+    return set(Team.objects.filter(memberships__user=user).values_list("pk", flat=True))
+
+
+def receivers_for(user) -> list[Receiver]:
+    """The receivers `user` may list: their teams' (staff: all)."""
+    qs = Receiver.objects.select_related("team").order_by("team__name", "name")
+    teams = secret_team_ids(user)
+    return list(qs if teams is None else qs.filter(team_id__in=teams))
+
+
+def recent_notifications_for(user, limit: int = 100) -> list[Notification]:
+    """Recent notifications to the receivers `user` may list, newest first."""
+    qs = Notification.objects.select_related("receiver", "service").order_by("-created_at")
+    teams = secret_team_ids(user)
+    if teams is not None:
+        qs = qs.filter(receiver__team_id__in=teams)
+    return list(qs[:limit])
+
+
+def mark_secrets(notifications: list[Notification], user) -> list[Notification]:
+    """Set `.secrets_visible` on each: whether `user` reads its receiver's target and error."""
+    teams = secret_team_ids(user)
+    for n in notifications:
+        n.secrets_visible = teams is None or n.receiver.team_id in teams
+    return notifications
 
 
 def silences(now: datetime) -> dict[str, list[Silence]]:

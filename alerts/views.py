@@ -38,8 +38,10 @@ def alert_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "rule": instance.rule,
             "service": instance.service,
             "events": selectors.alert_events(instance),
-            "notifications": selectors.instance_notifications(instance),
-            "chart": charts.value_chart_html(instance),
+            "notifications": selectors.mark_secrets(
+                selectors.instance_notifications(instance), request.user
+            ),
+            "chart_json": charts.value_chart_json(instance),
             "can_edit": instance.service.can_edit(request.user),
         },
     )
@@ -135,8 +137,8 @@ def receiver_list(request: HttpRequest) -> HttpResponse:
         request,
         "alerts/receiver_list.html",
         {
-            "receivers": selectors.receivers_with_failures(),
-            "notifications": selectors.recent_notifications(),
+            "receivers": selectors.receivers_for(request.user),
+            "notifications": selectors.recent_notifications_for(request.user),
             "editable_teams": editable,
         },
     )

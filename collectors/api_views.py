@@ -8,13 +8,14 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import parsers, status, throttling
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from collectors import decoding, selectors
-from collectors.authentication import AgentTokenAuthentication
+from collectors.authentication import IsAgentToken
 from collectors.serializers import (
     IngestAcceptedSerializer,
     IngestBatchSerializer,
@@ -23,13 +24,14 @@ from collectors.serializers import (
 )
 from collectors.services import ingest
 from dossiers.models import Service
+from dossiers.throttling import CredentialScopedThrottle
 from webapi.core import DetailSerializer, flatten_errors, read_limited
 
 
 class HostRateThrottle(throttling.SimpleRateThrottle):
     """PERFHUB_INGEST_RATE pushes per host (counted per server process, in Django's cache)."""
 
-    scope = "ingest"
+    scope = "ingest_host"
 
     def get_rate(self) -> str | None:
         return settings.PERFHUB_INGEST_RATE or None
@@ -53,10 +55,18 @@ class IngestBodyParser(parsers.BaseParser):
 
 
 class IngestView(APIView):
-    authentication_classes = [AgentTokenAuthentication]
-    permission_classes = [IsAuthenticated]
+    # Every token kind is recognized (not sessions: no cookie pushes samples), so a CI token
+    # is told 403 "not an agent token" rather than 401.
+    authentication_classes = [
+        cls
+        for cls in api_settings.DEFAULT_AUTHENTICATION_CLASSES
+        if cls is not SessionAuthentication
+    ]
+    permission_classes = [IsAgentToken]
     parser_classes = [IngestBodyParser]
-    throttle_classes = [HostRateThrottle]
+    # Per host (PERFHUB_INGEST_RATE) and per token (the "ingest" throttle rate).
+    throttle_classes = [HostRateThrottle, CredentialScopedThrottle]
+    throttle_scope = "ingest"
 
     @extend_schema(
         operation_id="ingest_batch",
@@ -67,10 +77,10 @@ class IngestView(APIView):
             200: OpenApiResponse(IngestDuplicateSerializer, "A replayed batch_id: nothing stored."),
             400: OpenApiResponse(OpenApiTypes.OBJECT, "Errors keyed by field path."),
             401: OpenApiResponse(DetailSerializer, "Missing, invalid or revoked token."),
-            403: OpenApiResponse(DetailSerializer, "The token belongs to another host."),
+            403: OpenApiResponse(DetailSerializer, "Another host's token, or not an agent token."),
             413: OpenApiResponse(DetailSerializer, "Body over PERFHUB_INGEST_MAX_BYTES."),
             429: OpenApiResponse(
-                DetailSerializer, "Over PERFHUB_INGEST_RATE pushes a minute (see Retry-After)."
+                DetailSerializer, "Over the host's or token's rate (Retry-After)."
             ),
         },
     )
@@ -78,7 +88,7 @@ class IngestView(APIView):
         host = request.auth.host
         raw = request.data if isinstance(request.data, bytes) else b""  # no body: {} -> 400
         data = decoding.validate_body(raw, host=host)
-        result = ingest.ingest_batch(host=host, data=data)
+        result = ingest.ingest_batch(host=host, data=data, token=request.auth)
         if result.duplicate:
             return Response({"duplicate": True}, status=status.HTTP_200_OK)
         return Response(

@@ -2,16 +2,18 @@
 
 Modelled on pretix's device auth: `request.user` is an `AgentUser` (authenticated, no
 Django user behind it) and `request.auth` is the `AgentToken`, whose `.host` the views use.
+A token of another kind (a CI token) is left to the next authentication class.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
 
 from collectors.models import AgentToken, Host
-from collectors.services.tokens import token_authenticate
+from collectors.services.tokens import TOKEN_SCHEME, token_authenticate
+from dossiers.credentials import HEADER_KEYWORD, header_token
 
 
 @dataclass(frozen=True)
@@ -33,18 +35,12 @@ class AgentUser:
 
 
 class AgentTokenAuthentication(authentication.BaseAuthentication):
-    keyword = "Token"
+    keyword = HEADER_KEYWORD
 
     def authenticate(self, request) -> tuple[AgentUser, AgentToken] | None:
-        header = authentication.get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword.lower().encode():
-            return None  # not ours: let session auth try
-        if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Token header must be 'Token <token>'.")
-        try:
-            plaintext = header[1].decode()
-        except UnicodeError as exc:
-            raise exceptions.AuthenticationFailed("Token contains invalid characters.") from exc
+        plaintext = header_token(request)
+        if plaintext is None or not plaintext.startswith(TOKEN_SCHEME + "_"):
+            return None  # not ours: let session auth or another token kind try
         token = token_authenticate(plaintext)
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
@@ -53,3 +49,14 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request) -> str:
         # Makes DRF answer 401 (not 403) when the credentials are missing or wrong.
         return self.keyword
+
+
+class IsAgentToken(permissions.BasePermission):
+    """Only an agent token may push samples: a CI token or a person's session gets 403."""
+
+    message = (
+        "Ingest takes an agent token (manage.py create_agent_token); this credential is not one."
+    )
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, AgentToken)

@@ -20,6 +20,7 @@ from django.utils.timesince import timesince
 from collectors.exposition import engines
 from collectors.exposition.promql import parse_selector
 from dossiers.models import Service
+from dossiers.outbound import OutboundRefused, check_url
 
 LATENCY_METRICS = ("e2e", "ttft", "tpot", "queue")
 MINUTE = 60
@@ -107,6 +108,11 @@ class Host(models.Model):
         return self.name
 
     def clean(self) -> None:
+        if self.pull_url:
+            try:
+                check_url(self.pull_url, unresolved_ok=True)
+            except OutboundRefused as exc:
+                raise ValidationError({"pull_url": str(exc)}) from None
         if self.pull_url and not self.pull_kind:
             raise ValidationError({"pull_kind": "Say what the pull URL answers with."})
         if self.pull_kind in engines.engine_names() and not self.pull_service_id:
@@ -154,11 +160,22 @@ def _ago(then: datetime, now: datetime) -> str:
 
 
 class AgentToken(models.Model):
-    """A host's credential. The plaintext is shown once; we keep a public prefix and an HMAC."""
+    """A host's credential. The plaintext is shown once; we keep a public prefix and a digest.
+
+    Tokens issued before digests left SECRET_KEY hold an HMAC keyed with it (`LEGACY_HMAC`);
+    the first successful use re-stores them as plain SHA-256 (see services.tokens).
+    """
+
+    class DigestKind(models.TextChoices):
+        SHA256 = "sha256", "SHA-256 of the token"
+        LEGACY_HMAC = "hmac", "HMAC-SHA256 keyed with SECRET_KEY (until first use)"
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="tokens")
     prefix = models.CharField(max_length=16, unique=True)
-    digest = models.CharField(max_length=64, help_text="HMAC-SHA256 of the token (SECRET_KEY).")
+    digest = models.CharField(max_length=64)
+    digest_kind = models.CharField(
+        max_length=6, choices=DigestKind.choices, default=DigestKind.SHA256
+    )
     label = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
@@ -188,6 +205,14 @@ class IngestBatch(models.Model):
     received_at = models.DateTimeField(auto_now_add=True, db_index=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     agent_version = models.CharField(max_length=40, blank=True)
+    token = models.ForeignKey(
+        AgentToken,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The credential that pushed it (none for a pull).",
+    )
     counts = models.JSONField(default=dict)
     minutes = models.JSONField(default=list)
     claim = models.UUIDField(null=True, blank=True)

@@ -50,7 +50,7 @@ class Marker:
     """Something that happened to the service at a moment: drawn on charts, listed in the
     timeline. `tone` picks the colour: bad (firing), ok (resolved, pass), info, warn."""
 
-    kind: str  # "alert" | "deploy" | "experiment" | "gate" | "change"
+    kind: str  # "alert" | "deploy" | "experiment" | "gate" | "change" | "baseline"
     at: datetime
     title: str
     detail: str = ""
@@ -129,16 +129,37 @@ def _experiment_markers(experiments: list[Experiment]) -> list[Marker]:
     ]
 
 
+def _by(user, credential: str) -> str:
+    """Who made a write: the API credential, else the person."""
+    if credential:
+        return f"by {credential}"
+    return f"by {user.get_username()}" if user is not None else ""
+
+
+def _baseline_markers(baselines: list[Baseline], slug: str) -> list[Marker]:
+    return [
+        Marker(
+            kind="baseline",
+            at=b.promoted_at,
+            title=f"Baseline “{b.label}” made current",
+            detail=_by(b.promoted_by, b.promoted_via),
+            url=reverse("dossiers:baseline", args=[slug, b.pk]),
+        )
+        for b in baselines
+    ]
+
+
 def _gate_markers(runs: list[GateRun]) -> list[Marker]:
     tones = {"pass": "ok", "regression": "bad", "refused": "warn"}
     markers = []
     for run in runs:
+        by = _by(run.created_by, run.ci_token.credential_label if run.ci_token else "")
         markers.append(
             Marker(
                 kind="gate",
                 at=run.created_at,
                 title=f"Release gate: {run.get_verdict_display()}",
-                detail=f"candidate {run.candidate.label}",
+                detail=f"candidate {run.candidate.label}" + (f", {by}" if by else ""),
                 url=_link("loadtests:gate_run", run.service.slug, run.pk),
                 tone=tones.get(run.verdict, "info"),
             )
@@ -190,18 +211,24 @@ def time_markers(*, service: Service, start: datetime, end: datetime) -> list[Ma
 
 
 def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
-    """The dossier timeline: alert transitions, deploys, experiments, gate runs and steps in the
-    load-test history (change points), newest first.
+    """The dossier timeline: alert transitions, deploys, experiments, gate runs, baseline
+    promotions (with who or which credential promoted) and steps in the load-test history
+    (change points), newest first.
 
-    Six queries, each bounded.
+    Seven queries, each bounded.
     """
     events = recent_history_for_service(service, timezone.now(), limit, states_only=True)
     configs = list(ConfigVersion.objects.filter(service=service).order_by("-created_at")[:limit])
     experiments = list(Experiment.objects.filter(service=service).select_related("service")[:limit])
     runs = list(
         GateRun.objects.filter(service=service)
-        .select_related("candidate", "service")
+        .select_related("candidate", "service", "ci_token", "created_by")
         .order_by("-created_at")[:limit]
+    )
+    promotions = list(
+        Baseline.objects.filter(service=service, promoted_at__isnull=False)
+        .select_related("promoted_by")
+        .order_by("-promoted_at")[:limit]
     )
     markers = (
         _alert_markers(events)
@@ -209,6 +236,7 @@ def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
         + _experiment_markers(experiments)
         + _gate_markers(runs)
         + _change_markers(history_changes(service=service), service.slug)
+        + _baseline_markers(promotions, service.slug)
     )
     return sorted(markers, key=lambda m: m.at, reverse=True)[:limit]
 

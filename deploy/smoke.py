@@ -320,7 +320,10 @@ class Smoke:
         pull_port = free_port()
         with self.step("configure: demo fleet, smoke rule, loopback webhook, token, pull host"):
             # The demo's back-filled history is left out: the data checked is the agents'.
-            self.run("seed", ["python", "manage.py", "seed_demo", "--history-days", "0"])
+            self.run(
+                "seed",
+                ["python", "manage.py", "seed_demo", "--allow-demo-users", "--history-days", "0"],
+            )
             setup = self.run(
                 "setup",
                 ["python", "manage.py", "shell", "-c", SETUP_SCRIPT.read_text()],

@@ -3,3 +3,6 @@ from django.apps import AppConfig
 
 class DossiersConfig(AppConfig):
     name = "dossiers"
+
+    def ready(self) -> None:
+        from dossiers import checks, schema  # noqa: F401  (register the deploy check, OpenAPI)

@@ -427,6 +427,19 @@ class Baseline(MeasuredRun):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # The latest promotion to current, and who made it: a person, and the machine credential
+    # they used when it came through the API (shown on the dossier timeline).
+    promoted_at = models.DateTimeField(null=True, blank=True)
+    promoted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    promoted_via = models.CharField(
+        max_length=200, blank=True, help_text="The API credential, e.g. a CI token's prefix."
+    )
 
     class Meta:
         ordering = ["-measured_at"]

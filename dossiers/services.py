@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max, Model
+from django.utils import timezone
 
 from dossiers.models import (
     Baseline,
@@ -73,25 +74,42 @@ def config_version_make_current(*, config_version: ConfigVersion) -> None:
 
 
 @transaction.atomic
-def baseline_promote(*, baseline: Baseline) -> None:
-    """Make `baseline` the service's current reference; the previous one stays as history."""
+def baseline_promote(*, baseline: Baseline, user=None, credential: str = "") -> None:
+    """Make `baseline` the service's current reference; the previous one stays as history.
+
+    Records when, by whom (`user`, a person) and through which API credential (`credential`,
+    a description such as a CI token's prefix), for the dossier timeline.
+    """
     Baseline.objects.filter(service_id=baseline.service_id, is_current=True).exclude(
         pk=baseline.pk
     ).update(is_current=False)
-    Baseline.objects.filter(pk=baseline.pk).update(is_current=True)
-    baseline.is_current = True
+    promoted = {
+        "is_current": True,
+        "promoted_at": timezone.now(),
+        "promoted_by": user if getattr(user, "pk", None) else None,
+        "promoted_via": credential[:200],
+    }
+    Baseline.objects.filter(pk=baseline.pk).update(**promoted)
+    for name, value in promoted.items():
+        setattr(baseline, name, value)
 
 
 @transaction.atomic
 def baseline_record(
-    *, service: Service, label: str, make_current: bool = False, created_by=None, **fields: Any
+    *,
+    service: Service,
+    label: str,
+    make_current: bool = False,
+    created_by=None,
+    credential: str = "",
+    **fields: Any,
 ) -> Baseline:
     """Store a measured baseline (validated), optionally promoting it to current."""
     baseline = Baseline(service=service, label=label, created_by=created_by, **fields)
     baseline.full_clean(exclude=["is_current"])
     baseline.save()
     if make_current:
-        baseline_promote(baseline=baseline)
+        baseline_promote(baseline=baseline, user=created_by, credential=credential)
     return baseline
 
 

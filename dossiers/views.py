@@ -242,7 +242,7 @@ def baseline_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     run = get_object_or_404(service.baselines, pk=pk)
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    services.baseline_promote(baseline=run)
+    services.baseline_promote(baseline=run, user=request.user)
     messages.success(request, f"“{run.label}” is now the current baseline.")
     return redirect(service)
 

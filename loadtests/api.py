@@ -2,12 +2,14 @@
 
 Both take the file either as multipart (`file`, plus optional `format`, `baseline`, `run`
 fields) or as the raw request body (JSON or JSON lines; options in the query string).
-Authentication is the project default (session, or an agent token for CI machines); a browser
-user must belong to the service's team, a machine token may post for any service.
+Authentication: a CI token (scoped to the service or its team, with the permission to import,
+to promote for `baseline=true`, or to run the gate), or a session of a member of the service's
+team. Agent tokens are refused (403, saying why): they only push metrics. The CI token that
+made a write is recorded on the runs, the gate run and the baseline promotion.
 
 Answers, loadtests/: 201 with the runs stored (200 when the same file was imported before),
 400 `{"detail": "<parser message naming the key or line>"}`, 403, 404 unknown service,
-413 over the size limit.
+413 over the size limit, 429 over the token's rate (with Retry-After).
 Answers, gate/: 200 with the verdict ("pass" or "regression") and the table; 422 when the gate
 refuses to compare (no baseline, another workload shape: the body has `reasons`), so a CI step
 can tell "regressed" (200 + verdict) from "could not judge" (422) from "bad file" (400).
@@ -29,6 +31,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dossiers.models import Service
+from dossiers.throttling import CredentialScopedThrottle
 from loadtests import formats
 from loadtests.gate import GateInputError, run_gate
 from loadtests.importing import (
@@ -38,7 +41,7 @@ from loadtests.importing import (
     check_measured_at_value,
     import_loadtest_file,
 )
-from loadtests.models import GateRun, LoadTest
+from loadtests.models import CIToken, GateRun, LoadTest
 
 MAX_GATE_FILES = 20  # repeats of one build in one gate run
 
@@ -51,7 +54,7 @@ class LoadTestSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = LoadTest
-        exclude = ["service", "imported_by", "extra", "content_sha256"]
+        exclude = ["service", "imported_by", "ci_token", "extra", "content_sha256"]
 
     def get_url(self, run: LoadTest) -> str:
         request = self.context.get("request")
@@ -119,18 +122,48 @@ class _FormatIsOurs(DefaultContentNegotiation):
     settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
 
 
-class _FileEndpoint(APIView):
-    """Reads the upload (multipart or raw body) and the service the URL names."""
+AGENT_TOKEN_REFUSED = (
+    "Agent tokens only push metrics (POST /api/v1/ingest/). Load tests and the gate take a CI "
+    "token scoped to the service (manage.py create_ci_token, or the service's CI tokens page) "
+    "or a team member's session."
+)
 
+
+def authorize(request, service: Service, action: str) -> None:
+    """403 unless the request's credential may do `action` (CIToken.Action) on `service`: a CI
+    token in scope with that permission, or a session of a member of the service's team."""
+    auth = request.auth
+    if isinstance(auth, CIToken):
+        if reason := auth.refusal(service, action):
+            raise PermissionDenied(reason)
+    elif auth is not None:
+        raise PermissionDenied(AGENT_TOKEN_REFUSED)
+    elif not service.can_edit(request.user):
+        raise PermissionDenied("Only members of the service's team post its load tests.")
+
+
+class _FileEndpoint(APIView):
+    """Reads the upload (multipart or raw body) and the service the URL names; checks the
+    credential; counts requests per credential (429 with Retry-After over the rate)."""
+
+    throttle_classes = [CredentialScopedThrottle]
     content_negotiation_class = _FormatIsOurs
+    action: str
+
+    def initial(self, request, *args, **kwargs) -> None:
+        super().initial(request, *args, **kwargs)
+        # Before anything else is read: an agent token learns at once that it has no place here.
+        if request.auth is not None and not isinstance(request.auth, CIToken):
+            raise PermissionDenied(AGENT_TOKEN_REFUSED)
 
     def service(self, request, slug: str) -> Service:
         service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
-        user = request.user
-        is_machine = request.auth is not None and getattr(user, "pk", None) is None
-        if not is_machine and not service.can_edit(user):
-            raise PermissionDenied("Only members of the service's team post its load tests.")
+        authorize(request, service, self.action)
         return service
+
+    @staticmethod
+    def ci_token(request) -> CIToken | None:
+        return request.auth if isinstance(request.auth, CIToken) else None
 
     def upload(self, request) -> tuple[bytes | None, str | None, dict, Response | None]:
         """(content, filename, options, error response)."""
@@ -163,6 +196,9 @@ def _too_large() -> Response:
 
 
 class LoadTestImportView(_FileEndpoint):
+    action = CIToken.Action.IMPORT
+    throttle_scope = "loadtests"
+
     @extend_schema(
         request=_FILE_BODY,
         parameters=_OPTIONS,
@@ -170,8 +206,10 @@ class LoadTestImportView(_FileEndpoint):
             201: OpenApiResponse(OpenApiTypes.OBJECT, description="Runs stored."),
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="Already imported."),
             400: OpenApiResponse(description="The file is not a known load-test format."),
+            403: OpenApiResponse(description="An agent token, or a CI token out of scope."),
             404: OpenApiResponse(description="No service with this slug."),
             413: OpenApiResponse(description="The file is too large."),
+            429: OpenApiResponse(description="Over the token's rate; see Retry-After."),
         },
     )
     def post(self, request, slug: str) -> Response:
@@ -179,6 +217,8 @@ class LoadTestImportView(_FileEndpoint):
         content, filename, options, error = self.upload(request)
         if error is not None:
             return error
+        if options["baseline"] or options.get("run"):
+            authorize(request, service, CIToken.Action.PROMOTE)
         try:
             runs = import_loadtest_file(
                 service=service,
@@ -190,6 +230,7 @@ class LoadTestImportView(_FileEndpoint):
                 baseline_run=options.get("run"),
                 origin=LoadTest.Origin.API,
                 measured_at=options.get("measured_at"),
+                ci_token=self.ci_token(request),
             )
         except LoadTestImportError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
@@ -237,14 +278,19 @@ _GATE_BODY = {
 
 
 class GateView(_FileEndpoint):
+    action = CIToken.Action.GATE
+    throttle_scope = "gate"
+
     @extend_schema(
         request=_GATE_BODY,
         parameters=_OPTIONS[:2],
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="Verdict: pass or regression."),
             400: OpenApiResponse(description="A file is not a known load-test format."),
+            403: OpenApiResponse(description="An agent token, or a CI token out of scope."),
             404: OpenApiResponse(description="No service with this slug."),
             413: OpenApiResponse(description="The file is too large."),
+            429: OpenApiResponse(description="Over the token's rate; see Retry-After."),
             422: OpenApiResponse(
                 OpenApiTypes.OBJECT, description="Refused: no comparable baseline."
             ),
@@ -277,6 +323,7 @@ class GateView(_FileEndpoint):
                 format=options.get("format"),
                 user=request.user,
                 measured_at=options.get("measured_at"),
+                ci_token=self.ci_token(request),
             )
         except GateInputError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
-import plotly.io as pio
+from django.utils.html import json_script
+from plotly.utils import PlotlyJSONEncoder
 
 from loadtests.sweeps import SweetSpot
 
@@ -69,5 +70,7 @@ def sweep_figure(spot: SweetSpot) -> go.Figure:
     return fig
 
 
-def to_html(fig: go.Figure) -> str:
-    return pio.to_html(fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False})
+def to_json_script(fig: go.Figure, element_id: str) -> str:
+    """The figure as a JSON <script> that static/js/panels.js draws (`data-figure-json`):
+    no inline script, so the page's CSP can forbid them."""
+    return json_script(fig.to_plotly_json(), element_id, PlotlyJSONEncoder)

@@ -96,3 +96,23 @@ class KvCacheForm(forms.Form):
         if heads and kv and heads % kv:
             self.add_error("kv_heads", "Query heads must divide evenly into KV head groups.")
         return data
+
+
+class CITokenForm(forms.Form):
+    label = forms.CharField(
+        max_length=100, required=False, help_text="Where it is used, e.g. “release pipeline”."
+    )
+    scope = forms.ChoiceField(
+        choices=[("service", "this service only"), ("team", "every service of the team")],
+        initial="service",
+        widget=forms.RadioSelect,
+    )
+    can_import = forms.BooleanField(label="may import load tests", required=False, initial=True)
+    can_promote = forms.BooleanField(label="may promote a baseline", required=False)
+    can_gate = forms.BooleanField(label="may run the gate", required=False, initial=True)
+
+    def clean(self):
+        data = super().clean()
+        if not (data.get("can_import") or data.get("can_promote") or data.get("can_gate")):
+            raise forms.ValidationError("Give the token at least one permission.")
+        return data

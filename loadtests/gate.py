@@ -28,7 +28,7 @@ from loadtests.importing import (
     import_loadtest_file,
     measured_values,
 )
-from loadtests.models import GateRun, LoadTest, source_run
+from loadtests.models import CIToken, GateRun, LoadTest, source_run
 
 SAMPLE_FAMILIES = ("ttft", "tpot", "e2e")
 
@@ -234,6 +234,7 @@ def run_gate(
     format: str | None = None,
     user=None,
     measured_at=None,
+    ci_token: CIToken | None = None,
 ) -> GateRun:
     """Judge candidate runs against the baseline set of their shape and store the GateRun.
 
@@ -263,6 +264,7 @@ def run_gate(
                         user=user,
                         origin=LoadTest.Origin.GATE,
                         measured_at=measured_at,
+                        ci_token=ci_token,
                     )
                 )
             except LoadTestImportError as exc:
@@ -276,11 +278,13 @@ def run_gate(
             # A run without one successful request has no statistics to judge.
             first = runs[0]
             reason = f"the candidate run failed ({first.failure}): there is nothing to compare"
-            return _refuse(service, Match((first,), (), ()), (reason,), source, created_by)
+            return _refuse(
+                service, Match((first,), (), ()), (reason,), source, created_by, ci_token
+            )
     usable = [[run for run in runs if not run.failed] for runs in per_file]
     match = match_baselines(usable, _baselines(service))
     if not match.baselines:
-        return _refuse(service, match, match.reasons, source, created_by)
+        return _refuse(service, match, match.reasons, source, created_by, ci_token)
     try:
         result = gate.compare_runs(
             [run_data(b) for b in match.baselines],
@@ -288,7 +292,7 @@ def run_gate(
             rules=rules,
         )
     except ValueError as exc:
-        return _refuse(service, match, (str(exc),), source, created_by)
+        return _refuse(service, match, (str(exc),), source, created_by, ci_token)
     gate_run = GateRun.objects.create(
         service=service,
         candidate=match.candidate,
@@ -298,6 +302,7 @@ def run_gate(
         table=_heading(match) + gate.format_table(result),
         source=source,
         created_by=created_by,
+        ci_token=ci_token,
     )
     gate_run.candidates.set(match.candidates)
     gate_run.baseline_set.set(match.baselines)
@@ -325,6 +330,7 @@ def _refuse(
     reasons: Sequence[str],
     source: str,
     created_by,
+    ci_token: CIToken | None,
 ) -> GateRun:
     table = "REFUSED: the candidate is not compared.\n" + "\n".join(f"- {r}" for r in reasons)
     gate_run = GateRun.objects.create(
@@ -336,6 +342,7 @@ def _refuse(
         table=table,
         source=source,
         created_by=created_by,
+        ci_token=ci_token,
     )
     gate_run.candidates.set(match.candidates)
     gate_run.baseline_set.set(match.baselines)

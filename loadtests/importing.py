@@ -22,7 +22,7 @@ from analysis.percentiles import LATENCY_FIELDS
 from dossiers import services
 from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
 from loadtests.formats import LoadTestFormatError, ParsedRun, parse_loadtest
-from loadtests.models import LoadTest, LoadTestSketch
+from loadtests.models import CIToken, LoadTest, LoadTestSketch
 
 # Larger files are refused before parsing: even a long sweep with per-request arrays is smaller.
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -128,6 +128,7 @@ def _store_run(
     user,
     origin: str,
     given_measured_at: datetime | None,
+    ci_token=None,
 ) -> LoadTest:
     fields = dict(parsed.fields)
     if fields.get("concurrency") is not None:
@@ -152,6 +153,7 @@ def _store_run(
         run_index=index,
         origin=origin,
         imported_by=user if getattr(user, "pk", None) else None,
+        ci_token=ci_token,
         errors=parsed.errors,
         request_rate_inf=parsed.request_rate_inf,
         extra=extra,
@@ -162,7 +164,7 @@ def _store_run(
         **fields,
     )
     try:
-        run.full_clean(exclude=["imported_by"])
+        run.full_clean(exclude=["imported_by", "ci_token"])
     except ValidationError as exc:
         raise LoadTestImportError(_validation_message(exc, index + 1)) from exc
     run.save()
@@ -201,8 +203,12 @@ def import_loadtest_file(
     baseline_run: int | None = None,
     origin: str = LoadTest.Origin.WEB,
     measured_at: datetime | None = None,
+    ci_token: CIToken | None = None,
 ) -> list[LoadTest]:
     """Store every run of the file on `service`, in file order; all of them or none.
+
+    `ci_token` is the API credential that sent the file (recorded on the runs and on the
+    promotion); checking that it may do so is the caller's job.
 
     Each returned run carries `just_created` (False when this file was imported before, in
     which case nothing is written). `baseline=True` promotes a run to the service's current
@@ -235,11 +241,12 @@ def import_loadtest_file(
                     user=user,
                     origin=origin,
                     given_measured_at=measured_at,
+                    ci_token=ci_token,
                 )
                 run.just_created = True
             stored.append(run)
         if promote_index is not None:
-            promote_load_test(load_test=stored[promote_index], user=user)
+            promote_load_test(load_test=stored[promote_index], user=user, ci_token=ci_token)
     return stored
 
 
@@ -285,8 +292,11 @@ def measured_values(run) -> dict:
 
 
 @transaction.atomic
-def promote_load_test(*, load_test: LoadTest, user=None) -> Baseline:
-    """Make the run the service's current baseline (a Baseline linked back to it).
+def promote_load_test(
+    *, load_test: LoadTest, user=None, ci_token: CIToken | None = None
+) -> Baseline:
+    """Make the run the service's current baseline (a Baseline linked back to it), recording
+    who promoted it and through which CI token, if any.
 
     Promoting a run twice promotes the same Baseline again rather than copying it. A failed
     run (no request succeeded) raises PromotionError: its statistics are absent, not zero.
@@ -296,9 +306,10 @@ def promote_load_test(*, load_test: LoadTest, user=None) -> Baseline:
             f"“{load_test.label}” failed ({load_test.failure}): a failed run cannot become "
             "a baseline"
         )
+    credential = ci_token.credential_label if ci_token is not None else ""
     existing = load_test.promoted_to
     if existing is not None:
-        services.baseline_promote(baseline=existing)
+        services.baseline_promote(baseline=existing, user=user, credential=credential)
         return existing
     notes = f"Promoted from load test “{load_test.label}” ({load_test.format}"
     notes += f", {load_test.source_name})." if load_test.source_name else ")."
@@ -309,6 +320,7 @@ def promote_load_test(*, load_test: LoadTest, user=None) -> Baseline:
         label=load_test.label[:120],
         make_current=True,
         created_by=user if getattr(user, "pk", None) else None,
+        credential=credential,
         notes=notes,
         **measured_values(load_test),
     )

@@ -11,7 +11,85 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from dossiers.models import Baseline, MeasuredRun, Service
+from dossiers.models import Baseline, MeasuredRun, Service, Team
+
+
+class CIToken(models.Model):
+    """A CI machine's credential: one service, or every service of a team (`service` blank),
+    with the permissions it was given. The plaintext (`phc_<prefix>_<secret>`) is shown once;
+    we keep the prefix and a SHA-256 (dossiers.credentials), so SECRET_KEY plays no part."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="ci_tokens")
+    service = models.ForeignKey(
+        Service,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="ci_tokens",
+        help_text="Blank: every service of the team.",
+    )
+    label = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    can_import = models.BooleanField("may import load tests", default=True)
+    can_promote = models.BooleanField("may promote a baseline", default=False)
+    can_gate = models.BooleanField("may run the gate", default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Action(models.TextChoices):
+        IMPORT = "import", "import load tests"
+        PROMOTE = "promote", "promote a baseline"
+        GATE = "gate", "run the gate"
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.credential_label
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @property
+    def scope_label(self) -> str:
+        return self.service.slug if self.service_id else f"every service of {self.team.name}"
+
+    @property
+    def credential_label(self) -> str:
+        """How records name it: prefix (public) and label, never the secret."""
+        label = f" “{self.label}”" if self.label else ""
+        return f"CI token phc_{self.prefix}…{label}"
+
+    @property
+    def permissions_label(self) -> str:
+        allowed = [
+            (self.can_import, "import"),
+            (self.can_promote, "promote"),
+            (self.can_gate, "gate"),
+        ]
+        return ", ".join(name for ok, name in allowed if ok) or "nothing"
+
+    def refusal(self, service: Service, action: str) -> str | None:
+        """Why this token may not do `action` on `service`, or None when it may."""
+        in_scope = (
+            self.service_id == service.pk if self.service_id else self.team_id == service.team_id
+        )
+        if not in_scope:
+            return f"{self.credential_label} is scoped to {self.scope_label}, not {service.slug}."
+        allowed = {
+            self.Action.IMPORT: self.can_import,
+            self.Action.PROMOTE: self.can_promote,
+            self.Action.GATE: self.can_gate,
+        }[action]
+        if not allowed:
+            return f"{self.credential_label} may not {self.Action(action).label}."
+        return None
 
 
 class LoadTest(MeasuredRun):
@@ -40,6 +118,14 @@ class LoadTest(MeasuredRun):
     imported_at = models.DateTimeField(auto_now_add=True)
     imported_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    ci_token = models.ForeignKey(
+        CIToken,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The CI token that imported it through the API.",
     )
     errors = models.PositiveIntegerField("failed requests", null=True, blank=True)
     request_rate_inf = models.BooleanField(
@@ -154,6 +240,14 @@ class GateRun(models.Model):
     )
     table = models.TextField(blank=True)
     source = models.CharField(max_length=4, choices=Source.choices)
+    ci_token = models.ForeignKey(
+        CIToken,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The CI token that ran it through the API.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import FieldDoesNotExist
-from django.db.models import Prefetch
+from django.db.models import F, Prefetch, Q
 
 from dossiers.models import Baseline, Service
 from dossiers.selectors import EconomicsView, economics_view
 from loadtests.formats import FIELD_NAMES
-from loadtests.models import GateRun, LoadTest, LoadTestSketch
+from loadtests.models import CIToken, GateRun, LoadTest, LoadTestSketch
 from loadtests.sweeps import Sweep, SweetSpot, group_sweeps, sweet_spot
 
 
@@ -108,4 +108,20 @@ def gate_runs_page(service: Service, *, limit: int = 200) -> list[GateRun]:
         service.gate_runs.select_related(
             "service", "candidate__service", "baseline__service", "created_by"
         ).defer("candidate__extra", "table")[:limit]
+    )
+
+
+def ci_tokens_query(service: Service):
+    """The CI tokens that reach `service`: its own, and its team's team-wide ones."""
+    return CIToken.objects.filter(team_id=service.team_id).filter(
+        Q(service=service) | Q(service__isnull=True)
+    )
+
+
+def ci_tokens_for(service: Service) -> list[CIToken]:
+    """Active first, newest first; one query."""
+    return list(
+        ci_tokens_query(service)
+        .select_related("team", "service", "created_by")
+        .order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
     )

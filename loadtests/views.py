@@ -16,9 +16,9 @@ from analysis import cost, kvcache
 from dossiers.models import Baseline
 from dossiers.permissions import service_for_editing, service_for_reading
 from dossiers.selectors import economics_view, latency_table
-from loadtests import charts, pages
+from loadtests import charts, pages, tokens
 from loadtests import diagnosis as diag
-from loadtests.forms import CostForm, KvCacheForm, LoadTestUploadForm
+from loadtests.forms import CITokenForm, CostForm, KvCacheForm, LoadTestUploadForm
 from loadtests.importing import (
     LoadTestImportError,
     PromotionError,
@@ -27,6 +27,7 @@ from loadtests.importing import (
 )
 from loadtests.models import GateRun, LoadTest
 from loadtests.sweeps import sweet_spot
+from loadtests.tokens import ci_token_issue
 
 # --- Load tests -------------------------------------------------------------------------------
 
@@ -130,9 +131,56 @@ def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "service": service,
             "spot": spot,
             "sweep": found,
-            "chart": charts.to_html(charts.sweep_figure(spot)),
+            "chart_json": charts.to_json_script(charts.sweep_figure(spot), "sweep-chart-data"),
         },
     )
+
+
+# --- CI tokens --------------------------------------------------------------------------------
+
+
+@login_required
+def ci_tokens(request: HttpRequest, slug: str) -> HttpResponse:
+    """The service's CI tokens (and its team's), for team members: list, create, revoke.
+
+    A new token's plaintext is in this one response and nowhere else."""
+    service = service_for_editing(request.user, slug)
+    form = CITokenForm(request.POST or None)
+    plaintext = created = None
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        created, plaintext = ci_token_issue(
+            service=service if data["scope"] == "service" else None,
+            team=service.team,
+            label=data["label"],
+            can_import=data["can_import"],
+            can_promote=data["can_promote"],
+            can_gate=data["can_gate"],
+            created_by=request.user,
+        )
+        form = CITokenForm()
+    return render(
+        request,
+        "loadtests/ci_tokens.html",
+        {
+            "service": service,
+            "tokens": pages.ci_tokens_for(service),
+            "form": form,
+            "created": created,
+            "plaintext": plaintext,
+        },
+        status=201 if created else 200,
+    )
+
+
+@login_required
+@require_POST
+def ci_token_revoke(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    service = service_for_editing(request.user, slug)
+    token = get_object_or_404(pages.ci_tokens_query(service), pk=pk)
+    tokens.ci_token_revoke(token=token)
+    messages.success(request, f"{token.credential_label} revoked.")
+    return redirect("loadtests:ci_tokens", service.slug)
 
 
 # --- Gate runs --------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "csp",
     "dossiers",
     "loadtests",
     "collectors",
@@ -87,6 +89,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "collectors.middleware.IngestMetricsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "perfhub.urls"
@@ -170,9 +173,14 @@ PERFHUB_INGEST_MAX_AHEAD_S = env_int("PERFHUB_INGEST_MAX_AHEAD_S", 10 * 60)
 PERFHUB_INGEST_RATE = env_str("PERFHUB_INGEST_RATE", "120/min")
 
 REST_FRAMEWORK = {
+    # Each token kind recognizes its own prefix (pha_ agent, phc_ CI); a Token header none
+    # recognizes is refused (401), not taken for "no credentials". Tokens come first so a
+    # missing or revoked one answers 401 with WWW-Authenticate: Token; sessions follow.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "collectors.authentication.AgentTokenAuthentication",
+        "loadtests.authentication.CITokenAuthentication",
+        "dossiers.credentials.UnrecognizedTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -182,12 +190,54 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "webapi.core.exception_handler",
+    # Rate limits (dossiers.throttling), counted on the cache below: per token for ingest and
+    # the CI endpoints, per client address for login attempts. Over the rate: 429 + Retry-After.
+    "DEFAULT_THROTTLE_RATES": {
+        "ingest": env_str("PERFHUB_THROTTLE_INGEST", "600/min"),
+        "loadtests": env_str("PERFHUB_THROTTLE_LOADTESTS", "60/min"),
+        "gate": env_str("PERFHUB_THROTTLE_GATE", "30/min"),
+        "login": env_str("PERFHUB_THROTTLE_LOGIN", "10/min"),
+    },
+    # Client addresses for the login limit: X-Forwarded-For is trusted only behind our proxy
+    # (one hop); otherwise a client could name any address and dodge the limit.
+    "NUM_PROXIES": 1 if env_bool("BEHIND_PROXY") else 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "PerfHub API",
     "DESCRIPTION": "Ingest from GPU-host agents, load tests, the release gate, metrics.",
     "VERSION": "1.0.0",
+    # Swagger UI from drf-spectacular-sidecar's copy, served as a static file (no CDN), and
+    # no call to the public validator.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
+# /api/docs/ and /api/schema/ need a login unless this is set.
+PERFHUB_PUBLIC_API_DOCS = env_bool("PERFHUB_PUBLIC_API_DOCS", False)
+
+# Content-Security-Policy on every page (django-csp): scripts and everything else from this
+# origin only, so no inline script runs. Styles allow inline because plotly.js sets them.
+# Redoc renders its search in a worker it builds from a blob: URL.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Outbound requests (webhooks, pulls, Prometheus sources) refuse loopback, private,
+# link-local, metadata and other non-global addresses, after DNS resolution and on every
+# redirect (dossiers.outbound), except inside these CIDR blocks (e.g. "10.0.0.0/8").
+PERFHUB_OUTBOUND_ALLOW_CIDRS = env_list("PERFHUB_OUTBOUND_ALLOW_CIDRS")
 
 # Celery: REDIS_URL selects the broker; unset, tasks run eagerly in-process.
 REDIS_URL = env_str("REDIS_URL")
@@ -232,7 +282,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     },
 }
 
-# The cache holds nothing durable (the beat heartbeat): Redis when configured, else in-process.
+# The cache holds the rate-limit counters and beat's heartbeat (nothing durable): Redis
+# when REDIS_URL is set (shared by every process), else this process's memory.
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL

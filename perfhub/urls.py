@@ -3,9 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from dashboards import views as dashboards_views
+from dossiers.accounts import LoginView
+from dossiers.api_docs import ApiDocsView, ApiSchemaView
 from perfhub import health
 from perfhub.metrics import metrics_view
 
@@ -21,10 +22,10 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/schema/", ApiSchemaView.as_view(), name="api-schema"),
+    path("api/docs/", ApiDocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("loadtests.api_urls")),
     path("api/v1/", include("collectors.api_urls")),
     path("collectors/", include("collectors.urls")),

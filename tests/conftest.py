@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.db import connection, connections, transaction
 
 from dossiers.models import Membership, Service, Team
@@ -60,9 +61,28 @@ def _eager_celery(settings):
     app.conf.task_always_eager = previous
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits(settings):
+    """Rate-limit counters and the heartbeat live in the cache. Each test gets a cache of its
+    own process (not the shared Redis, which the other test process and the broker use) and
+    starts with it empty, so one test's logins or pushes never throttle another's."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": f"tests-{worker}",
+            "KEY_PREFIX": "perfhub",
+        }
+    }
+    cache.clear()
+
+
 @pytest.fixture
 def browser_page(monkeypatch):
-    """A headless Chromium page; `page.problems` collects console errors and page errors."""
+    """A headless Chromium page; `page.problems` collects console errors and page errors.
+
+    Pages keep their Content-Security-Policy (no 'unsafe-eval'): give `wait_for_function` a
+    function ("() => ..."), not an expression, which Playwright would eval inside the page."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no chromium at {CHROMIUM}")
     sync_api = pytest.importorskip("playwright.sync_api")
@@ -103,6 +123,16 @@ def browser_login(page, base_url: str, username: str, password: str) -> None:
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_load_state("networkidle")
+
+
+# The tests' own HTTP servers listen on loopback, which the outbound guard refuses unless
+# allow-listed (dossiers.outbound); tests that call them allow-list it, as a deployment would.
+LOOPBACK_CIDRS = ["127.0.0.0/8", "::1/128"]
+
+
+@pytest.fixture
+def outbound_loopback(settings) -> None:
+    settings.PERFHUB_OUTBOUND_ALLOW_CIDRS = LOOPBACK_CIDRS
 
 
 @pytest.fixture

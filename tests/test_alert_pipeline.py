@@ -35,6 +35,7 @@ from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue_for_host_name
 from dossiers.models import Service, Team
 from perfhub.celery import app as celery_app
+from tests.conftest import LOOPBACK_CIDRS
 
 # The tests read only the recorded run; the mark makes pytest-django create the test database.
 pytestmark = pytest.mark.django_db
@@ -188,7 +189,11 @@ def run(django_db_setup, django_db_blocker, receiver_server) -> Run:
     try:
         with (
             django_db_blocker.unblock(),
-            override_settings(PERFHUB_ALERTS_EVALUATION_LAG_S=120, SITE_URL=SITE),
+            override_settings(
+                PERFHUB_ALERTS_EVALUATION_LAG_S=120,
+                SITE_URL=SITE,
+                PERFHUB_OUTBOUND_ALLOW_CIDRS=LOOPBACK_CIDRS,  # the receiver is on loopback
+            ),
             transaction.atomic(),
         ):
             result = _drive(receiver_server)

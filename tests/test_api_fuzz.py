@@ -9,6 +9,7 @@ import pytest
 import schemathesis
 from django.core import signals
 from django.db import close_old_connections
+from django.test import override_settings
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
@@ -19,7 +20,9 @@ from perfhub.wsgi import application
 pytestmark = [pytest.mark.django_db, pytest.mark.fuzz]
 
 # Served by the app itself, as a client would fetch it (no database needed to build it).
-schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
+# (The schema is behind a login unless PERFHUB_PUBLIC_API_DOCS: opened here for the loader.)
+with override_settings(PERFHUB_PUBLIC_API_DOCS=True):
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
 
 
 @pytest.fixture

@@ -22,7 +22,15 @@ from django.utils import timezone
 
 from collectors import exposition, storage
 from collectors.decoding import validate_document
-from collectors.models import GpuSample, Host, IngestBatch, RequestSample, ScrapeState, ScrapeWindow
+from collectors.models import (
+    AgentToken,
+    GpuSample,
+    Host,
+    IngestBatch,
+    RequestSample,
+    ScrapeState,
+    ScrapeWindow,
+)
 
 LAST_SEEN_PRECISION = timedelta(minutes=1)
 
@@ -52,8 +60,11 @@ def epoch_minute(ts: datetime) -> int:
     return int(ts.timestamp()) // 60
 
 
-def ingest_batch(*, host: Host, data: dict, now: datetime | None = None) -> IngestResult:
-    """Store a validated batch (`IngestBatchSerializer.validated_data`) for `host`."""
+def ingest_batch(
+    *, host: Host, data: dict, now: datetime | None = None, token: AgentToken | None = None
+) -> IngestResult:
+    """Store a validated batch (`IngestBatchSerializer.validated_data`) for `host`, recording
+    the agent token that pushed it (None for a pull)."""
     now = now or timezone.now()
     services = data["services"]
     service_ids = {slug: service.pk for slug, service in services.items()}
@@ -75,7 +86,9 @@ def ingest_batch(*, host: Host, data: dict, now: datetime | None = None) -> Inge
     }
 
     with transaction.atomic():
-        batch_pk = _insert_batch(host=host, data=data, counts=counts, minutes=minutes, now=now)
+        batch_pk = _insert_batch(
+            host=host, data=data, counts=counts, minutes=minutes, now=now, token=token
+        )
         if batch_pk is None:
             return IngestResult(duplicate=True, batch_id=data["batch_id"])
         window_rows = _scrape_windows(host, data["scrapes"], services)
@@ -91,14 +104,20 @@ def ingest_batch(*, host: Host, data: dict, now: datetime | None = None) -> Inge
 
 
 def _insert_batch(
-    *, host: Host, data: dict, counts: dict[str, int], minutes: set[int], now: datetime
+    *,
+    host: Host,
+    data: dict,
+    counts: dict[str, int],
+    minutes: set[int],
+    now: datetime,
+    token: AgentToken | None = None,
 ) -> int | None:
     """The new batch row's pk, or None when `batch_id` is already stored (a replay)."""
     meta = IngestBatch._meta
     values = {
         "batch_id": data["batch_id"], "host": host.pk, "received_at": now,
         "sent_at": data["sent_at"], "agent_version": data["agent_version"], "counts": counts,
-        "minutes": sorted(minutes),
+        "minutes": sorted(minutes), "token": token.pk if token is not None else None,
     }  # fmt: skip
     # Raw SQL skips the ORM's defaults: give every other column what the ORM would ("" for a
     # blank text field, a declared default), so a new field never breaks this insert.

@@ -21,6 +21,7 @@ from rest_framework.exceptions import APIException
 from collectors.instruments import PULL_ERRORS, record_ingest
 from collectors.models import Host
 from collectors.services.ingest import IngestResult, ingest_document
+from dossiers.outbound import OutboundRefused, outbound_request
 
 MAX_ERROR_CHARS = 2000
 log = logging.getLogger(__name__)
@@ -78,13 +79,14 @@ def pull_host(*, host_id: int, now: datetime | None = None) -> PullOutcome:
 
 def _fetch_document(host: Host, now: datetime) -> dict:
     try:
-        response = requests.get(
+        response = outbound_request(
+            "GET",
             host.pull_url,
             timeout=settings.PERFHUB_PULL_TIMEOUT_S,
             headers={"Accept": "application/json, text/plain;q=0.9"},
         )
         response.raise_for_status()
-    except requests.RequestException as exc:
+    except (requests.RequestException, OutboundRefused) as exc:
         raise PullError(f"{type(exc).__name__}: {exc}") from exc
     if len(response.content) > settings.PERFHUB_INGEST_MAX_BYTES:
         raise PullError(f"answer over {settings.PERFHUB_INGEST_MAX_BYTES} bytes")

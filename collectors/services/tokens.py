@@ -1,36 +1,38 @@
-"""Agent tokens: issued once, stored as a public prefix plus an HMAC of the whole token.
+"""Agent tokens: issued once, stored as a public prefix plus a SHA-256 of the whole token.
 
-The plaintext looks like `pha_<prefix>_<secret>`. The prefix finds the row; the HMAC
-(SHA-256, keyed with SECRET_KEY) proves the secret without the database ever holding it.
+The plaintext looks like `pha_<prefix>_<secret>` (format and hashing: dossiers.credentials).
+Tokens issued before that were stored as an HMAC keyed with SECRET_KEY; they keep working:
+the first use verifies the old HMAC (with SECRET_KEY or one of SECRET_KEY_FALLBACKS) and
+re-stores the digest as SHA-256, after which SECRET_KEY no longer matters to them. Re-keying
+without the plaintext is impossible (we never had it), hence rehash on use.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 
 from collectors.models import AgentToken, Host
+from dossiers.credentials import (
+    digest_matches,
+    token_digest,
+    token_new,
+    token_prefix,
+    touch_last_used,
+)
 
 TOKEN_SCHEME = "pha"
-LAST_USED_PRECISION = timedelta(minutes=1)
-
-
-def _digest(plaintext: str) -> str:
-    return hmac.new(settings.SECRET_KEY.encode(), plaintext.encode(), hashlib.sha256).hexdigest()
 
 
 def token_issue(*, host: Host, label: str = "") -> tuple[AgentToken, str]:
     """A new token for `host`; the plaintext is returned here and never again."""
-    prefix = secrets.token_hex(4)
-    plaintext = f"{TOKEN_SCHEME}_{prefix}_{secrets.token_urlsafe(32)}"
+    prefix, plaintext = token_new(TOKEN_SCHEME)
     token = AgentToken.objects.create(
-        host=host, prefix=prefix, digest=_digest(plaintext), label=label
+        host=host, prefix=prefix, digest=token_digest(plaintext), label=label
     )
     return token, plaintext
 
@@ -42,29 +44,43 @@ def token_issue_for_host_name(*, host_name: str, label: str = "") -> tuple[Agent
 
 def token_authenticate(plaintext: str, *, now: datetime | None = None) -> AgentToken | None:
     """The active token matching `plaintext`, or None. Touches `last_used_at` once a minute."""
-    scheme, _, rest = plaintext.partition("_")
-    prefix, _, secret = rest.partition("_")
-    if scheme != TOKEN_SCHEME or not prefix or not secret:
+    prefix = token_prefix(plaintext, TOKEN_SCHEME)
+    if prefix is None:
         return None
     token = (
         AgentToken.objects.select_related("host")
         .filter(prefix=prefix, revoked_at__isnull=True)
         .first()
     )
-    if token is None or not hmac.compare_digest(token.digest, _digest(plaintext)):
+    if token is None:
         return None
-    _touch(token, now or timezone.now())
+    if token.digest_kind == AgentToken.DigestKind.LEGACY_HMAC:
+        if not _legacy_matches(token.digest, plaintext):
+            return None
+        _rehash(token, plaintext)
+    elif not digest_matches(token.digest, plaintext):
+        return None
+    touch_last_used(token, now or timezone.now())
     return token
 
 
-def _touch(token: AgentToken, now: datetime) -> None:
-    # A conditional update: at most one write a minute per token, whatever the push rate.
-    if token.last_used_at and now - token.last_used_at < LAST_USED_PRECISION:
-        return
-    AgentToken.objects.filter(pk=token.pk).filter(
-        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_PRECISION)
-    ).update(last_used_at=now)
-    token.last_used_at = now
+def _legacy_matches(stored: str, plaintext: str) -> bool:
+    keys = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return any(
+        hmac.compare_digest(
+            stored, hmac.new(key.encode(), plaintext.encode(), hashlib.sha256).hexdigest()
+        )
+        for key in keys
+    )
+
+
+def _rehash(token: AgentToken, plaintext: str) -> None:
+    # Conditional on the old kind: two first uses at once write the same digest once.
+    digest = token_digest(plaintext)
+    AgentToken.objects.filter(pk=token.pk, digest_kind=AgentToken.DigestKind.LEGACY_HMAC).update(
+        digest=digest, digest_kind=AgentToken.DigestKind.SHA256
+    )
+    token.digest, token.digest_kind = digest, AgentToken.DigestKind.SHA256
 
 
 def token_revoke(*, token: AgentToken, now: datetime | None = None) -> None:

@@ -4,7 +4,8 @@
 // from that URL; one with data-panels-json="<id>" reads the same from the JSON <script> with
 // that id (json_script). Each panel becomes a card with one chart. A point whose customdata
 // is a same-site path ("/services/...") opens it when clicked (fleet: click through to the
-// dossier). Needs plotly.min.js loaded first (both are `defer`, in that order).
+// dossier). An element with data-figure-json="<id>" draws the one figure of that JSON <script>.
+// Needs plotly.min.js loaded first (both are `defer`, in that order).
 (function () {
   "use strict";
 
@@ -107,11 +108,28 @@
       .catch(function (err) { message(container, "Charts could not be loaded (" + err.message + ")."); });
   }
 
+  // One figure drawn in place: an element with data-figure-json="<id>" of a JSON <script>
+  // holding {data, layout} (a page's single chart: an alert's value, a sweep).
+  function drawFigure(el) {
+    var script = document.getElementById(el.getAttribute("data-figure-json"));
+    if (!script) { message(el, "The chart is missing from this page."); return; }
+    if (typeof window.Plotly === "undefined") {
+      message(el, "The chart could not be drawn: plotly.js did not load.");
+      return;
+    }
+    try {
+      var figure = JSON.parse(script.textContent);
+      window.Plotly.newPlot(el, figure.data || [], figure.layout || {}, CONFIG).then(clickThrough);
+    } catch (err) {
+      message(el, "The chart could not be read: " + err.message);
+    }
+  }
+
   function scan(root) {
-    root.querySelectorAll("[data-panels-url], [data-panels-json]").forEach(function (el) {
+    root.querySelectorAll("[data-panels-url], [data-panels-json], [data-figure-json]").forEach(function (el) {
       if (el.getAttribute("data-panels-loaded")) { return; }
       el.setAttribute("data-panels-loaded", "1");
-      load(el);
+      if (el.hasAttribute("data-figure-json")) { drawFigure(el); } else { load(el); }
     });
   }
 

@@ -149,8 +149,9 @@ class Recorder(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def webhook_server():
-    """A real HTTP server on loopback, in a thread: `.url`, `.bodies`, `.statuses`."""
+def webhook_server(outbound_loopback):
+    """A real HTTP server on loopback (allow-listed), in a thread: `.url`, `.bodies`,
+    `.statuses`."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     server.bodies = []
     server.statuses = []

@@ -41,7 +41,7 @@ receivers:
 
 
 @pytest.fixture
-def to_alertmanager(team, alertmanager, settings) -> Receiver:
+def to_alertmanager(team, alertmanager, settings, outbound_loopback) -> Receiver:
     # The timeline evaluates in 2026-03 (frozen clock); keep its firing alerts valid until now.
     settings.PERFHUB_ALERTMANAGER_VALID_FOR_S = 3600 * 24 * 400
     am, _ = alertmanager

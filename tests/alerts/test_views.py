@@ -53,9 +53,9 @@ def test_the_detail_page_draws_the_value_against_the_threshold(owner_client, fir
     assert response.status_code == 200
     html = response.content.decode()
     assert "plotly/plotly.min.js" in html
-    assert f'id="alert-chart-{fired.pk}"' in html
-    assert '"name":"threshold"' in html
-    assert '"name":"resolve threshold"' in html
+    assert f'data-figure-json="alert-chart-data-{fired.pk}"' in html
+    assert '"name": "threshold"' in html
+    assert '"name": "resolve threshold"' in html
     assert "for 180s" in html  # the firing event's reason, from the history
 
 

@@ -65,7 +65,7 @@ def wait_for(predicate, timeout=15.0):
 
 
 def test_a_worker_pulls_a_vllm_target_twice_into_a_window(
-    transactional_db, redis_worker, service, vllm_texts
+    transactional_db, redis_worker, service, vllm_texts, outbound_loopback
 ):
     served = Served()
     try:

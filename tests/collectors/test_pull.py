@@ -44,6 +44,11 @@ class Served:
         self.server.server_close()
 
 
+@pytest.fixture(autouse=True)
+def _loopback_allowed(outbound_loopback):
+    """The targets here are loopback servers: allow-listed, as a deployment would."""
+
+
 @pytest.fixture
 def served():
     server = Served()

@@ -3,6 +3,12 @@ import pytest
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture
+def client(client, owner):
+    client.force_login(owner)
+    return client
+
+
 def test_the_schema_lists_the_ingest_path_with_its_request_shape(client):
     response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200

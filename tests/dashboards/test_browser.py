@@ -55,7 +55,7 @@ def test_fleet_and_service_dashboards_draw_charts_without_errors(browser_page, l
 
     page.goto(f"{live_server.url}/dashboards/services/chat-7b/?range=1h")
     page.wait_for_selector(PLOT, timeout=15000)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 7")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 7")
     page.wait_for_selector(".dash-timeline", timeout=5000)
     _shoot(page, "service")
 
@@ -68,7 +68,7 @@ def test_an_empty_service_dashboard_draws_its_empty_states(browser_page, live_se
     problems = page.problems
     _login(page, live_server.url)
     page.goto(f"{live_server.url}/dashboards/services/chat-7b/")
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 7")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 7")
     assert page.get_by_text("is an agent pushing for chat-7b?").count() >= 1
     _shoot(page, "service-empty")
     assert problems == []
@@ -90,7 +90,7 @@ def test_the_load_test_comparison_draws_bars_and_histograms(browser_page, live_s
     _login(page, live_server.url)
     url = f"{live_server.url}/dashboards/services/chat-7b/loadtests/compare/?candidate="
     page.goto(f"{url}{candidate.pk}")
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 4")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 4")
     _shoot(page, "compare")
     assert problems == []
 
@@ -101,7 +101,9 @@ def test_the_dossier_page_embeds_live_charts_and_the_timeline(browser_page, live
     _login(page, live_server.url)
     page.goto(f"{live_server.url}/services/chat-7b/")
     page.wait_for_selector(f"#live-panels {PLOT}", timeout=15000)
-    page.wait_for_function("document.querySelectorAll('#live-panels .js-plotly-plot').length === 3")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#live-panels .js-plotly-plot').length === 3"
+    )
     page.wait_for_selector("#dossier-timeline-extra .dash-timeline", timeout=5000)
     _shoot(page, "dossier")
     assert problems == []

@@ -8,6 +8,7 @@ import datetime as dt
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.checks import run_checks
 
 from dossiers import demo
 from dossiers.markdown import export_dossier, import_dossier
@@ -165,6 +166,19 @@ def test_demo_users_have_the_documented_logins_and_roles(fleet):
     assert not Membership.objects.filter(user=user).exclude(role="owner").exists()
     admin = User.objects.get(username="admin")
     assert admin.is_superuser and admin.check_password("perfhub-admin")
+
+
+def test_the_deploy_check_fails_while_a_demo_password_works(fleet):
+    errors = {e.id: e for e in run_checks(include_deployment_checks=True, tags=["security"])}
+    assert "perfhub.E001" in errors
+    user = get_user_model().objects.get(username="demo")
+    user.set_password("a-private-one-now")
+    user.save()
+    admin = get_user_model().objects.get(username="admin")
+    admin.is_active = False
+    admin.save()
+    errors = [e for e in run_checks(include_deployment_checks=True) if e.id == "perfhub.E001"]
+    assert errors == []
 
 
 def test_every_demo_dossier_survives_a_markdown_round_trip(fleet):

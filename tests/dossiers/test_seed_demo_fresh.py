@@ -2,14 +2,17 @@
 
 import io
 
-from django.core.management import call_command
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
 
 from dossiers import demo
 from dossiers.markdown import export_dossier
 from loadtests.models import LoadTest
 
 
-def test_the_command_imports_the_fleet_and_prints_the_demo_login(db):
+def test_the_command_imports_the_fleet_and_prints_the_demo_login(db, settings):
+    settings.DEBUG = True  # demo users are refused under production settings
     out = io.StringIO()
     call_command("seed_demo", "--history-days", "0", stdout=out)
     assert "demo / perfhub-demo" in out.getvalue()
@@ -29,3 +32,17 @@ def test_existing_users_are_left_alone(db, django_user_model):
     django_user_model.objects.create_user("demo", password="changed-by-the-user")
     demo.ensure_demo_users()
     assert django_user_model.objects.get(username="demo").check_password("changed-by-the-user")
+
+
+def test_the_command_refuses_demo_users_with_debug_off(db, settings):
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="refusing to create demo users") as caught:
+        call_command("seed_demo")
+    assert caught.value.returncode == 2
+    assert not get_user_model().objects.filter(username="demo").exists()
+
+
+def test_the_command_creates_them_with_debug_off_when_told(db, settings):
+    settings.DEBUG = False
+    call_command("seed_demo", "--allow-demo-users", "--history-days", "0", stdout=io.StringIO())
+    assert get_user_model().objects.filter(username="demo").exists()

@@ -1,5 +1,5 @@
-"""POST /api/v1/services/<slug>/loadtests/ and /gate/ (session auth here; tokens are the
-project default's business, tested with the collectors' auth class)."""
+"""POST /api/v1/services/<slug>/loadtests/ and /gate/ with a team member's session (CI tokens
+and agent tokens: test_ci_tokens.py)."""
 
 import json
 
@@ -141,18 +141,6 @@ def test_the_gate_answers_400_for_a_bad_file(api, service):
     response = api.post(GATE, b"{nope", content_type="application/json")
     assert response.status_code == 400
     assert "not valid JSON" in response.json()["detail"]
-
-
-def test_a_machine_token_imports_for_ci(service, c16):
-    # The project's default authentication (settings) accepts agent tokens; CI uses one.
-    from collectors.services.tokens import token_issue_for_host_name
-
-    _, plaintext = token_issue_for_host_name(host_name="ci-runner-1")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {plaintext}")
-    response = client.post(URL, c16.read_bytes(), content_type="application/json")
-    assert response.status_code == 201
-    assert LoadTest.objects.get().imported_by is None
 
 
 @pytest.mark.parametrize("path", [URL, "/api/v1/services/chat-7b/gate/"])

@@ -63,7 +63,7 @@ def test_the_sweep_page_draws_a_plotly_chart_with_the_slo_line(owner_client, ser
         service=service, content=content(fixtures_dir, "vllm-bench-concurrency-sweep.jsonl")
     )
     body = owner_client.get(reverse("loadtests:sweep", args=["chat-7b", runs[0].pk])).content
-    assert b"plotly/plotly.min.js" in body and b"Plotly.newPlot" in body
+    assert b"plotly/plotly.min.js" in body and b'data-figure-json="sweep-chart-data"' in body
     assert b"SLO P99 20,000 ms" in body and b"sweet spot: c=16" in body
 
 

@@ -32,7 +32,7 @@ def restored(tmp_path_factory):
     with scratch_database("backup_src") as source, scratch_database("backup_dst") as target:
         old = {"database_url": source, "var_dir": tmp / "var-source"}
         manage("migrate", "--no-input", **old)
-        manage("seed_demo", "--history-days", "1", **old)  # a day of roll-ups is enough
+        manage("seed_demo", "--allow-demo-users", "--history-days", "1", **old)  # a day is enough
         token = shell_json(seed_more(), **old)["token"]
         before = inventory(**old)
 

@@ -2,9 +2,14 @@
 
 Dossiers (`demo/dossiers/*.md`) go through the dossier import, load tests
 (`demo/loadtests/<slug>/`) through the load-test import: the paths a user's files take.
+
+The demo users have passwords printed in the README. With DEBUG off (a production setting)
+the command refuses to create them unless told `--allow-demo-users`; `check --deploy` fails
+while one of those passwords still works (dossiers.checks).
 """
 
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 
 from dashboards.demo_history import backfill_fleet
 from dossiers import demo
@@ -26,8 +31,26 @@ class Command(BaseCommand):
             default=14,
             help="days of roll-up history to back-fill per service (0: none)",
         )
+        parser.add_argument(
+            "--allow-demo-users",
+            action="store_true",
+            help="Create the demo users (known passwords) even with DEBUG off.",
+        )
 
-    def handle(self, *args, rebuild: bool = False, history_days: int = 14, **options):
+    def handle(
+        self,
+        *args,
+        rebuild: bool = False,
+        history_days: int = 14,
+        allow_demo_users: bool = False,
+        **options,
+    ):
+        if not settings.DEBUG and not allow_demo_users:
+            raise CommandError(
+                "DEBUG is off: refusing to create demo users with known passwords "
+                "(set DEBUG=1 for a demo, or pass --allow-demo-users).",
+                returncode=2,
+            )
         self.stdout.write("Building the demo fleet:")
         result = demo.build_demo(stdout=self.stdout, rebuild=rebuild)
         add_demo_loadtests(list(result.services.values()))

@@ -1,0 +1,60 @@
+"""Rate limits (DRF throttles on the cache): login per client address, ingest and the gate per
+token; over the rate, 429 with Retry-After."""
+
+import pytest
+from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
+
+from collectors.services.tokens import token_issue_for_host_name
+from loadtests.tokens import ci_token_issue
+from tests.collectors.conftest import INGEST_URL, make_batch
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rates(monkeypatch):
+    """Small rates. SimpleRateThrottle read settings' rates once, into a class attribute."""
+    rates = {"ingest": "2/min", "loadtests": "2/min", "gate": "1/min", "login": "3/min"}
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
+    return rates
+
+
+def token_client(plaintext: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {plaintext}")
+    return client
+
+
+def test_login_attempts_over_the_rate_get_429_with_retry_after(client, owner, rates):
+    for _ in range(3):
+        client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    response = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
+    assert response.status_code == 429
+    assert 0 < int(response["Retry-After"]) <= 60
+    assert "Too many login attempts" in response.content.decode()
+    assert "_auth_user_id" not in client.session  # the right password did not log in
+
+
+def test_ingest_is_limited_per_token(service, rates):
+    _, first = token_issue_for_host_name(host_name="gpu-node-07")
+    _, second = token_issue_for_host_name(host_name="gpu-node-08")
+    client = token_client(first)
+    statuses = [client.post(INGEST_URL, make_batch(), format="json").status_code for _ in range(3)]
+    assert statuses == [202, 202, 429]
+    throttled = client.post(INGEST_URL, make_batch(), format="json")
+    assert int(throttled["Retry-After"]) > 0
+    other = token_client(second).post(INGEST_URL, make_batch(host="gpu-node-08"), format="json")
+    assert other.status_code == 202
+
+
+def test_the_gate_is_limited_per_token(service, rates, fixtures_dir):
+    _, plaintext = ci_token_issue(service=service)
+    body = (fixtures_dir / "loadtests" / "vllm-bench-serve-c16.json").read_bytes()
+    client = token_client(plaintext)
+    url = f"/api/v1/services/{service.slug}/gate/"
+    first = client.post(url, body, content_type="application/json")
+    assert first.status_code == 422  # judged (no baseline yet), not throttled
+    second = client.post(url, body, content_type="application/json")
+    assert second.status_code == 429
+    assert int(second["Retry-After"]) > 0
