@@ -9,46 +9,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rest_framework import authentication, exceptions, permissions
+from rest_framework import permissions
 
 from collectors.models import AgentToken, Host
 from collectors.services.tokens import TOKEN_SCHEME, token_authenticate
-from dossiers.credentials import HEADER_KEYWORD, header_token
+from dossiers.credentials import MachinePrincipal, SchemeTokenAuthentication
 
 
 @dataclass(frozen=True)
-class AgentUser:
+class AgentUser(MachinePrincipal):
     """The principal behind an agent token: a host, not a person."""
 
     host: Host
-    is_authenticated: bool = True
-    is_anonymous: bool = False
-    is_superuser: bool = False
-    is_staff: bool = False
-    pk: None = None
 
     def get_username(self) -> str:
         return f"agent:{self.host.name}"
 
-    def __str__(self) -> str:
-        return self.get_username()
 
+class AgentTokenAuthentication(SchemeTokenAuthentication):
+    scheme = TOKEN_SCHEME
 
-class AgentTokenAuthentication(authentication.BaseAuthentication):
-    keyword = HEADER_KEYWORD
-
-    def authenticate(self, request) -> tuple[AgentUser, AgentToken] | None:
-        plaintext = header_token(request)
-        if plaintext is None or not plaintext.startswith(TOKEN_SCHEME + "_"):
-            return None  # not ours: let session auth or another token kind try
+    def resolve(self, plaintext: str) -> tuple[AgentUser, AgentToken] | None:
         token = token_authenticate(plaintext)
-        if token is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
-        return AgentUser(host=token.host), token
-
-    def authenticate_header(self, request) -> str:
-        # Makes DRF answer 401 (not 403) when the credentials are missing or wrong.
-        return self.keyword
+        return None if token is None else (AgentUser(host=token.host), token)
 
 
 class IsAgentToken(permissions.BasePermission):

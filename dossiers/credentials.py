@@ -84,3 +84,45 @@ class UnrecognizedTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return HEADER_KEYWORD
+
+
+class MachinePrincipal:
+    """What `request.user` is for a machine credential: authenticated, no Django user behind
+    it, never staff. Subclasses (dataclasses) hold what the credential stands for."""
+
+    is_authenticated = True
+    is_anonymous = False
+    is_superuser = False
+    is_staff = False
+    pk = None
+
+    def get_username(self) -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.get_username()
+
+
+class SchemeTokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Token <scheme>_...` for one kind of machine token. A token of another
+    scheme is left to the next authentication class; a wrong one of this scheme is refused."""
+
+    keyword = HEADER_KEYWORD
+    scheme: str
+
+    def resolve(self, plaintext: str) -> tuple[MachinePrincipal, Model] | None:
+        """(principal, token) for a valid token, else None."""
+        raise NotImplementedError
+
+    def authenticate(self, request):
+        plaintext = header_token(request)
+        if plaintext is None or not plaintext.startswith(self.scheme + "_"):
+            return None
+        found = self.resolve(plaintext)
+        if found is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+        return found
+
+    def authenticate_header(self, request) -> str:
+        # Makes DRF answer 401 (not 403) when the credentials are missing or wrong.
+        return self.keyword

@@ -8,40 +8,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rest_framework import authentication, exceptions
-
-from dossiers.credentials import HEADER_KEYWORD, header_token
+from dossiers.credentials import MachinePrincipal, SchemeTokenAuthentication
 from loadtests.models import CIToken
 from loadtests.tokens import TOKEN_SCHEME, ci_token_authenticate
 
 
 @dataclass(frozen=True)
-class CIUser:
+class CIUser(MachinePrincipal):
     token: CIToken
-    is_authenticated: bool = True
-    is_anonymous: bool = False
-    is_superuser: bool = False
-    is_staff: bool = False
-    pk: None = None
 
     def get_username(self) -> str:
         return f"ci:{self.token.prefix}"
 
-    def __str__(self) -> str:
-        return self.get_username()
 
+class CITokenAuthentication(SchemeTokenAuthentication):
+    scheme = TOKEN_SCHEME
 
-class CITokenAuthentication(authentication.BaseAuthentication):
-    keyword = HEADER_KEYWORD
-
-    def authenticate(self, request) -> tuple[CIUser, CIToken] | None:
-        plaintext = header_token(request)
-        if plaintext is None or not plaintext.startswith(TOKEN_SCHEME + "_"):
-            return None
+    def resolve(self, plaintext: str) -> tuple[CIUser, CIToken] | None:
         token = ci_token_authenticate(plaintext)
-        if token is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
-        return CIUser(token=token), token
-
-    def authenticate_header(self, request) -> str:
-        return self.keyword
+        return None if token is None else (CIUser(token=token), token)
