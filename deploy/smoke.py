@@ -14,6 +14,7 @@ collected and served by gunicorn. Then, from outside, as a deployment would be u
 Only timings are shortened (environment, as an operator could): beat intervals of seconds, no
 evaluation lag, and the smoke's rule has a one-minute window and no `for`. Alert evaluation
 stays minute-aligned, so the slowdown is placed to cover the minute before a minute boundary.
+Loopback is allow-listed for outbound calls: the smoke's receiver and pulled agent live there.
 
 Each step is printed with its time; the first failure stops the run naming the step (with the
 tail of every process's log); everything started is stopped and the database dropped.
@@ -69,6 +70,9 @@ TIMINGS = {
     "PERFHUB_HEARTBEAT_EVERY_S": "3",
     "PERFHUB_READY_BEAT_MAX_AGE_S": "30",
     "PERFHUB_ALERTS_EVALUATION_LAG_S": "0",
+    # Not a timing: the smoke's webhook receiver and pulled agent listen on loopback, which the
+    # outbound guard refuses unless allow-listed (as an operator would for an internal target).
+    "PERFHUB_OUTBOUND_ALLOW_CIDRS": "127.0.0.0/8,::1/128",
 }
 # Tasks the worker must have run, each at least once, without an error.
 EXPECTED_TASKS = (
