@@ -68,6 +68,20 @@ def empty_fields() -> dict[str, Number | None]:
     return dict.fromkeys(FIELD_NAMES)
 
 
+@dataclass
+class FieldRecorder:
+    """A run's fields as a parser fills them, and for each the file key it came from (the run's
+    page shows it). A value the file lacks (None) is not recorded."""
+
+    fields: dict[str, Number | None] = field(default_factory=empty_fields)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def put(self, name: str, value, source: str) -> None:
+        if value is not None:
+            self.fields[name] = value
+            self.sources[name] = source
+
+
 # What a run without a single successful request cannot have: tools write 0.0 for these.
 RESULT_FIELDS = ("qps", "input_tps", "output_tps", *LATENCY_FIELDS)
 

@@ -18,8 +18,8 @@ from .base import (
     PERCENTILES,
     Ctx,
     Document,
+    FieldRecorder,
     ParsedRun,
-    empty_fields,
     epoch_to_datetime,
     mark_failed,
     rate_label,
@@ -57,13 +57,8 @@ def looks_like(data: dict) -> bool:
 def parse(documents: list[Document]) -> list[ParsedRun]:
     data = single_object(FORMAT, documents)
     ctx = Ctx(FORMAT)
-    fields = empty_fields()
-    sources: dict[str, str] = {}
-
-    def put(name: str, value, source: str) -> None:
-        if value is not None:
-            fields[name] = value
-            sources[name] = source
+    recorder = FieldRecorder()
+    fields, sources, put = recorder.fields, recorder.sources, recorder.put
 
     count = _avg(ctx, data, "request_count")
     put("request_count", None if count is None else round(count), "request_count.avg")

@@ -21,8 +21,8 @@ from .base import (
     PERCENTILES,
     Ctx,
     Document,
+    FieldRecorder,
     ParsedRun,
-    empty_fields,
     epoch_to_datetime,
     mark_failed,
     rate_label,
@@ -77,13 +77,8 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         raise ctx.error("expected an object")
     metrics = ctx.obj(benchmark, "metrics")
     mctx = ctx.at("metrics")
-    fields = empty_fields()
-    sources: dict[str, str] = {}
-
-    def put(name: str, value, source: str) -> None:
-        if value is not None:
-            fields[name] = value
-            sources[name] = source
+    recorder = FieldRecorder()
+    fields, sources, put = recorder.fields, recorder.sources, recorder.put
 
     concurrency, rate, rate_inf, strategy_name, strategy_key = _strategy(ctx, benchmark)
     put("concurrency", concurrency, strategy_key)

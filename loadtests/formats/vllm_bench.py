@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from .base import (
     Ctx,
     Document,
+    FieldRecorder,
     ParsedRun,
-    empty_fields,
     first_of,
     mark_failed,
     mean_std,
@@ -60,13 +60,8 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     if missing:
         raise ctx.error(missing_keys(missing))
 
-    fields = empty_fields()
-    sources: dict[str, str] = {}
-
-    def put(name: str, value, source: str) -> None:
-        if value is not None:
-            fields[name] = value
-            sources[name] = source
+    recorder = FieldRecorder()
+    fields, sources, put = recorder.fields, recorder.sources, recorder.put
 
     concurrency = ctx.integer(data, "max_concurrency")
     rate, rate_inf = _request_rate(ctx, data)
