@@ -15,6 +15,7 @@ batch, which ingest answers as a duplicate.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -125,7 +126,8 @@ def sync_range(source: PrometheusSource, now: datetime) -> tuple[int, int] | Non
     step = source.step_s
     lag = getattr(settings, "PERFHUB_PROMETHEUS_LAG_S", 30)
     end = int(now.timestamp() - lag) // step * step
-    oldest = -(-int(now.timestamp() - source.backfill_hours * 3600) // step) * step
+    # ceil on the exact float: truncating first would reach a fraction of a second past backfill
+    oldest = math.ceil((now.timestamp() - source.backfill_hours * 3600) / step) * step
     start = oldest
     if source.cursor is not None:
         start = max(oldest, int(source.cursor.timestamp()) + step)
