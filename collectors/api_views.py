@@ -7,7 +7,7 @@ from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import parsers, status, throttling
+from rest_framework import parsers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -28,20 +28,20 @@ from dossiers.throttling import CredentialScopedThrottle
 from webapi.core import DetailSerializer, flatten_errors, read_limited
 
 
-class HostRateThrottle(throttling.SimpleRateThrottle):
-    """PERFHUB_INGEST_RATE pushes per host (counted per server process, in Django's cache)."""
-
-    scope = "ingest_host"
+class IngestThrottle(CredentialScopedThrottle):
+    """PERFHUB_INGEST_RATE pushes per host, counted in the shared cache (Redis in production,
+    so across server processes). An agent token belongs to one host: counting per host keeps
+    a host that holds two tokens (during a rotation) to one budget. Any other credential the
+    view lets through is counted per credential, as elsewhere."""
 
     def get_rate(self) -> str | None:
         return settings.PERFHUB_INGEST_RATE or None
 
     def get_cache_key(self, request, view) -> str | None:
-        token = request.auth
-        host_id = getattr(token, "host_id", None)
-        return (
-            None if host_id is None else self.cache_format % {"scope": self.scope, "ident": host_id}
-        )
+        host_id = getattr(request.auth, "host_id", None)
+        if host_id is None:
+            return super().get_cache_key(request, view)
+        return self.cache_format % {"scope": self.scope, "ident": f"host:{host_id}"}
 
 
 class IngestBodyParser(parsers.BaseParser):
@@ -64,8 +64,7 @@ class IngestView(APIView):
     ]
     permission_classes = [IsAgentToken]
     parser_classes = [IngestBodyParser]
-    # Per host (PERFHUB_INGEST_RATE) and per token (the "ingest" throttle rate).
-    throttle_classes = [HostRateThrottle, CredentialScopedThrottle]
+    throttle_classes = [IngestThrottle]
     throttle_scope = "ingest"
 
     @extend_schema(

@@ -169,8 +169,9 @@ PERFHUB_API_MAX_JSON_DEPTH = env_int("PERFHUB_API_MAX_JSON_DEPTH", 32)
 # Ingest acceptance window: every timestamp in a batch within now - MAX_AGE .. now + MAX_AHEAD.
 PERFHUB_INGEST_MAX_AGE_S = env_int("PERFHUB_INGEST_MAX_AGE_S", 7 * 24 * 3600)
 PERFHUB_INGEST_MAX_AHEAD_S = env_int("PERFHUB_INGEST_MAX_AHEAD_S", 10 * 60)
-# Pushes per host per minute (per server process); an agent pushes every 10 s.
-PERFHUB_INGEST_RATE = env_str("PERFHUB_INGEST_RATE", "120/min")
+# Pushes per host (collectors.api_views.IngestThrottle, in the shared cache); an agent pushes
+# every 10 s and replays its spool after an outage. PERFHUB_THROTTLE_INGEST is its old name.
+PERFHUB_INGEST_RATE = env_str("PERFHUB_INGEST_RATE", env_str("PERFHUB_THROTTLE_INGEST", "120/min"))
 
 REST_FRAMEWORK = {
     # Each token kind recognizes its own prefix (pha_ agent, phc_ CI); a Token header none
@@ -190,10 +191,10 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "webapi.core.exception_handler",
-    # Rate limits (dossiers.throttling), counted on the cache below: per token for ingest and
-    # the CI endpoints, per client address for login attempts. Over the rate: 429 + Retry-After.
+    # Rate limits (dossiers.throttling), counted on the cache below: per token for the CI
+    # endpoints, per client address for login attempts (ingest: PERFHUB_INGEST_RATE, per
+    # host). Over the rate: 429 + Retry-After.
     "DEFAULT_THROTTLE_RATES": {
-        "ingest": env_str("PERFHUB_THROTTLE_INGEST", "600/min"),
         "loadtests": env_str("PERFHUB_THROTTLE_LOADTESTS", "60/min"),
         "gate": env_str("PERFHUB_THROTTLE_GATE", "30/min"),
         "login": env_str("PERFHUB_THROTTLE_LOGIN", "10/min"),

@@ -1,5 +1,5 @@
-"""Rate limits (DRF throttles on the cache): login per client address, ingest and the gate per
-token; over the rate, 429 with Retry-After."""
+"""Rate limits (DRF throttles on the cache): login per client address, ingest per host, the
+gate per token; over the rate, 429 with Retry-After."""
 
 import pytest
 from rest_framework.test import APIClient
@@ -13,10 +13,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def rates(monkeypatch):
-    """Small rates. SimpleRateThrottle read settings' rates once, into a class attribute."""
-    rates = {"ingest": "2/min", "loadtests": "2/min", "gate": "1/min", "login": "3/min"}
+def rates(monkeypatch, settings):
+    """Small rates. SimpleRateThrottle read settings' rates once, into a class attribute;
+    ingest reads PERFHUB_INGEST_RATE on each push."""
+    rates = {"loadtests": "2/min", "gate": "1/min", "login": "3/min"}
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
+    settings.PERFHUB_INGEST_RATE = "2/min"
     return rates
 
 
@@ -36,7 +38,7 @@ def test_login_attempts_over_the_rate_get_429_with_retry_after(client, owner, ra
     assert "_auth_user_id" not in client.session  # the right password did not log in
 
 
-def test_ingest_is_limited_per_token(service, rates):
+def test_ingest_is_limited_per_host(service, rates):
     _, first = token_issue_for_host_name(host_name="gpu-node-07")
     _, second = token_issue_for_host_name(host_name="gpu-node-08")
     client = token_client(first)
@@ -46,6 +48,16 @@ def test_ingest_is_limited_per_token(service, rates):
     assert int(throttled["Retry-After"]) > 0
     other = token_client(second).post(INGEST_URL, make_batch(host="gpu-node-08"), format="json")
     assert other.status_code == 202
+
+
+def test_a_host_holding_two_tokens_during_a_rotation_has_one_ingest_budget(service, rates):
+    _, old = token_issue_for_host_name(host_name="gpu-node-07")
+    _, new = token_issue_for_host_name(host_name="gpu-node-07")
+    answers = [
+        token_client(plaintext).post(INGEST_URL, make_batch(), format="json").status_code
+        for plaintext in (old, new, new)
+    ]
+    assert answers == [202, 202, 429]
 
 
 def test_the_gate_is_limited_per_token(service, rates, fixtures_dir):
