@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from alerts.promql import Metrics, NotExportable, duration, number
-from alerts.sources import ServiceWindow
+from alerts.sources import ServiceWindow, baseline_costs
 from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
@@ -328,7 +328,26 @@ class _Economics(RuleKind):
         raise NotImplementedError
 
     def promql(self, rule: Rule, m: Metrics) -> str:
-        raise NotExportable("needs the prices and baseline PerfHub keeps")
+        # The prices, GPU count and baseline go in as numbers as they are at export: the file
+        # says so, and is exported again when they change.
+        service = rule.service
+        w = duration(rule.window_s)
+        tokens = m.token_rate(service.token_basis, w)
+        # The one cost formula (analysis.cost through Service.economics) at 1 token/s: cost
+        # per Mtok falls as 1 / throughput, so at T tokens/s it is this over T.
+        at_one = service.economics(tokens_per_second=1.0, gpus=service.total_gpus)
+        cost = f"({at_one.cost_per_mtok:.10g} / ({tokens}))"
+        op = ">" if self.direction is Direction.ABOVE else "<"
+        expr = f"{self.promql_value(rule, cost)} {op} {number(rule.threshold)}"
+        guards = [f"({tokens}) > 0"]  # no tokens: no data, as in PerfHub, not an infinite cost
+        if rule.min_requests:
+            finished = m.counter_increase("requests_finished", w)
+            guards.append(f"{finished} >= {rule.min_requests}")
+        return expr + "".join(f" and on() ({g})" for g in guards)
+
+    def promql_value(self, rule: Rule, cost: str) -> str:
+        """The rule's figure in PromQL, from the live cost per Mtok expression."""
+        raise NotImplementedError
 
 
 @register
@@ -350,6 +369,12 @@ class CostVsBaseline(_Economics):
                 "severity": "warning",
             }
         ]
+
+    def promql_value(self, rule: Rule, cost: str) -> str:
+        base = baseline_costs([rule.service]).get(rule.service_id)
+        if not base:
+            raise NotExportable("no current baseline with a throughput")
+        return f"({cost} / {base:.10g} - 1) * 100"
 
     def judge(self, rule, econ, tps, requests, inputs) -> Observation:
         base = inputs.baseline_costs.get(rule.service_id)
@@ -387,6 +412,11 @@ class Margin(_Economics):
                 "severity": "warning",
             }
         ]
+
+    def promql_value(self, rule: Rule, cost: str) -> str:
+        if not rule.service.price_per_mtok:
+            raise NotExportable("the service has no price per Mtok")
+        return f"(1 - {cost} / {float(rule.service.price_per_mtok):.10g})"
 
     def judge(self, rule, econ, tps, requests, inputs) -> Observation:
         if econ.margin is None:

@@ -2,9 +2,11 @@
 
 Each rule kind writes its own expression (`RuleKind.promql` in `alerts.kinds`) over the
 engine's and dcgm-exporter's metric names from collectors' mapping tables (`alerts.promql`).
-What Prometheus cannot say the same way is left out and listed in the file's header: cost and
-margin need prices and a baseline; the resolve threshold (hysteresis) has no Prometheus
-equivalent, so an exported alert resolves at its firing threshold.
+What Prometheus cannot say the same way is left out and listed in the file's header (a cost
+rule without a current baseline, a margin rule without a price, an engine that counts no
+tokens). Cost and margin carry the service's prices, GPU count and baseline cost as numbers as
+they are at export. The resolve threshold (hysteresis) has no Prometheus equivalent, so an
+exported alert resolves at its firing threshold.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ def rules_yaml(
         f"# Prometheus alerting rules for {service.name} ({service.slug}), exported by PerfHub.",
         f"# Engine metrics: {service.engine}; GPU metrics: dcgm-exporter.",
         "# Alerts resolve at their firing threshold (Prometheus has no resolve threshold).",
+        "# Cost and margin use the GPU-hour price, GPU count, price per Mtok and baseline cost",
+        "# as they were at export: export again when they change.",
     ]
     header += [f"# Not exported: {reason}" for reason in skipped]
     return "\n".join(header) + "\n" + yaml.safe_dump(document, sort_keys=False, width=1000)

@@ -27,9 +27,14 @@ def number(value: float) -> str:
     return f"{value:g}"
 
 
-def _selector(matchers: str, extra: tuple[tuple[str, str], ...] = ()) -> str:
+def _selector(
+    matchers: str,
+    extra: tuple[tuple[str, str], ...] = (),
+    exclude: tuple[tuple[str, tuple[str, ...]], ...] = (),
+) -> str:
     parts = [m for m in [matchers.strip().strip("{}").strip()] if m]
     parts += [f'{k}="{v}"' for k, v in extra]
+    parts += [f'{k}!~"{"|".join(values)}"' for k, values in exclude]
     return "{" + ", ".join(parts) + "}" if parts else ""
 
 
@@ -48,16 +53,40 @@ class Metrics:
     engine_selector: str = ""
     dcgm_selector: str = ""
 
-    def engine_series(self, canonical: str) -> Series:
-        """The newest metric name the mapping table reads for `canonical`."""
+    def _engine_rule(self, canonical: str) -> engines.Rule:
         if self.engine not in engines.ENGINES:
             raise NotExportable(f"no metric mapping for engine {self.engine!r}")
         for rule in engines.rules_for(self.engine):
             if rule.canonical == canonical:
-                return Series(
-                    rule.names[0], _selector(self.engine_selector, rule.where), rule.scale
-                )
+                return rule
         raise NotExportable(f"{self.engine} exposes no {canonical}")
+
+    def engine_series(self, canonical: str) -> Series:
+        """The newest metric name the mapping table reads for `canonical`."""
+        rule = self._engine_rule(canonical)
+        return Series(rule.names[0], _selector(self.engine_selector, rule.where), rule.scale)
+
+    def _counter(self, fn: str, canonical: str, window: str) -> str:
+        rule = self._engine_rule(canonical)
+        if not rule.counter_like:
+            raise NotExportable(f"{self.engine}'s {canonical} is not a counter")
+        suffix = "_sum" if rule.kind == "histogram_sum" else "_total"
+        selector = _selector(self.engine_selector, rule.where, rule.exclude)
+        expr = f"sum({fn}({rule.names[0]}{suffix}{selector}[{window}]))"
+        return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"
+
+    def counter_rate(self, canonical: str, window: str) -> str:
+        """Per second over the window, summed across series (hosts), in canonical units."""
+        return self._counter("rate", canonical, window)
+
+    def counter_increase(self, canonical: str, window: str) -> str:
+        """The increase over the window, summed across series."""
+        return self._counter("increase", canonical, window)
+
+    def token_rate(self, basis: str, window: str) -> str:
+        """Tokens per second on the service's basis ("output", or "total" with the prompt)."""
+        names = ["generation_tokens"] + (["prompt_tokens"] if basis == "total" else [])
+        return " + ".join(self.counter_rate(name, window) for name in names)
 
     def dcgm_series(self, key: str) -> Series:
         """dcgm-exporter's field for a GPU reading (`util`, `sm_active`, ...)."""

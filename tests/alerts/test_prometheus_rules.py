@@ -1,5 +1,6 @@
 """A service's rules as a Prometheus rules file: promtool accepts it, and `promtool test rules`
-fires the exported P99 and KV-cache alerts on a small series set (and not on a calm one)."""
+fires the exported P99, KV-cache and margin alerts on a small series set (and not on a calm
+one)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import pytest
 import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from alerts.prometheus_rules import rules_yaml
 from alerts.services import ensure_default_rules
 from collectors.services.prometheus import source_create
+from dossiers.models import Baseline
 from tests.promstack import binary
 
 pytestmark = pytest.mark.django_db
@@ -89,7 +92,8 @@ def alert_test(rules: Path, *, slow: int, kv: str, expect: list[str]) -> Path:
 def test_promtool_accepts_the_exported_rules(rules_file):
     checked = promtool("check", "rules", str(rules_file))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 7 rules found" in checked.stdout  # cost and margin are left out
+    # cost vs baseline is left out: the service has no baseline yet
+    assert "SUCCESS: 8 rules found" in checked.stdout
 
 
 def test_promtool_fires_p99_and_kv_cache_on_a_slow_full_engine(rules_file):
@@ -111,7 +115,62 @@ def test_the_export_names_the_engines_metrics_and_what_it_left_out(service):
     text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector='job="dcgm"')
     assert 'rate(vllm:e2e_request_latency_seconds_bucket{job="vllm"}[5m])' in text
     assert 'DCGM_FI_PROF_SM_ACTIVE{job="dcgm"}' in text
-    assert "# Not exported: Cost per Mtok above baseline" in text
+    assert "# Not exported: Cost per Mtok above baseline: no current baseline" in text
+
+
+# 4 GPUs at 10 an hour, a price of 5 per Mtok: the margin falls below 0.2 under about 2,778
+# output tokens/s. 120 finished requests a minute (over the rule's minimum of 100 an hour).
+TOKEN_SERIES = """
+      - series: 'vllm:generation_tokens_total{job="vllm",instance="a"}'
+        values: '0+%(tokens_per_min)sx150'
+      - series: 'vllm:request_success_total{job="vllm",instance="a",finished_reason="stop"}'
+        values: '0+120x150'
+      - series: 'vllm:request_success_total{job="vllm",instance="a",finished_reason="abort"}'
+        values: '0+1000x150'
+"""
+
+
+def margin_test(rules: Path, *, tokens_per_s: int, fires: bool) -> Path:
+    document = yaml.safe_load(rules.read_text())
+    alert = next(a for a in document["groups"][0]["rules"] if a["labels"]["perfhub_rule"]
+                 == "Margin below target")  # fmt: skip
+    expected = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
+    series = yaml.safe_load("input_series:" + TOKEN_SERIES % {"tokens_per_min": tokens_per_s * 60})
+    test = {
+        "eval_time": "150m",
+        "alertname": alert["alert"],
+        "exp_alerts": expected if fires else [],
+    }
+    path = rules.parent / "margin-test.yml"
+    path.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
+                                    "tests": [{"interval": "1m", **series,
+                                               "alert_rule_test": [test]}]}))  # fmt: skip
+    return path
+
+
+def test_promtool_fires_the_margin_alert_when_throughput_is_too_low_for_the_price(rules_file):
+    # 1,000 tokens/s: 11.1 per Mtok against a price of 5, a margin of -122%.
+    ran = promtool("test", "rules", str(margin_test(rules_file, tokens_per_s=1000, fires=True)))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_promtool_keeps_the_margin_alert_quiet_at_a_profitable_throughput(rules_file):
+    # 10,000 tokens/s: 1.11 per Mtok, a margin of 78%.
+    ran = promtool("test", "rules", str(margin_test(rules_file, tokens_per_s=10000, fires=False)))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_the_cost_rule_is_exported_against_the_current_baselines_cost(service):
+    Baseline.objects.create(service=service, label="v1", measured_at=timezone.now(),
+                            output_tps=2000, is_current=True)  # fmt: skip
+    ensure_default_rules(service)
+    text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector="")
+    # live: 11111.11 per Mtok at 1 token/s over the fleet's token rate; baseline: 1.389 per Mtok
+    assert (
+        '((11111.11111 / (sum(rate(vllm:generation_tokens_total{job="vllm"}[1h])))) '
+        "/ 1.388888889 - 1) * 100 > 25"
+    ) in text
+    assert "Not exported: Cost per Mtok" not in text
 
 
 def test_selectors_default_to_the_services_prometheus_source(service):
