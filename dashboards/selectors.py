@@ -32,6 +32,7 @@ from collectors.selectors import (
 )
 from collectors.services.rollups import Traffic
 from dashboards.claims import ClaimCheck, check_claims
+from dashboards.live_changes import LiveChange, live_changes
 from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
 from dossiers.selectors import FleetRow, current_baseline, fleet_rows
 from loadtests.gate import shape_of, shape_text
@@ -186,6 +187,21 @@ def _change_markers(changes: list[HistoryChange], slug: str) -> list[Marker]:
     return markers
 
 
+def _live_change_markers(changes: list[LiveChange]) -> list[Marker]:
+    """Steps in the daily live latency: slower is "bad", faster is "ok"."""
+    return [
+        Marker(
+            kind="change",
+            at=c.at,
+            title=c.title,
+            detail=c.detail,
+            url=c.url,
+            tone="bad" if c.relative > 0 else "ok",
+        )
+        for c in changes
+    ]
+
+
 def time_markers(*, service: Service, start: datetime, end: datetime) -> list[Marker]:
     """Alerts firing/resolving, deploys and experiments in [start, end], oldest first.
 
@@ -212,10 +228,10 @@ def time_markers(*, service: Service, start: datetime, end: datetime) -> list[Ma
 
 def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
     """The dossier timeline: alert transitions, deploys, experiments, gate runs, baseline
-    promotions (with who or which credential promoted) and steps in the load-test history
-    (change points), newest first.
+    promotions (with who or which credential promoted) and steps (change points) in the
+    load-test history and in the daily live latency, newest first.
 
-    Seven queries, each bounded.
+    Eight queries, each bounded.
     """
     events = recent_history_for_service(service, timezone.now(), limit, states_only=True)
     configs = list(ConfigVersion.objects.filter(service=service).order_by("-created_at")[:limit])
@@ -236,6 +252,7 @@ def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
         + _experiment_markers(experiments)
         + _gate_markers(runs)
         + _change_markers(history_changes(service=service), service.slug)
+        + _live_change_markers(live_changes(service=service))
         + _baseline_markers(promotions, service.slug)
     )
     return sorted(markers, key=lambda m: m.at, reverse=True)[:limit]
