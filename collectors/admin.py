@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from django.db.models import URLField
 from django.utils import timezone
 
 from collectors import models
@@ -22,6 +23,8 @@ class HostAdmin(admin.ModelAdmin):
     search_fields = ["name", "pull_url"]
     readonly_fields = ["created_at", "last_seen_at", "status", "last_error", "last_pull_at"]
     inlines = [AgentTokenInline]
+    # An agent's --serve endpoint is plain HTTP on the hosts' network unless said otherwise.
+    formfield_overrides = {URLField: {"assume_scheme": "http"}}
 
 
 @admin.register(models.AgentToken)

@@ -226,12 +226,12 @@ def time_markers(*, service: Service, start: datetime, end: datetime) -> list[Ma
     return sorted(markers, key=lambda m: m.at)[-MAX_MARKERS:]
 
 
-def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
+def timeline(*, service: Service, limit: int = 50, since: datetime | None = None) -> list[Marker]:
     """The dossier timeline: alert transitions, deploys, experiments, gate runs, baseline
     promotions (with who or which credential promoted) and steps (change points) in the
     load-test history and in the daily live latency, newest first.
 
-    Eight queries, each bounded.
+    Eight queries, each bounded. `since`: only what happened from then on.
     """
     events = recent_history_for_service(service, timezone.now(), limit, states_only=True)
     configs = list(ConfigVersion.objects.filter(service=service).order_by("-created_at")[:limit])
@@ -255,6 +255,8 @@ def timeline(*, service: Service, limit: int = 50) -> list[Marker]:
         + _live_change_markers(live_changes(service=service))
         + _baseline_markers(promotions, service.slug)
     )
+    if since is not None:
+        markers = [m for m in markers if m.at >= since]
     return sorted(markers, key=lambda m: m.at, reverse=True)[:limit]
 
 

@@ -9,6 +9,7 @@ selector, build figures, render.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -171,12 +172,16 @@ def live_baseline_candidate(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def service_timeline(request: HttpRequest, slug: str) -> HttpResponse:
-    """HTML fragment: alerts, deploys, experiments and gate runs, newest first."""
+    """HTML fragment: alerts, deploys, experiments, gate runs and steps, newest first;
+    `?days=N` (1-90) keeps the last N days (onboarding's "this week")."""
     svc = service_for_reading(slug)
+    days = request.GET.get("days", "")
+    days = int(days) if days.isdigit() and 1 <= int(days) <= 90 else None
+    since = None if days is None else timezone.now() - timedelta(days=days)
     return render(
         request,
         "dashboards/timeline.html",
-        {"service": svc, "entries": selectors.timeline(service=svc)},
+        {"service": svc, "entries": selectors.timeline(service=svc, since=since), "days": days},
     )
 
 

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db.models import URLField
 
 from dossiers import models
 
@@ -21,6 +22,7 @@ class ServiceAdmin(admin.ModelAdmin):
     list_filter = ["engine", "team", "quantization"]
     search_fields = ["name", "slug", "model_name"]
     prepopulated_fields = {"slug": ["name"]}
+    formfield_overrides = {URLField: {"assume_scheme": "https"}}  # as the service form does
 
 
 @admin.register(models.NarrativeRevision)

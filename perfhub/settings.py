@@ -336,6 +336,7 @@ PERFHUB_DOSSIER_FRAGMENTS = {
     "claims": "/dashboards/services/{slug}/claims/",
     "live_panels": "/dashboards/services/{slug}/live/",
     "timeline": "/dashboards/services/{slug}/timeline/",
+    "this_week": "/dashboards/services/{slug}/timeline/?days=7",
 }
 
 # Claims: a dossier's figures are checked against this many minutes of live roll-ups; a

@@ -148,6 +148,7 @@ def test_the_onboarding_view_is_ordered_for_a_new_hire(owner_client, full_dossie
     page = owner_client.get(reverse("dossiers:onboarding", args=[service.slug])).content.decode()
     headings = [
         "Whom to call",
+        "What changed this week",
         "What the service is",
         "How it performs",
         "Where it hurts",
