@@ -17,8 +17,8 @@ times the old reference (one `write_row` call per row from Python tuples, one tr
 batch, one connection), printed for comparison only: it measures psycopg's per-row path.
 
 Rounds alternate API and reference (so background load hits both); prints each round, the best
-rate of each, and their ratio (target >= 0.5). A measurement, not a test: numbers depend on the
-machine.
+rate of each, their ratio and the median of the rounds' own ratios (target >= 0.5). A
+measurement, not a test: numbers depend on the machine.
 
 `--memory` (issue 14): one long run of `--samples` samples through the same server, each batch
 a new batch_id over `--batches` prepared bodies (their rows repeat timestamps, which the raw
@@ -26,7 +26,7 @@ tables allow). The gunicorn workers' resident memory (VmRSS from /proc) is read 
 million samples and at the end (target: end within 1.2x of the first million, i.e. flat), and
 at every further million for the trend. The API's samples/s over the whole run is compared with
 the COPY-text reference timed just before and just after it (the table is at its largest then),
-target >= 0.8 of the slower of the two.
+target >= 0.8 of their mean.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -247,7 +248,8 @@ def run_api_memory(
         for future in [pool.submit(post_until_done) for _ in range(workers)]:
             future.result()
     elapsed = time.perf_counter() - started
-    marks.append((state["stored"], elapsed, worker_rss(master_pid)))
+    if not marks or marks[-1][0] != state["stored"]:  # the end, unless it was just read
+        marks.append((state["stored"], elapsed, worker_rss(master_pid)))
     return elapsed, state["stored"], marks
 
 
@@ -470,7 +472,13 @@ def main() -> None:
     best_api = max(rate(r[0]) for r in results)
     best_text = max(rate(r[1]) for r in results)
     print(f"best of {len(results)}: API {best_api:,.0f} samples/s, COPY text {best_text:,.0f}")
-    print(f"ratio API / COPY text = {best_api / best_text:.2f} (target >= 0.5)")
+    # Each round's pair ran in the same minute, so its ratio sees the same background load;
+    # the median of those is steadier than best-of against best-of on a shared machine.
+    paired = statistics.median(rate(api) / rate(text) for api, text, _ in results)
+    print(
+        f"ratio API / COPY text = {best_api / best_text:.2f} best-of, {paired:.2f} median of"
+        " rounds (target >= 0.5)"
+    )
 
 
 def report_memory(args, api, before, after, *, rate) -> None:
@@ -497,19 +505,24 @@ def report_memory(args, api, before, after, *, rate) -> None:
         print("fewer than a million samples: no first-million reading to compare with")
     else:
         print("the worker processes changed during the run: RSS ratio not comparable")
-    if len(marks) > 2:
-        (n0, t0, _), (n1, t1, _) = marks[0], marks[-2]
+    if len(marks) > 1:
+        n0, t0, _ = marks[0]
         print(
             f"API samples/s: whole run {stored / elapsed:,.0f}; first {n0:,} {n0 / t0:,.0f};"
-            f" the rest up to {n1:,} {(n1 - n0) / (t1 - t0):,.0f}"
+            f" the rest {(stored - n0) / (elapsed - t0):,.0f}"
         )
-    reference = min(rate(before), rate(after))
+    api_rate = stored / elapsed
     print(
         f"COPY text on {args.workers} connections ({args.batches} batches): before the run"
-        f" {rate(before):,.0f} samples/s, after it {rate(after):,.0f}"
+        f" {rate(before):,.0f} samples/s, after it (table at its largest) {rate(after):,.0f}"
     )
-    ratio = stored / elapsed / reference
-    print(f"ratio API (whole run) / COPY text (slower of the two) = {ratio:.2f} (target >= 0.8)")
+    # The run spans the table's growth, so it is held against the mean of the two ends.
+    mean = (rate(before) + rate(after)) / 2
+    print(
+        f"ratio API (whole run) / COPY text = {api_rate / mean:.2f} against their mean"
+        f" ({api_rate / rate(before):.2f} / {api_rate / rate(after):.2f} against before / after;"
+        " target >= 0.8)"
+    )
 
 
 if __name__ == "__main__":
