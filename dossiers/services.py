@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -74,18 +75,20 @@ def config_version_make_current(*, config_version: ConfigVersion) -> None:
 
 
 @transaction.atomic
-def baseline_promote(*, baseline: Baseline, user=None, credential: str = "") -> None:
+def baseline_promote(
+    *, baseline: Baseline, user=None, credential: str = "", at: datetime | None = None
+) -> None:
     """Make `baseline` the service's current reference; the previous one stays as history.
 
-    Records when, by whom (`user`, a person) and through which API credential (`credential`,
-    a description such as a CI token's prefix), for the dossier timeline.
+    Records when (`at`, default now), by whom (`user`, a person) and through which API
+    credential or channel (`credential`, such as a CI token's prefix), for the dossier timeline.
     """
     Baseline.objects.filter(service_id=baseline.service_id, is_current=True).exclude(
         pk=baseline.pk
     ).update(is_current=False)
     promoted = {
         "is_current": True,
-        "promoted_at": timezone.now(),
+        "promoted_at": at or timezone.now(),
         "promoted_by": user if getattr(user, "pk", None) else None,
         "promoted_via": credential[:200],
     }

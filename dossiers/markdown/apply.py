@@ -215,7 +215,11 @@ def _apply(plan: ImportPlan, author) -> None:
             )
         baselines[item.ref] = found
         if item.is_current and not found.is_current:
-            services.baseline_promote(baseline=found)
+            # The document says which baseline is current, not since when: dated by its
+            # measurement, so restoring a dossier is not news on this week's timeline.
+            services.baseline_promote(
+                baseline=found, user=author, credential="dossier import", at=found.measured_at
+            )
 
     for item in parsed.bottlenecks:
         if service.bottlenecks.filter(

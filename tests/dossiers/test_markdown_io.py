@@ -211,6 +211,15 @@ def test_config_versions_keep_their_dates(dossier, blank, owner):
     }
 
 
+def test_the_imported_current_baseline_is_dated_by_its_measurement_not_the_import(
+    dossier, blank, owner
+):
+    import_dossier(service=blank, text=as_blank(export_dossier(dossier)), author=owner)
+    current = selectors.current_baseline(blank)
+    assert current.promoted_at == current.measured_at
+    assert current.promoted_via == "dossier import"
+
+
 def test_importing_the_same_file_twice_adds_nothing_the_second_time(dossier, blank, owner):
     text = as_blank(export_dossier(dossier))
     import_dossier(service=blank, text=text, author=owner)
