@@ -92,12 +92,19 @@ def scatter(**props) -> dict:
     return {"type": "scatter", **props}
 
 
-def _columns(props: dict) -> dict:
-    """A trace with its numpy arrays (at any depth, e.g. marker.symbol) as `column`s."""
-    return {
-        k: column(v) if isinstance(v, np.ndarray) else _columns(v) if isinstance(v, dict) else v
-        for k, v in props.items()
-    }
+def _columns(props: dict, done: dict[int, dict | list]) -> dict:
+    """A trace with its numpy arrays (at any depth, e.g. marker.symbol) as `column`s; `done`
+    keeps each array's column by identity, since traces share their x (one per point)."""
+    out = {}
+    for key, value in props.items():
+        if isinstance(value, np.ndarray):
+            if id(value) not in done:
+                done[id(value)] = column(value)
+            value = done[id(value)]
+        elif isinstance(value, dict):
+            value = _columns(value, done)
+        out[key] = value
+    return out
 
 
 def ts(t: datetime) -> str:
@@ -281,9 +288,10 @@ class Panel:
     figure: go.Figure | dict
     wide: bool = False
 
-    def to_dict(self) -> dict:
+    def to_dict(self, done: dict[int, dict | list] | None = None) -> dict:
         if isinstance(self.figure, dict):
-            figure = {**self.figure, "data": [_columns(t) for t in self.figure["data"]]}
+            done = {} if done is None else done
+            figure = {**self.figure, "data": [_columns(t, done) for t in self.figure["data"]]}
         else:
             figure = self.figure.to_plotly_json()
         return {"id": self.id, "wide": self.wide, "empty": is_empty(self.figure), "figure": figure}
@@ -292,10 +300,11 @@ class Panel:
 def panels_payload(panels: list[Panel], **extra) -> dict:
     """What panels.js reads: {"panels": [{id, wide, empty, figure}], ...extra}. Encode it with
     PlotlyJSONEncoder (figures may hold dates or numpy values)."""
-    return {**extra, "panels": [p.to_dict() for p in panels]}
+    done: dict[int, dict | list] = {}  # shared across panels: they draw the same times
+    return {**extra, "panels": [p.to_dict(done) for p in panels]}
 
 
 def panels_json(panels: list[Panel], **extra) -> str:
-    """The payload as JSON, encoded as plotly.py encodes figures (no validation: the figures
-    are already in plotly.js's form)."""
-    return to_json_plotly(panels_payload(panels, **extra))
+    """The payload as JSON, encoded as plotly.py encodes figures, with its orjson engine (no
+    validation: the figures are already in plotly.js's form)."""
+    return to_json_plotly(panels_payload(panels, **extra), engine="orjson")
