@@ -72,6 +72,23 @@ def _hover_text(name: str, value, above, count: int, lower, upper, bounded: bool
     return text
 
 
+def _hover_texts(name: str, need: int, *columns: np.ndarray) -> list[str]:
+    """`_hover_text` for each point of one percentile's columns (value, above, count, lower,
+    upper, bounded); the common point (a value from enough requests, not bucket-bounded)
+    formatted inline: a month of points per trace, twelve traces a page."""
+    head = name.upper()
+    out = []
+    for point in zip(*(c.tolist() for c in columns), strict=True):
+        value, above, count, _, _, bounded = point
+        if value == value and not bounded and count >= need:
+            out.append(f"{head} {value:.1f} ms<br>rests on {count:,} requests")
+        elif value == value or above == above:
+            out.append(_hover_text(name, *point, need))
+        else:
+            out.append("no data")
+    return out
+
+
 def latency_figure(d: ServiceDashboard, metric: str) -> dict:
     """P50, P90, P99, P999 of `metric` over time, with the SLO line and the baseline band.
 
@@ -110,11 +127,7 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
         if name == "p99":
             any_insufficient = bool(np.any(~enough & ~np.isnan(v)))
         symbols = np.where(over_edge, "triangle-up-open", np.where(enough, "circle", "circle-open"))
-        hover = [
-            _hover_text(name, *point, need) if point[0] == point[0] or point[1] == point[1]
-            else "no data"
-            for point in zip(*(c.tolist() for c in (v, a, n, lo, hi, is_bounded)), strict=True)
-        ]  # fmt: skip
+        hover = _hover_texts(name, need, v, a, n, lo, hi, is_bounded)
         fig["data"].append(
             scatter(
                 name=name.upper(),
