@@ -59,7 +59,7 @@ def times_column(times: Iterable[datetime]) -> np.ndarray:
 
 
 def one_or_many(values: list):
-    """A per-point style as one scalar when every point shares it (cheaper to validate)."""
+    """A per-point style as one scalar when every point shares it (less to send and draw)."""
     return values[0] if values and all(v == values[0] for v in values) else arr(values)
 
 
