@@ -325,20 +325,10 @@ def bare_read(service, start: datetime, end: datetime) -> tuple[None, int]:
     """The page's own roll-up query (the same SQL), executed and fetched, nothing else."""
     from django.db import connection
 
-    from collectors.models import ServiceMergedRollup
-    from collectors.selectors import POINT_COLUMNS, _bucket, resolution_for
+    from collectors.selectors import _bucket, merged_points, resolution_for
 
     resolution = resolution_for(start, end)
-    qs = (
-        ServiceMergedRollup.objects.filter(
-            service=service,
-            resolution_s=resolution,
-            start__gte=_bucket(start, resolution),
-            start__lt=end,
-        )
-        .order_by("start")
-        .values_list(*POINT_COLUMNS)
-    )
+    qs = merged_points(service, resolution, _bucket(start, resolution), end)
     sql, params = qs.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

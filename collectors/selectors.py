@@ -14,6 +14,7 @@ taken. Values in ms.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -380,13 +381,32 @@ def service_metrics(
     )
 
 
+def merged_points(service: Service, resolution: int, floor: datetime, end: datetime):
+    """The service-merged rows in [floor, end) in time order, as POINT_COLUMNS tuples.
+
+    LIMIT the number of buckets in the range (rows are unique per bucket, so it cuts
+    nothing): it tells the planner how few rows match. Without it, when one service has
+    far more rows than the average (its minute rows, say) the planner expects tens of
+    thousands, and at 2,000 services picked a parallel bitmap scan, a sort and JIT: 50-90 ms
+    where the ordered index scan takes 1.5 ms.
+    """
+    buckets = math.ceil((end - floor) / timedelta(seconds=resolution))
+    return (
+        ServiceMergedRollup.objects.filter(
+            service=service, resolution_s=resolution, start__gte=floor, start__lt=end
+        )
+        .order_by("start")
+        .values_list(*POINT_COLUMNS)[: max(buckets, 0)]
+    )
+
+
 def _all_hosts_metrics(
     service: Service, start: datetime, end: datetime, floor: datetime, resolution: int
 ) -> ServiceMetrics:
     merged = ServiceMergedRollup.objects.filter(
         service=service, resolution_s=resolution, start__gte=floor, start__lt=end
     )
-    rows = list(merged.order_by("start").values_list(*POINT_COLUMNS))
+    rows = list(merged_points(service, resolution, floor, end))
     # The hosts that served the service in the range, as a subquery (read only when needed).
     served = ServiceRollup.objects.filter(
         service=service, resolution_s=resolution, start__gte=floor, start__lt=end

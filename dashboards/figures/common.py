@@ -1,19 +1,27 @@
 """What every PerfHub chart shares: the look, the empty state, time markers, and the payload.
 
-Figures are plain `plotly.graph_objects.Figure`s built on the server; the browser only draws
-them (static/js/panels.js). Times go to Plotly as naive UTC strings, since plotly.js ignores
-offsets; axis titles say "UTC".
+Figures are built on the server; the browser only draws them (static/js/panels.js). The
+service dashboard's figures (a month of points per trace) are plain figure dicts, the form
+plotly.js reads, with numeric columns as plotly.js typed arrays and the default template
+plotly.py would add: what `go.Figure(spec).to_plotly_json()` gives, without graph objects'
+validation and deep copies (two thirds of the page's time). The tests load each one into
+`go.Figure`, which validates it. The small fleet and load-test figures stay graph objects.
+Times go to Plotly as naive UTC strings, since plotly.js ignores offsets; axis titles say
+"UTC".
 """
 
 from __future__ import annotations
 
-import json
+import base64
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 
 import numpy as np
+import orjson
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.utils import PlotlyJSONEncoder
 
 FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
@@ -33,17 +41,71 @@ TIME_AXIS_TITLE = "time (UTC)"
 
 
 def arr(values: Iterable) -> np.ndarray:
-    """A trace array. Plotly validates numpy arrays ~30x faster than lists (a month of hourly
-    points per trace); numbers become float with NaN for gaps (sent to the browser as null)."""
+    """A trace array: numbers become float with NaN for gaps (None; sent to the browser as a
+    gap), anything else an object array."""
     values = list(values)
-    if all(v is None or isinstance(v, int | float) for v in values):
-        return np.array([np.nan if v is None else v for v in values], dtype=float)
+    if not any(isinstance(v, str) for v in values):
+        try:
+            return np.array(values, dtype=float)
+        except (TypeError, ValueError):
+            pass
     return np.array(values, dtype=object)
 
 
+def times_column(times: Iterable[datetime]) -> np.ndarray:
+    """Aware times as one datetime64 array (naive UTC, what plotly.js reads): far cheaper
+    than formatting each with `ts`."""
+    return np.array([int(t.timestamp()) for t in times], dtype="datetime64[s]")
+
+
 def one_or_many(values: list):
-    """A per-point style as one scalar when every point shares it (cheaper to validate)."""
+    """A per-point style as one scalar when every point shares it (less to send and draw)."""
     return values[0] if values and all(v == values[0] for v in values) else arr(values)
+
+
+def column(values: np.ndarray) -> dict | list:
+    """A trace array as plotly.js reads it, the way plotly.py encodes numpy arrays: numbers
+    as a typed array (base64 of little-endian float64; NaN draws as a gap), text and
+    times as a list (datetime64 as ISO strings)."""
+    if values.dtype.kind in "fiub":
+        data = np.ascontiguousarray(values, dtype="<f8")
+        if data.size:
+            return {"dtype": "f8", "bdata": base64.b64encode(data).decode("ascii")}
+        return []
+    if values.dtype.kind == "M":
+        return np.datetime_as_string(values).tolist()
+    return values.tolist()
+
+
+@cache
+def _template(name: str) -> dict:
+    return pio.templates[name].to_plotly_json()
+
+
+def figure(layout_spec: dict) -> dict:
+    """A figure dict without traces, with the default template as `go.Figure` would set it
+    (one shared dict, read-only: it is only serialized)."""
+    return {"data": [], "layout": {**layout_spec, "template": _template(pio.templates.default)}}
+
+
+def scatter(**props) -> dict:
+    """A scatter trace dict; its arrays may be numpy arrays (encoded by `panels_payload`)."""
+    return {"type": "scatter", **props}
+
+
+def _columns(props: dict, done: dict[int, dict | list]) -> dict:
+    """A trace with its numpy arrays (at any depth, e.g. marker.symbol) as `column`s; `done`
+    keeps each array's column by identity, since traces share their x (one per point)."""
+    out = {}
+    for key, value in props.items():
+        if isinstance(value, np.ndarray):
+            if id(value) not in done:
+                done[id(value)] = column(value)
+            value = done[id(value)]
+        elif isinstance(value, dict):
+            value = _columns(value, done)
+        out[key] = value
+    return out
 
 
 def ts(t: datetime) -> str:
@@ -108,33 +170,36 @@ def layout(
     return spec
 
 
-def empty_figure(title: str, reason: str, *, y_title: str = "", x_title: str = "") -> go.Figure:
+def empty_spec(title: str, reason: str, *, y_title: str = "", x_title: str = "") -> dict:
     """A chart with no data that says why, in its middle, so nobody reads a blank as "fine"."""
-    fig = go.Figure(layout=layout(title, y_title=y_title, x_title=x_title, height=280))
-    fig.update_layout(
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        margin={"b": 24},
-        annotations=[
-            {
-                "text": wrap(reason, 64),
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0.5,
-                "y": 0.5,
-                "showarrow": False,
-                "font": {"size": 13, "color": MUTED},
-                "align": "center",
-            }
-        ],
-        meta={"empty": reason},
-    )
-    return fig
+    spec = layout(title, y_title=y_title, x_title=x_title, height=280)
+    spec["xaxis"] = {**spec["xaxis"], "visible": False}
+    spec["yaxis"] = {**spec["yaxis"], "visible": False}
+    spec["margin"] = {**spec["margin"], "b": 24}
+    spec["annotations"] = [
+        {
+            "text": wrap(reason, 64),
+            "xref": "paper",
+            "yref": "paper",
+            "x": 0.5,
+            "y": 0.5,
+            "showarrow": False,
+            "font": {"size": 13, "color": MUTED},
+            "align": "center",
+        }
+    ]
+    spec["meta"] = {"empty": reason}
+    return figure(spec)
 
 
-def is_empty(fig: go.Figure) -> str | None:
-    """The empty-state reason of a figure made by `empty_figure`, else None."""
-    meta = fig.layout.meta
+def empty_figure(title: str, reason: str, *, y_title: str = "", x_title: str = "") -> go.Figure:
+    """`empty_spec` as a graph object, for the figures built as graph objects."""
+    return go.Figure(empty_spec(title, reason, y_title=y_title, x_title=x_title))
+
+
+def is_empty(fig: go.Figure | dict) -> str | None:
+    """The empty-state reason of a figure made by `empty_spec` / `empty_figure`, else None."""
+    meta = fig["layout"].get("meta") if isinstance(fig, dict) else fig.layout.meta
     return meta.get("empty") if isinstance(meta, dict) else None
 
 
@@ -152,51 +217,67 @@ def wrap(text: str, width: int = 70) -> str:
     return "<br>".join(lines)
 
 
-def add_note(fig: go.Figure, text: str) -> None:
+def _note(text: str) -> dict:
+    return {
+        "text": wrap(text, 110),
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0,
+        "y": 1.0,
+        "yanchor": "bottom",
+        "xanchor": "left",
+        "showarrow": False,
+        "font": {"size": 11, "color": MUTED},
+        "align": "left",
+    }
+
+
+def add_note(fig: go.Figure | dict, text: str) -> None:
     """A small note under the title (e.g. "SM active is not reported by these GPUs")."""
-    fig.add_annotation(
-        text=wrap(text, 110),
-        xref="paper",
-        yref="paper",
-        x=0,
-        y=1.0,
-        yanchor="bottom",
-        xanchor="left",
-        showarrow=False,
-        font={"size": 11, "color": MUTED},
-        align="left",
-    )
+    if isinstance(fig, dict):
+        fig["layout"].setdefault("annotations", []).append(_note(text))
+    else:
+        fig.add_annotation(**_note(text))
 
 
-def add_time_markers(fig: go.Figure, markers: Iterable) -> None:
+def add_time_markers(fig: dict, markers: Iterable) -> None:
     """Alerts, deploys and experiments as vertical lines with a hoverable label at the top."""
+    markers = list(markers)
+    if not markers:
+        return
+    shapes = fig["layout"].setdefault("shapes", [])
+    annotations = fig["layout"].setdefault("annotations", [])
     for marker in markers:
         x = ts(marker.at)
         color = MARKER_COLORS.get(marker.tone, MARKER_COLORS["info"])
-        fig.add_shape(
-            type="line",
-            xref="x",
-            yref="paper",
-            x0=x,
-            x1=x,
-            y0=0,
-            y1=1,
-            line={"color": color, "width": 1, "dash": MARKER_DASH.get(marker.kind, "dot")},
-            layer="below",
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": x,
+                "x1": x,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": color, "width": 1, "dash": MARKER_DASH.get(marker.kind, "dot")},
+                "layer": "below",
+            }
         )
         hover = f"{marker.title}<br>{marker.at:%Y-%m-%d %H:%M} UTC"
         if marker.detail:
             hover += "<br>" + wrap(marker.detail, 60)
-        fig.add_annotation(
-            x=x,
-            xref="x",
-            y=1.0,
-            yref="paper",
-            yanchor="bottom",
-            text=MARKER_LABELS.get(marker.kind, "•"),
-            hovertext=hover,
-            showarrow=False,
-            font={"color": color, "size": 12},
+        annotations.append(
+            {
+                "x": x,
+                "xref": "x",
+                "y": 1.0,
+                "yref": "paper",
+                "yanchor": "bottom",
+                "text": MARKER_LABELS.get(marker.kind, "•"),
+                "hovertext": hover,
+                "showarrow": False,
+                "font": {"color": color, "size": 12},
+            }
         )
 
 
@@ -205,23 +286,32 @@ class Panel:
     """One chart of a dashboard: an id for the DOM, the figure, and whether it spans the row."""
 
     id: str
-    figure: go.Figure
+    figure: go.Figure | dict
     wide: bool = False
 
-    def to_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "wide": self.wide,
-            "empty": is_empty(self.figure),
-            "figure": self.figure.to_plotly_json(),
-        }
+    def to_dict(self, done: dict[int, dict | list] | None = None) -> dict:
+        if isinstance(self.figure, dict):
+            done = {} if done is None else done
+            figure = {**self.figure, "data": [_columns(t, done) for t in self.figure["data"]]}
+        else:
+            figure = self.figure.to_plotly_json()
+        return {"id": self.id, "wide": self.wide, "empty": is_empty(self.figure), "figure": figure}
 
 
 def panels_payload(panels: list[Panel], **extra) -> dict:
     """What panels.js reads: {"panels": [{id, wide, empty, figure}], ...extra}. Encode it with
     PlotlyJSONEncoder (figures may hold dates or numpy values)."""
-    return {**extra, "panels": [p.to_dict() for p in panels]}
+    done: dict[int, dict | list] = {}  # shared across panels: they draw the same times
+    return {**extra, "panels": [p.to_dict(done) for p in panels]}
 
 
-def panels_json(panels: list[Panel], **extra) -> str:
-    return json.dumps(panels_payload(panels, **extra), cls=PlotlyJSONEncoder)
+def panels_json(panels: list[Panel], **extra) -> bytes:
+    """The payload as JSON bytes, by orjson (plotly.io's fast engine; NaN as null, numpy
+    natively, anything else as PlotlyJSONEncoder encodes it). Not plotly.io.to_json: its
+    escaping of "<", ">" and "/" for HTML, a pass over every string, is for JSON embedded in
+    a page, and this is served as application/json; the figures need no validation."""
+    return orjson.dumps(
+        panels_payload(panels, **extra),
+        default=PlotlyJSONEncoder().default,
+        option=orjson.OPT_SERIALIZE_NUMPY,
+    )

@@ -1,7 +1,8 @@
 """A service's live charts, from `collectors.selectors.service_metrics` (roll-ups only).
 
-Each function takes the `ServiceDashboard` the selector built and returns a Figure; with no
-data it returns an empty figure whose text says why.
+Each function takes the `ServiceDashboard` the selector built and returns a figure dict
+(`dashboards.figures.common.figure`: plotly.js's form, never validated on the request path);
+with no data it returns an empty figure whose text says why.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from datetime import datetime
 
 import numpy as np
-import plotly.graph_objects as go
 
 from analysis.percentiles import STANDARD_QUANTILES, label, minimum_count
 from collectors.selectors import GpuSeriesPoint
@@ -24,9 +24,12 @@ from dashboards.figures.common import (
     add_note,
     add_time_markers,
     arr,
-    empty_figure,
+    empty_spec,
+    figure,
     layout,
     one_or_many,
+    scatter,
+    times_column,
     ts,
 )
 from dashboards.selectors import ServiceDashboard
@@ -55,20 +58,38 @@ def _x_range(d: ServiceDashboard) -> tuple[datetime, datetime]:
 
 def _hover_text(name: str, value, above, count: int, lower, upper, bounded: bool, need: int) -> str:
     """A percentile's hover: its value (or "above the last edge"), the requests it rests on,
-    its bucket bounds, and whether that is too few requests; from stored columns."""
-    if np.isnan(value) and not np.isnan(above):
+    its bucket bounds, and whether that is too few requests; from stored columns (Python
+    floats, NaN for none: `x != x` is the NaN test, far cheaper than numpy's per scalar)."""
+    if value != value and above == above:
         text = f"{name.upper()} > {above:.1f} ms (above the last bucket edge)"
     else:
         text = f"{name.upper()} {value:.1f} ms"
     text += f"<br>rests on {count:,} requests"
-    if bounded and not np.isnan(lower) and not np.isnan(upper):
+    if bounded and lower == lower and upper == upper:
         text += f"<br>bucket-bounded: {lower:.1f} to {upper:.1f} ms"
     if count < need:
         text += f"<br><b>insufficient data</b> (needs {need:,})"
     return text
 
 
-def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
+def _hover_texts(name: str, need: int, *columns: np.ndarray) -> list[str]:
+    """`_hover_text` for each point of one percentile's columns (value, above, count, lower,
+    upper, bounded); the common point (a value from enough requests, not bucket-bounded)
+    formatted inline: a month of points per trace, twelve traces a page."""
+    head = name.upper()
+    out = []
+    for point in zip(*(c.tolist() for c in columns), strict=True):
+        value, above, count, _, _, bounded = point
+        if value == value and not bounded and count >= need:
+            out.append(f"{head} {value:.1f} ms<br>rests on {count:,} requests")
+        elif value == value or above == above:
+            out.append(_hover_text(name, *point, need))
+        else:
+            out.append("no data")
+    return out
+
+
+def latency_figure(d: ServiceDashboard, metric: str) -> dict:
     """P50, P90, P99, P999 of `metric` over time, with the SLO line and the baseline band.
 
     Percentiles come merged per point (never averaged); each point's hover names the request
@@ -77,7 +98,7 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
     title = f"{LATENCY_LABELS[metric]}, percentiles"
     y_title = f"{metric.upper() if metric != 'e2e' else 'end-to-end'} (ms)"
     if not d.metrics.points:
-        return empty_figure(title, _no_samples(d), y_title=y_title)
+        return empty_spec(title, _no_samples(d), y_title=y_title)
     # Columns, not per-point objects: the stored quantiles as one array per metric
     # [point, quantile, field] and the times as one datetime64 array (a month of points).
     x = d.metrics.x_array
@@ -85,13 +106,13 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
     index = {label(q): i for i, q in enumerate(STANDARD_QUANTILES)}
     value, count, lower, upper, above, method = (cols[:, :, f] for f in range(6))
     if not np.any(~np.isnan(value[:, index["p50"]]) | (np.nan_to_num(above[:, index["p50"]]) > 0)):
-        return empty_figure(
+        return empty_spec(
             title,
             f"Traffic arrived, but no {metric.upper()} latency: agents pushed no request timings"
             f" and the engine's /metrics has no {SCRAPED_HISTOGRAMS[metric]} histogram.",
             y_title=y_title,
         )
-    fig = go.Figure(layout=layout(title, y_title=y_title, x_range=_x_range(d)))
+    fig = figure(layout(title, y_title=y_title, x_range=_x_range(d)))
     _add_baseline_band(fig, d, metric)
     bounded = METHODS.index("bucket-bounded")
     any_insufficient = False
@@ -106,29 +127,24 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
         if name == "p99":
             any_insufficient = bool(np.any(~enough & ~np.isnan(v)))
         symbols = np.where(over_edge, "triangle-up-open", np.where(enough, "circle", "circle-open"))
-        hover = [
-            _hover_text(name, v[k], a[k], n[k], lo[k], hi[k], is_bounded[k], need)
-            if not np.isnan(y[k])
-            else "no data"
-            for k in range(len(y))
-        ]
-        fig.add_trace(
-            go.Scatter(
+        hover = _hover_texts(name, need, v, a, n, lo, hi, is_bounded)
+        fig["data"].append(
+            scatter(
                 name=name.upper(),
                 x=x,
                 y=y,
                 mode="lines+markers",
                 line={"color": PERCENTILE_COLORS[name], "width": 2 if name == "p99" else 1.5},
                 marker={"symbol": one_or_many(symbols.tolist()), "size": 5},
-                hovertext=arr(hover),
+                hovertext=hover,
                 hoverinfo="text+x",
                 connectgaps=False,
             )
         )
     slo = d.service.slo_for(metric)
     if slo is not None:
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name=f"SLO: P99 ≤ {slo:g} ms",
                 x=[ts(d.start), ts(d.end)],
                 y=[slo, slo],
@@ -138,8 +154,8 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
             )
         )
     if any_insufficient:
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name="open marker: too few requests",
                 x=[None],
                 y=[None],
@@ -152,7 +168,7 @@ def latency_figure(d: ServiceDashboard, metric: str) -> go.Figure:
     return fig
 
 
-def _add_baseline_band(fig: go.Figure, d: ServiceDashboard, metric: str) -> None:
+def _add_baseline_band(fig: dict, d: ServiceDashboard, metric: str) -> None:
     """The current baseline's P50..P99 as a shaded band: where the service lived when measured."""
     b = d.baseline
     if b is None:
@@ -162,8 +178,8 @@ def _add_baseline_band(fig: go.Figure, d: ServiceDashboard, metric: str) -> None
         return
     low = high if low is None else low
     x = [ts(d.start), ts(d.end)]
-    fig.add_trace(
-        go.Scatter(
+    fig["data"].append(
+        scatter(
             x=x,
             y=[low, low],
             mode="lines",
@@ -174,8 +190,8 @@ def _add_baseline_band(fig: go.Figure, d: ServiceDashboard, metric: str) -> None
             name="baseline P50",
         )
     )
-    fig.add_trace(
-        go.Scatter(
+    fig["data"].append(
+        scatter(
             name=f"Baseline P50 to P99 ({b.label})",
             x=x,
             y=[high, high],
@@ -190,25 +206,23 @@ def _add_baseline_band(fig: go.Figure, d: ServiceDashboard, metric: str) -> None
     )
 
 
-def throughput_figure(d: ServiceDashboard) -> go.Figure:
+def throughput_figure(d: ServiceDashboard) -> dict:
     """QPS on the left axis, prompt and generated tokens per second on the right."""
     title = "Throughput: requests and tokens per second"
     points = d.metrics.points
     if not points:
-        return empty_figure(title, _no_samples(d), y_title="requests/s")
+        return empty_spec(title, _no_samples(d), y_title="requests/s")
     if all(p.qps is None and p.generation_tps is None for p in points):
-        return empty_figure(
+        return empty_spec(
             title,
             "Latency arrived but no request or token counts: the engine's /metrics has no"
             " request/token counters and agents pushed no requests.",
             y_title="requests/s",
         )
-    fig = go.Figure(
-        layout=layout(title, y_title="requests/s", y2_title="tokens/s", x_range=_x_range(d))
-    )
+    fig = figure(layout(title, y_title="requests/s", y2_title="tokens/s", x_range=_x_range(d)))
     x = d.metrics.x_array
-    fig.add_trace(
-        go.Scatter(
+    fig["data"].append(
+        scatter(
             name="QPS (requests/s)",
             x=x,
             y=arr(p.qps for p in points),
@@ -217,8 +231,8 @@ def throughput_figure(d: ServiceDashboard) -> go.Figure:
             hovertemplate="%{y:.2f} req/s<extra>QPS</extra>",
         )
     )
-    fig.add_trace(
-        go.Scatter(
+    fig["data"].append(
+        scatter(
             name="generated tokens/s",
             x=x,
             y=arr(p.generation_tps for p in points),
@@ -229,8 +243,8 @@ def throughput_figure(d: ServiceDashboard) -> go.Figure:
         )
     )
     if any(p.prompt_tps is not None for p in points):
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name="prompt tokens/s",
                 x=x,
                 y=arr(p.prompt_tps for p in points),
@@ -256,7 +270,7 @@ def _no_gpu_samples(d: ServiceDashboard) -> str:
     )
 
 
-def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
+def gpu_busy_figure(d: ServiceDashboard) -> dict:
     """ "Is the GPU really busy": GPU-Util beside SM active and DRAM bandwidth utilization.
 
     GPU-Util is the share of time any kernel ran; a memory-bound kernel shows 100% while the
@@ -264,9 +278,9 @@ def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
     """
     title = "Is the GPU really busy? GPU-Util vs SM active vs DRAM bandwidth"
     if not d.metrics.gpu_series:
-        return empty_figure(title, _no_gpu_samples(d), y_title="% of time / capacity")
-    fig = go.Figure(layout=layout(title, y_title="% (mean over GPUs)", x_range=_x_range(d)))
-    fig.update_yaxes(range=[0, 105])
+        return empty_spec(title, _no_gpu_samples(d), y_title="% of time / capacity")
+    fig = figure(layout(title, y_title="% (mean over GPUs)", x_range=_x_range(d)))
+    fig["layout"]["yaxis"]["range"] = [0, 105]
     series = (
         ("util", "GPU-Util (any kernel running)", SERIES_COLORS[0], "solid"),
         ("sm_active", "SM active", SERIES_COLORS[2], "solid"),
@@ -281,10 +295,10 @@ def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
                 missing.append(name)
             continue
         times = sorted(means)
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name=name,
-                x=arr(ts(t) for t in times),
+                x=times_column(times),
                 y=arr(means[t][0] * 100 for t in times),
                 customdata=arr(means[t][1] for t in times),
                 mode="lines",
@@ -302,7 +316,7 @@ def gpu_busy_figure(d: ServiceDashboard) -> go.Figure:
     return fig
 
 
-def memory_figure(d: ServiceDashboard) -> go.Figure:
+def memory_figure(d: ServiceDashboard) -> dict:
     """GPU memory used (high-water mark, % of total) and the engine's KV cache usage."""
     title = "Memory: GPU memory used and KV cache usage"
     kv = [(p.t, p.kv_cache_usage) for p in d.metrics.points if p.kv_cache_usage is not None]
@@ -313,15 +327,15 @@ def memory_figure(d: ServiceDashboard) -> go.Figure:
     }
     if not kv and not used:
         reason = _no_samples(d) if not d.metrics.points else _no_gpu_samples(d)
-        return empty_figure(title, reason, y_title="% used")
-    fig = go.Figure(layout=layout(title, y_title="% used", x_range=_x_range(d)))
-    fig.update_yaxes(range=[0, 105])
+        return empty_spec(title, reason, y_title="% used")
+    fig = figure(layout(title, y_title="% used", x_range=_x_range(d)))
+    fig["layout"]["yaxis"]["range"] = [0, 105]
     if used:
         times = sorted(used)
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name="GPU memory used (peak, all GPUs)",
-                x=arr(ts(t) for t in times),
+                x=times_column(times),
                 y=arr(used[t][0] / used[t][1] * 100 for t in times),
                 hovertext=arr(
                     f"{used[t][0] / GB:.1f} of {used[t][1] / GB:.1f} GB on {used[t][2]} GPUs"
@@ -333,10 +347,10 @@ def memory_figure(d: ServiceDashboard) -> go.Figure:
             )
         )
     if kv:
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name="KV cache usage (engine)",
-                x=arr(ts(t) for t, _ in kv),
+                x=times_column([t for t, _ in kv]),
                 y=arr(v * 100 for _, v in kv),
                 mode="lines",
                 line={"color": SERIES_COLORS[4], "width": 2},
@@ -357,7 +371,7 @@ def _tokens_per_second(p, basis: str) -> float | None:
     return p.generation_tps
 
 
-def economics_figure(d: ServiceDashboard) -> go.Figure:
+def economics_figure(d: ServiceDashboard) -> dict:
     """Cost per million tokens (allocation basis) and margin over time, from the token rate."""
     service = d.service
     tokens = "input + output" if service.token_basis == Service.TokenBasis.TOTAL else "output"
@@ -373,21 +387,18 @@ def economics_figure(d: ServiceDashboard) -> go.Figure:
             "No token rate in this range, so no cost per Mtok: the engine's /metrics has no"
             " generation token counter and agents pushed no output token counts."
         )  # fmt: skip
-        return empty_figure(title, reason, y_title=y_title)
+        return empty_spec(title, reason, y_title=y_title)
     price = None if service.price_per_mtok is None else float(service.price_per_mtok)
     gpus = d.gpus
     econ = [service.economics(tokens_per_second=tps, gpus=gpus) for _, tps in rows]
-    fig = go.Figure(
-        layout=layout(
-            title,
-            y_title=y_title,
-            y2_title="margin (%)" if price else None,
-            x_range=_x_range(d),
+    fig = figure(
+        layout(
+            title, y_title=y_title, y2_title="margin (%)" if price else None, x_range=_x_range(d)
         )
     )
-    x = arr(ts(t) for t, _ in rows)
-    fig.add_trace(
-        go.Scatter(
+    x = times_column([t for t, _ in rows])
+    fig["data"].append(
+        scatter(
             name="cost per Mtok",
             x=x,
             y=arr(e.cost_per_mtok for e in econ),
@@ -399,8 +410,8 @@ def economics_figure(d: ServiceDashboard) -> go.Figure:
         )
     )
     if price:
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name=f"price charged ({price:g} {service.currency}/Mtok)",
                 x=[ts(d.start), ts(d.end)],
                 y=[price, price],
@@ -409,8 +420,8 @@ def economics_figure(d: ServiceDashboard) -> go.Figure:
                 hoverinfo="name",
             )
         )
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name="margin (%)",
                 x=x,
                 y=arr(e.margin_percent for e in econ),
@@ -421,13 +432,13 @@ def economics_figure(d: ServiceDashboard) -> go.Figure:
             )
         )
         lowest = min(e.margin_percent for e in econ)
-        fig.update_layout(yaxis2={"range": [min(0.0, lowest * 1.1), 100], "dtick": 20})
+        fig["layout"]["yaxis2"].update(range=[min(0.0, lowest * 1.1), 100], dtick=20)
     else:
         add_note(fig, "No price per Mtok is set for this service, so there is no margin.")
     base = d.baseline.economics(service) if d.baseline else None
     if base is not None:
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            scatter(
                 name=f"baseline cost ({money(base.cost_per_mtok)} {service.currency}/Mtok)",
                 x=[ts(d.start), ts(d.end)],
                 y=[base.cost_per_mtok, base.cost_per_mtok],

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import plotly.graph_objects as go
 import pytest
 
+from dashboards.figures import service as figures
 from dashboards.figures.common import is_empty
-from dashboards.figures.service import (
-    economics_figure,
-    gpu_busy_figure,
-    latency_figure,
-    memory_figure,
-    service_panels,
-    throughput_figure,
-)
+from dashboards.figures.service import service_panels
 from dashboards.selectors import service_dashboard
 from dossiers.models import ConfigVersion, Experiment
 from tests.dashboards.conftest import make_baseline, seed_traffic
@@ -27,6 +22,19 @@ START = END - timedelta(hours=1)
 
 def _dashboard(service, **kw):
     return service_dashboard(service=service, start=START, end=END, **kw)
+
+
+def _figure(build):
+    """A figure builder whose dict goes through `go.Figure`, which validates it: the page
+    sends it unvalidated, so an invalid property would otherwise only show in a browser."""
+    return lambda *args: go.Figure(build(*args))
+
+
+latency_figure = _figure(figures.latency_figure)
+throughput_figure = _figure(figures.throughput_figure)
+gpu_busy_figure = _figure(figures.gpu_busy_figure)
+memory_figure = _figure(figures.memory_figure)
+economics_figure = _figure(figures.economics_figure)
 
 
 def _trace(fig, name):
@@ -193,7 +201,7 @@ def test_deploys_experiments_and_alerts_are_drawn_on_the_time_axis(service, owne
 def test_every_panel_has_a_title_axis_titles_and_a_legend(service):
     seed_traffic(service=service, start=START, minutes=5)
     for panel in service_panels(_dashboard(service)):
-        layout = panel.figure.layout
+        layout = go.Figure(panel.figure).layout
         assert layout.title.text, panel.id
         assert layout.yaxis.title.text, panel.id
         assert layout.xaxis.title.text == "time (UTC)", panel.id
