@@ -1,12 +1,13 @@
 """Writes: default rules, the evaluation of every due rule, silences.
 
 `evaluate_all(now)` is the one entry point of evaluation (the Celery beat task and the demo
-runner both call it). Per call: align `now` to the minute (t), claim every enabled rule not yet
-evaluated at t (a conditional claim: rows locked with SKIP LOCKED and stamped with t in the
-same transaction, so a retried or doubled evaluation finds nothing to do), read the closed
-window `[t - window - lag, t - lag)` for all claimed services at once, step each alert through
-the pure state machine, write instances, history and health, and plan notifications, which
-are sent after commit.
+runner both call it). Per call: align `now` to the minute (t), then chunk by chunk: claim up to
+`evaluation_chunk()` enabled rules not yet evaluated at t (a conditional claim: rows locked
+with SKIP LOCKED and stamped with t in the chunk's transaction, so a retried or doubled
+evaluation finds nothing to do and a second worker takes the next chunk), read the closed
+window `[t - window - lag, t - lag)` for all the chunk's services at once, step each alert
+through the pure state machine, write instances, history and changed health in bulk, plan
+notifications (sent after the chunk commits), commit, and claim the next chunk.
 """
 
 from __future__ import annotations
@@ -99,9 +100,13 @@ def _claim_rules(t: datetime, rule_ids: list[int] | None, limit: int) -> list[Ru
         qs = qs.filter(pk__in=rule_ids)
     if connection.features.has_select_for_update_skip_locked:
         qs = qs.select_for_update(skip_locked=True, of=("self",))
-    claimed = list(qs.select_related("service__team").order_by("service_id", "pk")[:limit])
+    claimed = list(qs.order_by("service_id", "pk")[:limit])
     if claimed:
         Rule.objects.filter(pk__in=[r.pk for r in claimed]).update(last_evaluated_at=t)
+        # One Service (and Team) object per service, not per rule as select_related gives.
+        by_id = Service.objects.select_related("team").in_bulk({r.service_id for r in claimed})
+        for rule in claimed:
+            rule.service = by_id[rule.service_id]
     return claimed
 
 
@@ -248,9 +253,15 @@ def _evaluate_claimed(claimed: list[Rule], t: datetime, report: EvaluationReport
     report.rules += len(claimed)
     before = {r.pk: (r.health, r.health_reason, r.last_value) for r in claimed}
     inputs = _read_inputs(claimed, t)
+    # By service (the (service, state) index), then to the claimed rules: a few probes per
+    # service instead of one per rule.
+    rule_ids = {r.pk for r in claimed}
     live = {
         inst.fingerprint: inst
-        for inst in AlertInstance.objects.live().filter(rule_id__in=[r.pk for r in claimed])
+        for inst in AlertInstance.objects.live().filter(
+            service_id__in={r.service_id for r in claimed}
+        )
+        if inst.rule_id in rule_ids
     }
     live_by_rule: dict[int, list[AlertInstance]] = defaultdict(list)
     for inst in live.values():

@@ -1,13 +1,15 @@
-"""The one place alerts read collectors' and dossiers' data, batched over many services.
+"""The one place alerts read collectors' and dossiers' data, set-based over many services.
 
-Evaluation reads every service with a rule in a few queries per distinct window length (not
-per service), so 1,000 services fit in one evaluation interval (DESIGN.md section 8).
+Evaluation reads every claimed service in a few queries per distinct window length (not per
+service or rule), 500 services a query, so the time is linear in services (issue 14: 10,000
+services a minute on one worker).
 
 `collectors.selectors.service_metrics` reads one service; alerts need the same numbers for
 every service at once, so the reads here are read-only queries on collectors' 1-minute roll-up
-rows (never raw samples), fetching only the columns a rule needs, and merging with collectors'
-own `Traffic` and `latency_percentiles`: sketches merged bin for bin, scraped bucket deltas
-added, the P99 taken from the merge.
+rows (never raw samples), fetching only the columns a rule needs: additive traffic and gauge
+sums added per (service, host) in the database, combined with collectors' own `Traffic`; the
+latency distributions from the service-merged minute rows, sketches merged bin for bin
+(`sketches.merge_serialized`) and scraped bucket deltas added, the P99 taken from the merge.
 """
 
 from __future__ import annotations
