@@ -98,15 +98,21 @@ def _claim_rules(t: datetime, rule_ids: list[int] | None, limit: int) -> list[Ru
     )
     if rule_ids is not None:
         qs = qs.filter(pk__in=rule_ids)
-    if connection.features.has_select_for_update_skip_locked:
+    locking = connection.features.has_select_for_update_skip_locked
+    if locking:
         qs = qs.select_for_update(skip_locked=True, of=("self",))
     claimed = list(qs.order_by("service_id", "pk")[:limit])
-    if claimed:
+    if not claimed:
+        return claimed
+    if not locking:
+        # Without row locks the stamp is the claim: written at once. With them, the locks
+        # hold the rows until commit, and the stamp goes out with the health (one UPDATE).
         Rule.objects.filter(pk__in=[r.pk for r in claimed]).update(last_evaluated_at=t)
-        # One Service (and Team) object per service, not per rule as select_related gives.
-        by_id = Service.objects.select_related("team").in_bulk({r.service_id for r in claimed})
-        for rule in claimed:
-            rule.service = by_id[rule.service_id]
+    # One Service (and Team) object per service, not per rule as select_related gives.
+    by_id = Service.objects.select_related("team").in_bulk({r.service_id for r in claimed})
+    for rule in claimed:
+        rule.last_evaluated_at = t
+        rule.service = by_id[rule.service_id]
     return claimed
 
 
@@ -302,9 +308,13 @@ def _evaluate_claimed(claimed: list[Rule], t: datetime, report: EvaluationReport
         ],
     )  # fmt: skip
     AlertEvent.objects.bulk_create(events)
-    # Only rules whose health, reason or value moved: a fleet of quiet rules writes little.
-    changed = [r for r in claimed if (r.health, r.health_reason, r.last_value) != before[r.pk]]
-    bulk.update_rows(changed, ["health", "health_reason", "last_value"])
+    if connection.features.has_select_for_update_skip_locked:
+        # The claim's stamp (see `_claim_rules`) with the health, in one statement.
+        bulk.update_rows(claimed, ["last_evaluated_at", "health", "health_reason", "last_value"])
+    else:
+        # Only rules whose health, reason or value moved (the stamp is written already).
+        changed = [r for r in claimed if (r.health, r.health_reason, r.last_value) != before[r.pk]]
+        bulk.update_rows(changed, ["health", "health_reason", "last_value"])
     report.changes += [(e.instance_id, e.kind) for e in events if e.instance_id]
     report.notifications += notifications.plan(claimed, t)
 
