@@ -144,8 +144,11 @@ def plan(claimed: list[Rule], t: datetime) -> list[int]:
         return []
 
     firing: dict[int, list[AlertInstance]] = defaultdict(list)
-    for inst in AlertInstance.objects.filter(rule_id__in=by_rule, state=State.FIRING):
-        firing[inst.rule_id].append(inst)
+    for inst in AlertInstance.objects.filter(
+        service_id__in={r.service_id for r in claimed}, state=State.FIRING
+    ):
+        if inst.rule_id in by_rule:  # by service (its index), then to the claimed rules
+            firing[inst.rule_id].append(inst)
     keys = {pk: group_key(r) for pk, r in by_rule.items()}
     logs = {
         (lg.receiver_id, lg.group_key): lg

@@ -1,12 +1,13 @@
 """Writes: default rules, the evaluation of every due rule, silences.
 
 `evaluate_all(now)` is the one entry point of evaluation (the Celery beat task and the demo
-runner both call it). Per call: align `now` to the minute (t), claim every enabled rule not yet
-evaluated at t (a conditional claim: rows locked with SKIP LOCKED and stamped with t in the
-same transaction, so a retried or doubled evaluation finds nothing to do), read the closed
-window `[t - window - lag, t - lag)` for all claimed services at once, step each alert through
-the pure state machine, write instances, history and health, and plan notifications, which
-are sent after commit.
+runner both call it). Per call: align `now` to the minute (t), then chunk by chunk: claim up to
+`evaluation_chunk()` enabled rules not yet evaluated at t (a conditional claim: rows locked
+with SKIP LOCKED and stamped with t in the chunk's transaction, so a retried or doubled
+evaluation finds nothing to do and a second worker takes the next chunk), read the closed
+window `[t - window - lag, t - lag)` for all the chunk's services at once, step each alert
+through the pure state machine, write instances, history and changed health in bulk, plan
+notifications (sent after the chunk commits), commit, and claim the next chunk.
 """
 
 from __future__ import annotations
@@ -84,23 +85,41 @@ class EvaluationReport:
     notifications: list[int] = field(default_factory=list)
 
 
-def _claim_rules(t: datetime, rule_ids: list[int] | None) -> list[Rule]:
+def evaluation_chunk() -> int:
+    """Rules claimed, evaluated and committed together (about 500 services' default rules)."""
+    return int(getattr(settings, "PERFHUB_ALERTS_EVALUATION_CHUNK", 4500))
+
+
+def _claim_rules(t: datetime, rule_ids: list[int] | None, limit: int) -> list[Rule]:
+    """Up to `limit` due rules, a service's rules together, stamped with `t`. On PostgreSQL
+    rows another evaluator holds are skipped (SKIP LOCKED), so it takes the next ones."""
     qs = Rule.objects.filter(enabled=True).filter(
         Q(last_evaluated_at__isnull=True) | Q(last_evaluated_at__lt=t)
     )
     if rule_ids is not None:
         qs = qs.filter(pk__in=rule_ids)
-    if connection.features.has_select_for_update_skip_locked:
+    locking = connection.features.has_select_for_update_skip_locked
+    if locking:
         qs = qs.select_for_update(skip_locked=True, of=("self",))
-    claimed = list(qs.select_related("service__team").order_by("pk"))
-    if claimed:
+    claimed = list(qs.order_by("service_id", "pk")[:limit])
+    if not claimed:
+        return claimed
+    if not locking:
+        # Without row locks the stamp is the claim: written at once. With them, the locks
+        # hold the rows until commit, and the stamp goes out with the health (one UPDATE).
         Rule.objects.filter(pk__in=[r.pk for r in claimed]).update(last_evaluated_at=t)
+    # One Service (and Team) object per service, not per rule as select_related gives.
+    by_id = Service.objects.select_related("team").in_bulk({r.service_id for r in claimed})
+    for rule in claimed:
+        rule.last_evaluated_at = t
+        rule.service = by_id[rule.service_id]
     return claimed
 
 
 def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
     end = t - evaluation_lag()
-    inputs = rules.Inputs(window_end=end, no_data_lookback_s=no_data_lookback().total_seconds())
+    lookback = no_data_lookback()
+    inputs = rules.Inputs(window_end=end, no_data_lookback_s=lookback.total_seconds())
     by_window: dict[int, set[int]] = defaultdict(set)
     metrics_by_window: dict[int, set[str]] = defaultdict(set)
     gpu_windows: set[int] = set()
@@ -120,12 +139,18 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
             gpu_windows.add(rule.window_s)
         if kind.reads_baseline_cost:
             cost_services[rule.service_id] = rule.service
+    # "No data" rules read each host's last minute over the lookback: the same rows as a
+    # window of that length (the cost rules' hour by default), so one query reads both.
+    seen_window = int(lookback.total_seconds()) if no_data_services else None
+    if seen_window is not None:
+        by_window[seen_window] |= no_data_services
     # Each read in a savepoint of its own: one that fails marks only the rules needing it.
     for window_s, service_ids in by_window.items():
         start = end - timedelta(seconds=window_s)
+        keys = [f"window:{window_s}"] + (["last_data"] if window_s == seen_window else [])
         _guarded_read(
             inputs,
-            f"window:{window_s}",
+            keys,
             lambda start=start, window_s=window_s, service_ids=service_ids: inputs.windows.update(
                 {
                     window_s: sources.service_windows(
@@ -134,31 +159,25 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
                         end,
                         metrics=metrics_by_window[window_s],
                         gpu=window_s in gpu_windows,
+                        last_seen=window_s == seen_window,
                     )
                 }
             ),
         )
-    if no_data_services:
-        _guarded_read(
-            inputs,
-            "last_data",
-            lambda: setattr(
-                inputs,
-                "last_data",
-                sources.last_data(no_data_services, end - no_data_lookback(), end),
-            ),
-        )
+    if seen_window is not None:
+        seen = inputs.windows.get(seen_window, {})
+        inputs.last_data = {sid: seen[sid].hosts_seen for sid in no_data_services if sid in seen}
     if cost_services:
         _guarded_read(
             inputs,
-            "baseline_costs",
+            ["baseline_costs"],
             lambda: setattr(
                 inputs, "baseline_costs", sources.baseline_costs(cost_services.values())
             ),
         )
     _guarded_read(
         inputs,
-        "source_errors",
+        ["source_errors"],
         lambda: setattr(
             inputs, "source_errors", sources.source_errors({r.service_id for r in claimed})
         ),
@@ -166,13 +185,14 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
     return inputs
 
 
-def _guarded_read(inputs: rules.Inputs, key: str, read) -> None:
+def _guarded_read(inputs: rules.Inputs, keys: list[str], read) -> None:
     try:
         with transaction.atomic():
             read()
     except Exception as exc:
-        log.exception("evaluation read %s failed", key)
-        inputs.failures[key] = f"{type(exc).__name__}: {exc}"[:300]
+        log.exception("evaluation read %s failed", keys[0])
+        for key in keys:
+            inputs.failures[key] = f"{type(exc).__name__}: {exc}"[:300]
 
 
 def _annotations(rule: Rule, obs: Observation) -> dict[str, str]:
@@ -216,62 +236,87 @@ HEALTH_EVENT = {
 
 @EVALUATION_SECONDS.time()
 def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = None):
-    """Evaluate every due rule at `now` aligned to the minute. Safe to call twice."""
+    """Evaluate every due rule at `now` aligned to the minute. Safe to call twice, and from
+    several workers at once: each claims a chunk of rules at a time (`evaluation_chunk`),
+    evaluates and commits it, and claims the next until none is left."""
     t = align_to_minute(now or timezone.now())
     _ensure_defaults_for_new_services()
     report = EvaluationReport(evaluated_at=t)
-    with transaction.atomic():
-        claimed = _claim_rules(t, rule_ids)
-        report.rules = len(claimed)
-        if not claimed:
+    limit = evaluation_chunk()
+    while True:
+        with transaction.atomic():
+            claimed = _claim_rules(t, rule_ids, limit)
+            if not claimed:
+                return report
+            _evaluate_claimed(claimed, t, report)
+        if len(claimed) < limit:
             return report
-        inputs = _read_inputs(claimed, t)
-        live = {
-            inst.fingerprint: inst for inst in AlertInstance.objects.live().filter(rule__in=claimed)
-        }
-        live_by_rule: dict[int, list[AlertInstance]] = defaultdict(list)
-        for inst in live.values():
-            live_by_rule[inst.rule_id].append(inst)
-        new_instances: list[AlertInstance] = []
-        touched: list[AlertInstance] = []
-        events: list[AlertEvent] = []
-        pending_events: list[tuple[AlertInstance, AlertEvent]] = []
 
-        for rule in claimed:
-            # One rule that cannot be evaluated (bad data, a bug in its kind) is recorded as an
-            # error on that rule; the staged rows of the others are untouched.
-            staged = (len(new_instances), len(touched), len(events), len(pending_events))
-            try:
-                _evaluate_rule(rule, inputs, live, live_by_rule, t, new_instances, touched,
-                               events, pending_events)  # fmt: skip
-            except Exception as exc:
-                log.exception("evaluating rule %s failed", rule.pk)
-                del new_instances[staged[0] :], touched[staged[1] :]
-                del events[staged[2] :], pending_events[staged[3] :]
-                reason = f"evaluation failed: {type(exc).__name__}: {exc}"[:300]
-                if rule.health != Health.ERROR:
-                    events.append(
-                        AlertEvent(rule=rule, service_id=rule.service_id, at=t,
-                                   kind=AlertEvent.Kind.ERROR, threshold=rule.threshold,
-                                   reason=reason)
-                    )  # fmt: skip
-                rule.health, rule.health_reason = Health.ERROR, reason
 
-        AlertInstance.objects.bulk_create(new_instances)
-        for inst, event in pending_events:
-            event.instance_id = inst.pk
-        bulk.update_rows(
-            touched,
-            [
-                "state", "value", "threshold", "pending_since", "fired_at", "last_active_at",
-                "resolved_at", "ended_at", "last_evaluated_at", "series", "annotations", "labels",
-            ],
-        )  # fmt: skip
-        AlertEvent.objects.bulk_create(events)
-        bulk.update_rows(claimed, ["health", "health_reason", "last_value"])
-        report.changes = [(e.instance_id, e.kind) for e in events if e.instance_id]
-        report.notifications = notifications.plan(claimed, t)
-    return report
+def _evaluate_claimed(claimed: list[Rule], t: datetime, report: EvaluationReport) -> None:
+    """Read the claimed rules' inputs (set-based, all their services at once), step their
+    alerts, write instances, history and changed health in bulk, and plan notifications."""
+    report.rules += len(claimed)
+    before = {r.pk: (r.health, r.health_reason, r.last_value) for r in claimed}
+    inputs = _read_inputs(claimed, t)
+    # By service (the (service, state) index), then to the claimed rules: a few probes per
+    # service instead of one per rule.
+    rule_ids = {r.pk for r in claimed}
+    live = {
+        inst.fingerprint: inst
+        for inst in AlertInstance.objects.live().filter(
+            service_id__in={r.service_id for r in claimed}
+        )
+        if inst.rule_id in rule_ids
+    }
+    live_by_rule: dict[int, list[AlertInstance]] = defaultdict(list)
+    for inst in live.values():
+        live_by_rule[inst.rule_id].append(inst)
+    new_instances: list[AlertInstance] = []
+    touched: list[AlertInstance] = []
+    events: list[AlertEvent] = []
+    pending_events: list[tuple[AlertInstance, AlertEvent]] = []
+
+    for rule in claimed:
+        # One rule that cannot be evaluated (bad data, a bug in its kind) is recorded as an
+        # error on that rule; the staged rows of the others are untouched.
+        staged = (len(new_instances), len(touched), len(events), len(pending_events))
+        try:
+            _evaluate_rule(rule, inputs, live, live_by_rule, t, new_instances, touched,
+                           events, pending_events)  # fmt: skip
+        except Exception as exc:
+            log.exception("evaluating rule %s failed", rule.pk)
+            del new_instances[staged[0] :], touched[staged[1] :]
+            del events[staged[2] :], pending_events[staged[3] :]
+            reason = f"evaluation failed: {type(exc).__name__}: {exc}"[:300]
+            if rule.health != Health.ERROR:
+                events.append(
+                    AlertEvent(rule=rule, service_id=rule.service_id, at=t,
+                               kind=AlertEvent.Kind.ERROR, threshold=rule.threshold,
+                               reason=reason)
+                )  # fmt: skip
+            rule.health, rule.health_reason = Health.ERROR, reason
+
+    AlertInstance.objects.bulk_create(new_instances)
+    for inst, event in pending_events:
+        event.instance_id = inst.pk
+    bulk.update_rows(
+        touched,
+        [
+            "state", "value", "threshold", "pending_since", "fired_at", "last_active_at",
+            "resolved_at", "ended_at", "last_evaluated_at", "series", "annotations", "labels",
+        ],
+    )  # fmt: skip
+    AlertEvent.objects.bulk_create(events)
+    if connection.features.has_select_for_update_skip_locked:
+        # The claim's stamp (see `_claim_rules`) with the health, in one statement.
+        bulk.update_rows(claimed, ["last_evaluated_at", "health", "health_reason", "last_value"])
+    else:
+        # Only rules whose health, reason or value moved (the stamp is written already).
+        changed = [r for r in claimed if (r.health, r.health_reason, r.last_value) != before[r.pk]]
+        bulk.update_rows(changed, ["health", "health_reason", "last_value"])
+    report.changes += [(e.instance_id, e.kind) for e in events if e.instance_id]
+    report.notifications += notifications.plan(claimed, t)
 
 
 def _evaluate_rule(

@@ -1,35 +1,49 @@
-"""The one place alerts read collectors' and dossiers' data, batched over many services.
+"""The one place alerts read collectors' and dossiers' data, set-based over many services.
 
-Evaluation reads every service with a rule in a few queries per distinct window length (not
-per service), so 1,000 services fit in one evaluation interval (DESIGN.md section 8).
+Evaluation reads every claimed service in a few queries per distinct window length (not per
+service or rule), 500 services a query, so the time is linear in services (issue 14: 10,000
+services a minute on one worker).
 
 `collectors.selectors.service_metrics` reads one service; alerts need the same numbers for
 every service at once, so the reads here are read-only queries on collectors' 1-minute roll-up
-rows (never raw samples), fetching only the columns a rule needs, and merging with collectors'
-own `Traffic` and `latency_percentiles`: sketches merged bin for bin, scraped bucket deltas
-added, the P99 taken from the merge.
+rows (never raw samples), fetching only the columns a rule needs: additive traffic and gauge
+sums added per (service, host) in the database, combined with collectors' own `Traffic`; the
+latency distributions from the service-merged minute rows, sketches merged bin for bin
+(`sketches.merge_serialized`) and scraped bucket deltas added, the P99 taken from the merge.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Max
+from django.db.models import F, FloatField, Max, Q, Sum
 
 from analysis import buckets, sketches
 from analysis.percentiles import LATENCY_METRICS, Percentile
-from collectors.models import MINUTE, GpuRollup, PrometheusSource, ServiceRollup
-from collectors.selectors import latency_percentiles
-from collectors.services.rollups import Traffic
+from collectors.models import (
+    MINUTE,
+    GpuRollup,
+    PrometheusSource,
+    ServiceMergedRollup,
+    ServiceRollup,
+)
+from collectors.services.rollups import Traffic, distribution_percentiles, merge_bucket_counts
 from dossiers.models import Baseline, Service
 
 ADDITIVE = (
     "requests", "prompt_tokens", "output_tokens", "request_seconds", "scraped_requests",
     "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds", "gauge_samples",
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HostSeen:
+    host_id: int
+    host_name: str
+    last_end: datetime  # end of the last minute with data
 
 
 @dataclass
@@ -50,20 +64,31 @@ class ServiceWindow:
     gpu_util: float | None = None
     sm_active: float | None = None
     host_ids: set[int] = field(default_factory=set)
+    hosts_seen: list[HostSeen] = field(default_factory=list)  # read with `last_seen` only
 
     def tokens_per_second(self, basis: str) -> float:
         tokens = self.output_tokens + (self.prompt_tokens if basis == "total" else 0.0)
         return tokens / self.seconds if self.seconds else 0.0
 
 
-def _weighted_mean(pairs: Iterable[tuple[float | None, float]]) -> float | None:
-    total = weight = 0.0
-    for value, w in pairs:
-        if value is None or not w:
-            continue
-        total += value * w
-        weight += w
-    return total / weight if weight else None
+# Services per query: bounded IN lists and memory, whatever the fleet (evaluation claims rules
+# in chunks of about this many services anyway).
+SERVICES_PER_QUERY = 500
+
+
+def _chunks(ids: Sequence[int], size: int = SERVICES_PER_QUERY) -> Iterator[list[int]]:
+    for i in range(0, len(ids), size):
+        yield list(ids[i : i + size])
+
+
+def _weighted(value: str, weight: str) -> dict[str, Sum]:
+    """Sum(value x weight) and Sum(weight) over the rows where value is known and weighted:
+    the two halves of a weighted mean, added in the database."""
+    known = Q(**{f"{value}__isnull": False, f"{weight}__gt": 0})
+    return {
+        f"{value}_w": Sum(F(value) * F(weight), filter=known, output_field=FloatField()),
+        f"{value}_n": Sum(weight, filter=known),
+    }
 
 
 def service_windows(
@@ -74,44 +99,74 @@ def service_windows(
     metrics: Iterable[str] = LATENCY_METRICS,
     gpu: bool = True,
     quantiles: Sequence[float] = (0.99,),
+    last_seen: bool = False,
 ) -> dict[int, ServiceWindow]:
-    """Every listed service's merged window `[start, end)` from 1-minute roll-ups: 2 queries.
+    """Every listed service's merged window `[start, end)` from 1-minute roll-ups.
 
-    Only the distributions of `metrics` are read (a cost rule over an hour reads no sketch),
-    and GPU roll-ups only with `gpu` (the bulk of the rows; only GPU rules need them).
-    Services without a roll-up row in the window are absent from the result (no data).
+    Per 500 services, at most three set-based queries: the additive traffic and gauge sums of
+    each (service, host), summed in the database over the window's minute rows; the
+    distributions of `metrics` from the service-merged minute rows (written at roll-up time,
+    so one sketch per minute whatever the number of hosts), merged over the window; and,
+    with `gpu`, each serving host's GPU sums. Only GPU rules need the GPU rows (the bulk of
+    the data) and a cost rule over an hour reads no sketch. With `last_seen`, each window
+    also lists its hosts with the end of their last minute of data (what "no data" rules
+    watch), from the same query. Services without a roll-up row in the window are absent from
+    the result (no data).
     """
-    ids = list(service_ids)
+    ids = sorted(set(service_ids))
     metrics = [m for m in metrics if m in LATENCY_METRICS]
-    seconds = (end - start).total_seconds()
-    columns = ["service_id", "host_id", *ADDITIVE, "waiting_mean", "kv_cache_mean"]
-    for m in metrics:
-        columns += [f"{m}_count", f"{m}_sketch", f"{m}_buckets"]
-    rows = ServiceRollup.objects.filter(
-        service_id__in=ids, resolution_s=MINUTE, start__gte=start, start__lt=end
-    ).values_list(*columns)
+    qs = sorted({0.99, *quantiles})
+    out: dict[int, ServiceWindow] = {}
+    for chunk in _chunks(ids):
+        windows = _traffic(chunk, start, end, last_seen=last_seen)
+        if metrics and windows:
+            _add_distributions(windows, start, end, metrics, qs)
+        if gpu:
+            _add_gpu(windows, start, end)
+        out.update(windows)
+    return out
 
-    # Per service and host, the additive traffic (collectors' own merge type); distributions
-    # per service, merged over hosts and minutes and only then read (never averaged).
-    per_host: dict[int, dict[int, Traffic]] = defaultdict(lambda: defaultdict(Traffic))
-    merged: dict[int, Traffic] = defaultdict(Traffic)
-    for row in rows:
-        r = dict(zip(columns, row, strict=True))
-        traffic = per_host[r["service_id"]][r["host_id"]]
+
+def _traffic(
+    ids: list[int], start: datetime, end: datetime, *, last_seen: bool
+) -> dict[int, ServiceWindow]:
+    """Each service's traffic and gauges over the window, from per-host sums (one query)."""
+    seconds = (end - start).total_seconds()
+    sums = {f"sum_{name}": Sum(name) for name in ADDITIVE}
+    if last_seen:
+        sums["last_start"] = Max("start")
+    group = ("service_id", "host_id", "host__name") if last_seen else ("service_id", "host_id")
+    rows = (
+        ServiceRollup.objects.filter(
+            service_id__in=ids, resolution_s=MINUTE, start__gte=start, start__lt=end
+        )
+        .values(*group)
+        .annotate(
+            **sums,
+            **_weighted("waiting_mean", "gauge_samples"),
+            **_weighted("kv_cache_mean", "gauge_samples"),
+        )
+        .order_by()
+    )
+    # Per service and host, collectors' own merge type over the window (exactly what adding
+    # the host's minute rows one by one gives).
+    per_host: dict[int, dict[int, Traffic]] = defaultdict(dict)
+    seen: dict[int, list[HostSeen]] = defaultdict(list)
+    for r in rows:
+        if last_seen:
+            last_end = r["last_start"] + timedelta(seconds=MINUTE)
+            seen[r["service_id"]].append(HostSeen(r["host_id"], r["host__name"], last_end))
+        t = per_host[r["service_id"]][r["host_id"]] = Traffic()
         for name in ADDITIVE:
-            setattr(traffic, name, getattr(traffic, name) + r[name])
-        traffic.add_gauge("waiting", r["waiting_mean"], r["gauge_samples"])
-        traffic.add_gauge("kv_cache", r["kv_cache_mean"], r["gauge_samples"])
-        everything = merged[r["service_id"]]
-        for m in metrics:
-            if r[f"{m}_sketch"] is not None and r[f"{m}_count"]:
-                everything.sketches[m].append(sketches.loads(bytes(r[f"{m}_sketch"])))
-            if r[f"{m}_buckets"]:
-                everything.buckets[m].append(buckets.BucketCounts.from_dict(r[f"{m}_buckets"]))
+            setattr(t, name, r[f"sum_{name}"] or 0)
+        for gauge in ("waiting", "kv_cache"):
+            if r[f"{gauge}_mean_n"]:
+                t.gauge_weighted[gauge] = [r[f"{gauge}_mean_w"], r[f"{gauge}_mean_n"]]
 
     out: dict[int, ServiceWindow] = {}
     for sid, hosts in per_host.items():
         w = out[sid] = ServiceWindow(service_id=sid, seconds=seconds, host_ids=set(hosts))
+        w.hosts_seen = sorted(seen.get(sid, []), key=lambda h: h.host_name)
         for t in hosts.values():
             # Engine counters see every request; pushed requests may be a sample.
             w.requests += t.scraped_requests if t.scraped_seconds > 0 else t.requests
@@ -129,58 +184,69 @@ def service_windows(
         )
         kv_known = [v for v in kv if v is not None]
         w.kv_cache_mean = sum(kv_known) / len(kv_known) if kv_known else None
-        qs = sorted({0.99, *quantiles})
-        for m in metrics:
-            w.percentiles[m] = {p.q: p for p in latency_percentiles(merged[sid], m, qs)}
-            w.latency[m] = w.percentiles[m][0.99]
-    if gpu:
-        _add_gpu(out, start, end)
     return out
+
+
+def _add_distributions(
+    windows: dict[int, ServiceWindow],
+    start: datetime,
+    end: datetime,
+    metrics: list[str],
+    qs: list[float],
+) -> None:
+    """Each service's latency distributions over the window: the service-merged minute rows'
+    sketches merged bin for bin (and scraped bucket deltas added), then the quantiles taken
+    from the merge, never averaged (one query)."""
+    columns = ["service_id"]
+    for m in metrics:
+        columns += [f"{m}_count", f"{m}_sketch", f"{m}_buckets"]
+    blobs: dict[tuple[int, str], list[bytes]] = defaultdict(list)
+    counts: dict[tuple[int, str], list[buckets.BucketCounts]] = defaultdict(list)
+    for row in ServiceMergedRollup.objects.filter(
+        service_id__in=list(windows), resolution_s=MINUTE, start__gte=start, start__lt=end
+    ).values_list(*columns):
+        sid = row[0]
+        for i, m in enumerate(metrics):
+            count, blob, data = row[1 + 3 * i : 4 + 3 * i]
+            if blob is not None and count:
+                blobs[(sid, m)].append(blob)
+            if data:
+                counts[(sid, m)].append(buckets.BucketCounts.from_dict(data))
+    for sid, w in windows.items():
+        for m in metrics:
+            items = blobs.get((sid, m))
+            sketch = sketches.merge_serialized(items) if items else None
+            bc = merge_bucket_counts(counts.get((sid, m), []))
+            w.percentiles[m] = {p.q: p for p in distribution_percentiles(sketch, bc, qs)}
+            w.latency[m] = w.percentiles[m][0.99]
 
 
 def _add_gpu(windows: dict[int, ServiceWindow], start: datetime, end: datetime) -> None:
-    """GPU utilization and SM active of the hosts serving each service in the window: 1 query."""
-    host_ids = {h for w in windows.values() for h in w.host_ids}
+    """GPU utilization and SM active of the hosts serving each service in the window, each
+    the mean over every GPU minute weighted by its samples (per-host sums: one query)."""
+    host_ids = sorted({h for w in windows.values() for h in w.host_ids})
     if not host_ids:
         return
-    per_host: dict[int, list] = defaultdict(list)
-    rows = GpuRollup.objects.filter(
-        host_id__in=host_ids, resolution_s=MINUTE, start__gte=start, start__lt=end
-    ).values_list("host_id", "samples", "util_mean", "sm_active_mean")
-    for host_id, samples, util, sm in rows:
-        per_host[host_id].append((samples, util, sm))
+    per_host = {
+        r["host_id"]: r
+        for r in GpuRollup.objects.filter(
+            host_id__in=host_ids, resolution_s=MINUTE, start__gte=start, start__lt=end
+        )
+        .values("host_id")
+        .annotate(
+            sum_samples=Sum("samples"),
+            **_weighted("util_mean", "samples"),
+            **_weighted("sm_active_mean", "samples"),
+        )
+        .order_by()
+    }
     for w in windows.values():
-        items = [item for h in w.host_ids for item in per_host.get(h, [])]
-        w.gpu_samples = sum(s for s, _, _ in items)
-        w.gpu_util = _weighted_mean((u, s) for s, u, _ in items)
-        w.sm_active = _weighted_mean((sm, s) for s, _, sm in items)
-
-
-@dataclass(frozen=True)
-class HostSeen:
-    host_id: int
-    host_name: str
-    last_end: datetime  # end of the last minute with data
-
-
-def last_data(service_ids: Iterable[int], since: datetime, until: datetime) -> dict[int, list]:
-    """Per service, each host's last minute of data between `since` and `until`: 1 query."""
-    rows = (
-        ServiceRollup.objects.filter(
-            service_id__in=list(service_ids),
-            resolution_s=MINUTE,
-            start__gte=since,
-            start__lt=until,
-        )
-        .values("service_id", "host_id", "host__name")
-        .annotate(last=Max("start"))
-    )
-    out: dict[int, list] = defaultdict(list)
-    for r in rows:
-        out[r["service_id"]].append(
-            HostSeen(r["host_id"], r["host__name"], r["last"] + timedelta(seconds=MINUTE))
-        )
-    return out
+        items = [per_host[h] for h in w.host_ids if h in per_host]
+        w.gpu_samples = sum(r["sum_samples"] or 0 for r in items)
+        for attr, value in (("gpu_util", "util_mean"), ("sm_active", "sm_active_mean")):
+            total = sum(r[f"{value}_w"] or 0.0 for r in items)
+            weight = sum(r[f"{value}_n"] or 0 for r in items)
+            setattr(w, attr, total / weight if weight else None)
 
 
 def baseline_costs(services: Iterable[Service]) -> dict[int, float | None]:

@@ -184,3 +184,21 @@ def test_a_failing_prometheus_source_is_the_rules_health_reason(timeline, p99_ru
     assert p99_rule.health_reason == (
         "Prometheus source 'prom' failing: unreachable: ConnectionError: refused"
     )
+
+
+def test_evaluation_in_chunks_evaluates_every_rule_once(settings, team, host, make_services):
+    # Chunks smaller than one service's nine rules: a service's rules span two chunks.
+    settings.PERFHUB_ALERTS_EVALUATION_CHUNK = 4
+    for service in make_services(3):
+        services.ensure_default_rules(service)
+        feed(service, host, 0, e2e_ms=9000)
+    at = evaluation_time(0)
+    assert services.evaluate_all(at).rules == 27
+    assert services.evaluate_all(at).rules == 0
+    assert set(Rule.objects.values_list("last_evaluated_at", flat=True)) == {at}
+    # e2e, TTFT and TPOT above their SLOs and the margin below target (the fed tokens earn
+    # less than the GPUs cost), on every service: pending once each.
+    pending = AlertInstance.objects.filter(state="pending")
+    assert sorted(pending.values_list("labels__rule_kind", flat=True)) == sorted(
+        ["p99_e2e", "p99_ttft", "p99_tpot", "margin"] * 3
+    )

@@ -79,6 +79,30 @@ def test_a_merge_survives_serialization_of_every_window(per_host_minute):
     assert p99(merged) == p99(sketches.from_values(np.concatenate(per_host_minute)))
 
 
+def test_merging_serialized_sketches_equals_merging_loaded_ones(per_host_minute):
+    # Evaluation merges the stored blobs without a sketch object each: same bins and stats.
+    windows = [*per_host_minute, np.array([]), np.array([0.0, 0.0, 5.0])]  # empty; zeros
+    blobs = [sketches.dumps(sketches.from_values(w)) for w in windows]
+    fast = sketches.merge_serialized(blobs)
+    slow = sketches.merge(sketches.loads(b) for b in blobs)
+    assert sketches.percentiles(fast) == sketches.percentiles(slow)
+    assert sketches.summary(fast) == sketches.summary(slow)
+    assert fast._zero_count == slow._zero_count == 2
+    assert sketches.dumps(fast) == sketches.dumps(slow)
+
+
+def test_merging_no_serialized_sketch_is_an_empty_sketch():
+    assert sketches.merge_serialized([]).count == 0
+    assert sketches.merge_serialized([sketches.dumps(sketches.new_sketch())]).count == 0
+
+
+def test_merging_serialized_sketches_refuses_what_loads_refuses():
+    raw = zlib.decompress(sketches.dumps(sketches.from_values([1.0, 2.0])))
+    with pytest.raises(ValueError, match="truncated"):
+        sketches.merge_serialized([sketches.dumps(sketches.from_values([3.0])),
+                                   zlib.compress(raw[:-4])])  # fmt: skip
+
+
 def test_a_merge_leaves_its_inputs_unchanged():
     a = sketches.from_values([10.0, 20.0])
     b = sketches.from_values([30.0])
