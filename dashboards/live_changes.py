@@ -101,13 +101,13 @@ def live_changes(
         for i, family in enumerate(families):
             sketch, bucket_counts = blobs[2 * i], blobs[2 * i + 1]
             if sketch is not None:
-                day[family][0].append(sketches.loads(bytes(sketch)))
+                day[family][0].append(sketch)
             if bucket_counts:
                 day[family][1].append(buckets.BucketCounts.from_dict(bucket_counts))
     daily = {
         d: {
             f: distribution_percentiles(
-                sketches.merge(s) if s else None,
+                sketches.merge_serialized(s) if s else None,
                 merge_bucket_counts(b),
                 sorted({q for family, q, _ in TRACKED if family == f}),
             )
