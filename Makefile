@@ -64,8 +64,8 @@ bench: install
 
 # Re-pin after changing pyproject.toml: runtime (the image) and dev (make install, CI).
 lock: install
-	$(BIN)/pip-compile -q --generate-hashes --strip-extras --allow-unsafe -o requirements/runtime.txt pyproject.toml
-	$(BIN)/pip-compile -q --generate-hashes --strip-extras --allow-unsafe --extra dev -o requirements/dev.txt pyproject.toml
+	$(BIN)/pip-compile -q --no-emit-index-url --no-emit-find-links --generate-hashes --strip-extras --allow-unsafe -o requirements/runtime.txt pyproject.toml
+	$(BIN)/pip-compile -q --no-emit-index-url --no-emit-find-links --generate-hashes --strip-extras --allow-unsafe --extra dev -o requirements/dev.txt pyproject.toml
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache
