@@ -130,6 +130,13 @@ class _P99(RuleKind):
                 count=p.count,
                 reason=f"P99 rests on {p.count} requests, fewer than {need}",
             )
+        if p.value is None and p.below_first_edge is not None:
+            # Bucket-bounded, in the first bucket: known only to be at most its edge, which
+            # is the value judged (an upper bound: it can fire only if the edge is above).
+            edge = p.below_first_edge
+            return Observation(
+                Health.OK, value=edge, count=p.count, reason=f"P99 < {edge:g} ms (first bucket)"
+            )
         if p.value is None:  # bucket-bounded, in +Inf: known only to exceed the last edge
             edge = p.above_last_edge or 0.0
             return Observation(
@@ -147,8 +154,8 @@ class _P99(RuleKind):
         return f"({p99} * {number(1000 * s.scale)} > {number(rule.threshold)}) and on() ({enough})"
 
 
-# The engine histogram each latency family is read from (ITL stands for TPOT).
-_SCRAPED_HISTOGRAM = {"e2e": "e2e_seconds", "ttft": "ttft_seconds", "tpot": "itl_seconds"}
+# The engine histogram each latency family is read from: per-request TPOT, never the ITL.
+_SCRAPED_HISTOGRAM = {"e2e": "e2e_seconds", "ttft": "ttft_seconds", "tpot": "tpot_seconds"}
 
 
 @register
@@ -303,6 +310,46 @@ class KvCache(RuleKind):
         s = m.engine_series("kv_cache_usage")
         mean = f"max(avg_over_time({s.name}{s.selector}[{duration(rule.window_s)}]))"
         return f"{mean} > {number(rule.threshold)}"
+
+
+@register
+class ErrorRate(RuleKind):
+    name = "error_rate"
+    label = "Error rate above (0-1)"
+    description = (
+        "Requests that finished with an error over all finished requests (engine counters:"
+        ' vLLM finished_reason="error", TGI failures, Triton failures; else pushed rows);'
+        " client aborts are not errors."
+    )
+    unit = "ratio"
+
+    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
+        finished = round(w.finished)
+        if not finished:
+            return Observation(Health.NO_DATA, count=0, reason="no finished requests")
+        if finished < rule.min_requests:
+            # Below the floor one error is a large rate: the floor keeps noise from firing.
+            return Observation(
+                Health.INSUFFICIENT_DATA,
+                count=finished,
+                reason=f"{finished} finished requests, fewer than {rule.min_requests}",
+            )
+        return Observation(
+            Health.OK,
+            value=w.error_rate,
+            count=finished,
+            reason=f"{round(w.errored)} errors in {finished} finished requests",
+        )
+
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        w = duration(rule.window_s)
+        errors = m.counter_increase("request_errors", w)
+        parts = [m.counter_increase("requests_finished", w), errors]
+        try:
+            parts.append(m.counter_increase("request_aborts", w))
+        except NotExportable:
+            pass  # the engine counts no aborts
+        return f"({errors}) / ({' + '.join(parts)}) > {number(rule.threshold)}"
 
 
 # --- Economics --------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from collectors.services.rollups import Traffic, distribution_percentiles, merge
 from dossiers.models import Baseline, Service
 
 ADDITIVE = (
-    "requests", "prompt_tokens", "output_tokens", "request_seconds", "scraped_requests",
+    "requests", "errors", "scraped_errors", "scraped_aborts", "prompt_tokens", "output_tokens", "request_seconds", "scraped_requests",
     "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds", "gauge_samples",
 )  # fmt: skip
 
@@ -51,8 +51,16 @@ class ServiceWindow:
     """One service over one closed window, merged over its hosts."""
 
     service_id: int
-    seconds: float
+    seconds: float  # the window's length, as asked
     requests: float = 0.0
+    # Rates are over the seconds that have data (each host's covered time), never over the
+    # nominal window: a 46 s burst in an hour is 8.7 req/s, not 0.11. `data_seconds` is the
+    # longest any host covered, stated beside every rate.
+    qps: float | None = None
+    data_seconds: float = 0.0
+    finished: float = 0.0  # requests finished in any way, errors and aborts included
+    errored: float = 0.0
+    aborted: float = 0.0
     output_tokens: float = 0.0
     prompt_tokens: float = 0.0
     latency: dict[str, Percentile] = field(default_factory=dict)  # metric -> P99 (ms)
@@ -65,6 +73,20 @@ class ServiceWindow:
     sm_active: float | None = None
     host_ids: set[int] = field(default_factory=set)
     hosts_seen: list[HostSeen] = field(default_factory=list)  # read with `last_seen` only
+
+    @property
+    def error_rate(self) -> float | None:
+        """Errored over finished requests in the window (engine counters, else pushed rows)."""
+        return self.errored / self.finished if self.finished else None
+
+    @property
+    def abort_rate(self) -> float | None:
+        return self.aborted / self.finished if self.finished else None
+
+    @property
+    def rate_basis(self) -> str:
+        """How the window's rates were taken, for the page: "over 110 s with data"."""
+        return f"over {self.data_seconds:,.0f} s with data"
 
     def tokens_per_second(self, basis: str) -> float:
         tokens = self.output_tokens + (self.prompt_tokens if basis == "total" else 0.0)
@@ -170,6 +192,14 @@ def _traffic(
         for t in hosts.values():
             # Engine counters see every request; pushed requests may be a sample.
             w.requests += t.scraped_requests if t.scraped_seconds > 0 else t.requests
+            if t.qps is not None:
+                w.qps = (w.qps or 0.0) + t.qps
+            covered = t.scraped_seconds if t.scraped_seconds > 0 else t.request_seconds
+            w.data_seconds = max(w.data_seconds, covered)
+            finished, errored, aborted = t.outcomes
+            w.finished += finished
+            w.errored += errored
+            w.aborted += aborted
             w.output_tokens += (t.generation_tps or 0.0) * seconds
             w.prompt_tokens += (t.prompt_tps or 0.0) * seconds
             w.gauge_samples += t.gauge_samples

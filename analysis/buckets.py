@@ -157,9 +157,12 @@ def quantile(bc: BucketCounts, q: float) -> Percentile:
         # Prometheus assumes the first bucket starts at 0 unless its edge is not above 0.
         if upper <= 0:
             return Percentile(q=q, value=upper, count=n, lower=None, upper=upper, method=METHOD)
-        lower, below = 0.0, 0.0
-    else:
-        lower, below = bc.edges[index - 1], cumulative[index - 1]
+        # Inside the first bucket nothing says where: interpolating from 0 would invent a
+        # value (vLLM's queue histogram starts at 0.3 s). Known only to be at most the edge.
+        return Percentile(
+            q=q, value=None, count=n, lower=0.0, upper=upper, method=METHOD, below_first_edge=upper
+        )
+    lower, below = bc.edges[index - 1], cumulative[index - 1]
     in_bucket = bc.counts[index]
     fraction = (rank - below) / in_bucket if in_bucket > 0 else 1.0
     value = lower + (upper - lower) * fraction

@@ -89,6 +89,19 @@ def judge(
     return Verdict(status, change, relative)
 
 
+def judge_within(baseline: float | None, lower: float, upper: float) -> Verdict:
+    """Compare a latency known only within [lower, upper] (a histogram bucket: "< 300 ms" is
+    [0, 300]): it holds when the baseline's tolerance band meets the interval, else drifted by
+    the nearest end. Never a value invented inside the bucket."""
+    if baseline is None or baseline == 0:
+        return Verdict(Status.NO_CLAIM)
+    low, high = baseline * (1 - RELATIVE_TOLERANCE), baseline * (1 + RELATIVE_TOLERANCE)
+    if upper >= low and lower <= high:
+        return Verdict(Status.HOLDS, 0.0, True)
+    nearest = upper if upper < low else lower
+    return Verdict(Status.DRIFTED, nearest / baseline - 1.0, True)
+
+
 def is_stale(measured_at: datetime, now: datetime, max_age: timedelta) -> bool:
     return now - measured_at > max_age
 

@@ -36,6 +36,16 @@ def minimum_count(q: float) -> int:
     return max(20, math.ceil(1 / (1 - q) - 1e-9))
 
 
+# Where a figure was measured, part of its identity: "client" (a load generator, or a gateway
+# pushing one row per request: what users feel, from send) or "server" (the engine's own
+# histograms: from arrival at the engine, after the HTTP server and tokenizer). Both are true
+# and differ; their difference is a layer of its own, never a discrepancy to average away.
+VANTAGES = ("client", "server")
+# Live percentiles say their vantage through their method: request rows are merged into
+# sketches, engine histograms are bucket-bounded.
+VANTAGE_OF_METHOD = {"sketch": "client", "exact": "client", "bucket-bounded": "server"}
+
+
 @dataclass(frozen=True)
 class Percentile:
     q: float
@@ -45,6 +55,34 @@ class Percentile:
     upper: float | None = None
     method: str = "sketch"  # "sketch" | "bucket-bounded" | "exact"
     above_last_edge: float | None = None  # bucket-bounded and in +Inf: "> this edge"
+    below_first_edge: float | None = None  # bucket-bounded, in the first bucket: "< this edge"
+
+    @property
+    def vantage(self) -> str | None:
+        """ "client" or "server" (see VANTAGES); None without data."""
+        return VANTAGE_OF_METHOD.get(self.method)
+
+    @property
+    def bound(self) -> float | None:
+        """The value, or the edge a bucket-bounded percentile is known to lie beyond or
+        within (an upper bound in the first bucket, a lower bound in +Inf)."""
+        if self.value is not None:
+            return self.value
+        return self.below_first_edge if self.below_first_edge is not None else self.above_last_edge
+
+    def text(self, unit: str = "ms", digits: int = 0) -> str:
+        """As pages show it: "283 ms", "< 300 ms", "> 10000 ms", or "—"."""
+
+        def n(v: float) -> str:
+            return f"{v:,.{digits}f} {unit}".strip()
+
+        if self.value is not None:
+            return n(self.value)
+        if self.below_first_edge is not None:
+            return f"< {n(self.below_first_edge)}"
+        if self.above_last_edge is not None:
+            return f"> {n(self.above_last_edge)}"
+        return "—"
 
     @property
     def label(self) -> str:
@@ -63,5 +101,7 @@ class Percentile:
             "upper": self.upper,
             "method": self.method,
             "above_last_edge": self.above_last_edge,
+            "below_first_edge": self.below_first_edge,
+            "vantage": self.vantage,
             "sufficient": self.sufficient,
         }

@@ -22,7 +22,10 @@ from collectors.exposition.promql import parse_selector
 from dossiers.models import Service
 from dossiers.outbound import OutboundRefused, check_url
 
-LATENCY_METRICS = ("e2e", "ttft", "tpot", "queue")
+# Each a statistic of its own: tpot per request, itl per token gap; queue, prefill and decode
+# are the engine-side layers. New metrics go at the end (stored quantile arrays are in this
+# order, and rows written before a metric existed simply lack it).
+LATENCY_METRICS = ("e2e", "ttft", "tpot", "queue", "itl", "prefill", "decode")
 MINUTE = 60
 FIVE_MINUTES = 300
 HOUR = 3600
@@ -402,6 +405,10 @@ class ServiceRollup(models.Model):
     scraped_prompt_tokens = models.FloatField(default=0)
     scraped_generation_tokens = models.FloatField(default=0)
     scraped_seconds = models.FloatField(default=0)
+    # Requests the engine finished with an error, or aborted (the client went away), from its
+    # counters (vLLM's finished_reason, TGI's failures, SGLang's aborts): not in scraped_requests.
+    scraped_errors = models.FloatField(default=0)
+    scraped_aborts = models.FloatField(default=0)
     # Derived rates (per second), kept for cheap reads.
     qps = models.FloatField(null=True)
     prompt_tps = models.FloatField(null=True)
@@ -621,6 +628,11 @@ class ServiceMergedRollup(models.Model):
     running = models.FloatField(null=True)
     waiting = models.FloatField(null=True)
     kv_cache_usage = models.FloatField(null=True)
+    # Outcomes over the period, from engine counters where scraped, else pushed rows:
+    # error rate = errored / finished (finished counts errors and aborts too).
+    finished = models.FloatField(default=0)
+    errored = models.FloatField(default=0)
+    aborted = models.FloatField(default=0)
     quantiles = models.BinaryField(
         null=True,
         help_text="The standard quantiles of each latency metric taken from the merge, packed "

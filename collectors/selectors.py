@@ -50,7 +50,7 @@ from collectors.services.rollups import (
 from dossiers.models import Service
 
 RESOLUTIONS = (60, 300, 3600)
-SERIES_LATENCY = ("e2e", "ttft", "tpot", "queue")
+SERIES_LATENCY = LATENCY_METRICS
 
 
 def resolution_for(start: datetime, end: datetime) -> int:
@@ -77,6 +77,18 @@ class MetricsPoint:
     waiting: float | None
     kv_cache_usage: float | None
     latency: Mapping[str, list[Percentile]]
+    finished: float = 0.0  # requests finished in any way (errors and aborts included)
+    errored: float = 0.0
+    aborted: float = 0.0
+
+    @property
+    def error_rate(self) -> float | None:
+        """Errored over finished requests in this period; None without finished requests."""
+        return self.errored / self.finished if self.finished else None
+
+    @property
+    def abort_rate(self) -> float | None:
+        return self.aborted / self.finished if self.finished else None
 
     def to_dict(self) -> dict:
         return {
@@ -88,6 +100,10 @@ class MetricsPoint:
             "running": self.running,
             "waiting": self.waiting,
             "kv_cache_usage": self.kv_cache_usage,
+            "finished": self.finished,
+            "errored": self.errored,
+            "aborted": self.aborted,
+            "error_rate": self.error_rate,
             "latency_ms": {m: [p.to_dict() for p in ps] for m, ps in self.latency.items()},
         }
 
@@ -266,6 +282,9 @@ def _point(t: datetime, by_host: dict[int, Traffic]) -> MetricsPoint:
         waiting=m.waiting,
         kv_cache_usage=m.kv_cache_usage,
         latency={metric: latency_percentiles(m.everything, metric) for metric in SERIES_LATENCY},
+        finished=m.finished,
+        errored=m.errored,
+        aborted=m.aborted,
     )
 
 
@@ -275,7 +294,7 @@ def _no_percentiles() -> list[Percentile]:
 
 POINT_COLUMNS = (
     "start", "quantiles", "requests", "qps", "prompt_tps", "generation_tps", "running",
-    "waiting", "kv_cache_usage", "gpus", "gpu_mem_used", "gpu_mem_total", "gpu_mem_n",
+    "waiting", "kv_cache_usage", "finished", "errored", "aborted", "gpus", "gpu_mem_used", "gpu_mem_total", "gpu_mem_n",
     *[f"gpu_{name}_{kind}" for name in GPU_SERIES for kind in ("mean", "n")],
 )  # fmt: skip
 _GPU_AT = POINT_COLUMNS.index("gpus")
@@ -303,7 +322,10 @@ class StoredLatency(Mapping):
 def _merged_point(row: tuple) -> MetricsPoint:
     """A point from a merged row's columns (POINT_COLUMNS): no model instance, no parsing."""
     latency = StoredLatency(unpack_quantiles(row[1]))
-    return MetricsPoint(row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8], latency)
+    return MetricsPoint(
+        row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8], latency,
+        row[9], row[10], row[11],
+    )  # fmt: skip
 
 
 def _merged_gpu_point(row: tuple) -> GpuSeriesPoint:

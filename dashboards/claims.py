@@ -74,6 +74,8 @@ class ClaimCheck:
     stale: bool = False
     live_economics: Economics | None = None  # at the live load, whatever it is
     requests: int = 0
+    data_seconds: float = 0.0  # the seconds of the window that have data (rates are over them)
+    error_rate: float | None = None  # errored over finished requests in the window
 
     @property
     def status(self) -> Status:
@@ -90,7 +92,14 @@ class ClaimCheck:
 
     @property
     def window_label(self) -> str:
-        return f"last {round((self.end - self.start).total_seconds() / 60)} min"
+        minutes = round((self.end - self.start).total_seconds() / 60)
+        if self.end < timezone.now() - timedelta(minutes=2):
+            span = f"{self.start:%Y-%m-%d %H:%M}–{self.end:%H:%M} UTC ({minutes} min)"
+        else:
+            span = f"last {minutes} min"
+        if self.data_seconds and self.data_seconds < (self.end - self.start).total_seconds():
+            return f"{span}; rates over the {self.data_seconds:,.0f} s with data"
+        return span
 
     @property
     def load_note(self) -> str:
@@ -114,11 +123,16 @@ def check_claims(
     baselines: dict[int, Baseline | None],
     *,
     now: datetime | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
 ) -> dict[int, ClaimCheck]:
-    """The claim check of every service (its current baseline given in `baselines`)."""
+    """The claim check of every service (its current baseline given in `baselines`), over
+    the range the user picked (`start`, `end`) or else the last closed live window. Every
+    figure of one check is read over that one window."""
     now = now or timezone.now()
-    end = now.replace(second=0, microsecond=0)
-    start = end - timedelta(minutes=window_minutes())
+    if start is None or end is None:
+        end = now.replace(second=0, microsecond=0)
+        start = end - timedelta(minutes=window_minutes())
     windows = service_windows(
         [s.pk for s in services], start, end, quantiles=tuple(CLAIM_QUANTILES.values())
     )
@@ -139,7 +153,9 @@ def _check(
     replicas = max(service.replicas, 1)
     if w is not None and w.seconds:
         check.requests = round(w.requests)
-        check.live_rate = w.requests / w.seconds / replicas
+        check.data_seconds = w.data_seconds
+        check.error_rate = w.error_rate
+        check.live_rate = w.qps / replicas if w.qps is not None else None
         tps = w.tokens_per_second(service.token_basis)
         check.live_economics = service.economics(
             tokens_per_second=tps, gpus=service.total_gpus, busy_fraction=w.gpu_util
@@ -174,21 +190,52 @@ def _latency_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) -> 
             key, name = f"{metric}_{label}_ms", f"{METRIC_LABELS[metric]} {label.upper()}"
             claimed = getattr(b, key)
             if claimed is not None:
-                out.append(_latency_claim(key, name, claimed, q, gate, w, metric))
+                out.append(_latency_claim(key, name, claimed, q, gate, w, metric, b))
     return out
 
 
-def _latency_claim(key, name, claimed, q, gate, w, metric) -> Claim:
+def _paired(b: Baseline, key: str, claimed: float, live_vantage: str) -> tuple[float | None, str]:
+    """The baseline's figure measured where the live one was (like with like), and a note.
+
+    A client-side baseline (a load-test file) compared with live engine histograms uses the
+    engine's figures of the baseline's own run when they were recorded (`server_side`);
+    otherwise there is nothing like-for-like to compare, and the claim says so."""
+    if b.vantage == live_vantage:
+        return claimed, ""
+    if live_vantage == "server":
+        figure = (b.server_side or {}).get("figures", {}).get(key) or {}
+        if figure.get("value") is not None:
+            return figure["value"], (
+                f"against the baseline run's engine-side figure ({figure['value']:,.0f} ms; "
+                f"client-side {claimed:,.0f} ms)"
+            )
+        return None, (
+            "live figures are the engine's (server-side, from arrival at the engine); the "
+            "baseline's are client-side and no engine-side figure was recorded for its run"
+        )
+    return None, "live figures are client-side; the baseline's are the engine's (server-side)"
+
+
+def _latency_claim(key, name, claimed, q, gate, w, metric, b) -> Claim:
     if gate:
         return Claim(key, name, "ms", claimed, None, Verdict(gate[0]), gate[1])
     p = w.percentiles.get(metric, {}).get(q)
-    if p is None or p.count == 0 or p.value is None:
+    if p is None or p.count == 0 or p.bound is None:
         return Claim(key, name, "ms", claimed, None, Verdict(Status.NO_LIVE_DATA))
+    name = f"{name} ({p.vantage})"
+    reference, note = _paired(b, key, claimed, p.vantage)
+    if reference is None:
+        return Claim(key, name, "ms", claimed, p.bound, Verdict(Status.NOT_COMPARABLE), note)
     need = minimum_count(q)
     if p.count < need:
         note = f"{p.count:,} live requests; this percentile needs {need:,}"
-        return Claim(key, name, "ms", claimed, p.value, Verdict(Status.INSUFFICIENT), note)
-    return Claim(key, name, "ms", claimed, p.value, claims.judge(claimed, p.value))
+        return Claim(key, name, "ms", claimed, p.bound, Verdict(Status.INSUFFICIENT), note)
+    if p.value is None:  # known only within a bucket: "< edge" or "> edge"
+        lower = 0.0 if p.below_first_edge is not None else p.above_last_edge
+        upper = p.below_first_edge if p.below_first_edge is not None else float("inf")
+        verdict = claims.judge_within(reference, lower, upper)
+        return Claim(key, name, "ms", claimed, p.bound, verdict, f"live {p.text()}. {note}".strip())
+    return Claim(key, name, "ms", claimed, p.value, claims.judge(reference, p.value), note)
 
 
 def _resource_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) -> list[Claim]:
@@ -235,19 +282,29 @@ def record_live_baseline(*, service: Service, user=None, now: datetime | None = 
     if w is None or not w.requests:
         return None
     replicas = max(service.replicas, 1)
+    # One vantage per baseline: the live window's figures come from request rows (client)
+    # or engine histograms (server); e2e decides, and figures of the other side are left out.
+    vantage = next(
+        (p.vantage for m in ("e2e", "ttft", "tpot") for p in w.percentiles.get(m, {}).values()
+         if p.count and p.vantage),
+        "client",
+    )  # fmt: skip
     fields = {
         "measured_at": end,
-        "duration_s": w.seconds,
+        "duration_s": w.data_seconds or w.seconds,
         "request_count": round(w.requests),
-        "qps": w.requests / w.seconds / replicas,
+        "qps": (w.qps or 0.0) / replicas,
         "output_tps": w.output_tokens / w.seconds / replicas,
         "input_tps": w.prompt_tokens / w.seconds / replicas,
+        "vantage": vantage,
         "gpu_util": w.gpu_util,
         "sm_active": w.sm_active,
     }
     for metric, by_q in w.percentiles.items():
+        if metric not in LATENCY_METRICS:  # ITL and the engine layers have no baseline column
+            continue
         for q, p in by_q.items():
-            if p.value is not None and p.count >= minimum_count(q):
+            if p.value is not None and p.count >= minimum_count(q) and p.vantage == vantage:
                 fields[f"{metric}_{label_of(q)}_ms"] = p.value
     notes = (
         f"Recorded from live traffic {start:%Y-%m-%d %H:%M} to {end:%H:%M} UTC over "

@@ -146,7 +146,15 @@ def service_claims_fragment(request: HttpRequest, slug: str) -> HttpResponse:
     """HTML fragment for the dossier: each claimed figure against live data, and its verdict."""
     svc = service_for_reading(slug)
     baseline = dossier_selectors.current_baseline(svc)
-    check = claims.check_claims([svc], {svc.pk: baseline})[svc.pk]
+    window: dict = {}
+    if any(key in request.GET for key in ("start", "end", "range")):
+        # The range the user picked: every figure of the check is read over it.
+        try:
+            picked = parse_range(request.GET)
+        except RangeError as exc:
+            return JsonResponse({exc.field: [exc.message]}, status=400)
+        window = {"start": picked.start, "end": picked.end}
+    check = claims.check_claims([svc], {svc.pk: baseline}, **window)[svc.pk]
     claims.drift_since(check)
     return render(
         request,

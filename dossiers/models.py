@@ -377,6 +377,17 @@ class MeasuredRun(models.Model):
     mem_kv_bytes = models.BigIntegerField("GPU memory for KV cache", null=True, blank=True)
 
     locals().update(_latency_fields())
+    # Where the latency columns were measured (analysis.percentiles.VANTAGES): a load-test
+    # file is the client's; a baseline recorded from live engine histograms is the server's.
+    vantage = models.CharField(
+        max_length=6,
+        choices=[("client", "client (load generator / gateway)"), ("server", "server (engine)")],
+        default="client",
+    )
+    # The other side of the same run, when known: the engine's histograms over the run's
+    # window ({"start", "end", "source", "figures": {"ttft_p99_ms": {...}}}), written by
+    # `dashboards.vantage`, shown beside the client's figures with their gap.
+    server_side = models.JSONField(default=dict, blank=True)
 
     class Meta:
         abstract = True

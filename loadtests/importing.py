@@ -287,7 +287,7 @@ MEASURED_FIELDS = RUN_FIELD_NAMES
 
 def measured_values(run) -> dict:
     """Every MeasuredRun column of `run`, by name (workload, environment, results)."""
-    names = list(MEASURED_FIELDS) + list(LATENCY_FIELDS)
+    names = list(MEASURED_FIELDS) + list(LATENCY_FIELDS) + ["vantage", "server_side"]
     return {name: getattr(run, name) for name in names}
 
 

@@ -1,22 +1,39 @@
 """Which engine metrics feed which canonical series.
 
 Canonical series, in seconds, tokens and ratios 0-1:
-- counters: requests_finished, request_errors, prompt_tokens, generation_tokens, and (Triton
-  only) e2e_seconds_sum, queue_seconds_sum;
-- histograms: ttft_seconds, itl_seconds (TPOT / inter-token latency), e2e_seconds, queue_seconds;
+- counters: requests_finished, request_errors, request_aborts, prompt_tokens,
+  generation_tokens, and (Triton only) e2e_seconds_sum, queue_seconds_sum;
+- histograms, one statistic each (never one standing in for another):
+  ttft_seconds     time to first token, per request
+  tpot_seconds     time per output token, per request: (last token - first token) / (tokens - 1)
+  itl_seconds      inter-token latency, per token gap (a request of n tokens adds n - 1)
+  e2e_seconds      end-to-end latency, per request
+  queue_seconds    waiting for the scheduler, per request        } the engine-side layers
+  prefill_seconds  from first scheduled to first token, per request } of a request's time
+  decode_seconds   from first token to last token, per request      }
 - gauges: requests_running and requests_waiting (summed over series), kv_cache_usage (the max
   over series: the fullest engine is the one that runs out first).
+
+Every histogram here is measured by the engine (vantage "server"): its clock starts when the
+request reaches the engine, after the HTTP server, the gateway and (for vLLM) the tokenizer.
+What each engine's histogram measures, from which moment to which, is in docs/method.md.
 
 vLLM (`vllm:` prefix)
   requests_finished  request_success_total, summed over finished_reason except "abort" and
                      "error" (V0 and V1 count aborted and errored requests in it too)
   request_errors     request_success_total{finished_reason="error"}
+  request_aborts     request_success_total{finished_reason="abort"}
   prompt_tokens      prompt_tokens_total
   generation_tokens  generation_tokens_total
   ttft_seconds       time_to_first_token_seconds
-  itl_seconds        inter_token_latency_seconds, else (older) time_per_output_token_seconds
+  tpot_seconds       request_time_per_output_token_seconds (vLLM 0.11 and later only)
+  itl_seconds        inter_token_latency_seconds, else (older) time_per_output_token_seconds:
+                     the old name was always the per-gap histogram (V0 and V1 observed every
+                     token gap in it); 0.11 renamed it and added the per-request TPOT beside it
   e2e_seconds        e2e_request_latency_seconds
   queue_seconds      request_queue_time_seconds
+  prefill_seconds    request_prefill_time_seconds
+  decode_seconds     request_decode_time_seconds
   requests_running   num_requests_running
   requests_waiting   num_requests_waiting
   kv_cache_usage     kv_cache_usage_perc, else (older) gpu_cache_usage_perc
@@ -24,16 +41,20 @@ TGI (router)
   requests_finished  tgi_request_success;  request_errors  tgi_request_failure (all err)
   prompt_tokens      tgi_request_input_length_sum (the histogram's sum is the token total)
   generation_tokens  tgi_request_generated_tokens_sum
-  itl_seconds        tgi_request_mean_time_per_token_duration (*)
+  tpot_seconds       tgi_request_mean_time_per_token_duration (per request: its inference
+                     time over its generated tokens, so the prefill is spread over the tokens)
   e2e_seconds        tgi_request_duration
   queue_seconds      tgi_request_queue_duration
   requests_running   tgi_batch_current_size;  requests_waiting  tgi_queue_size
-  (no TTFT and no KV-cache metric)
+  (no TTFT, no inter-token histogram and no KV-cache metric)
 SGLang (`sglang:` prefix)
-  requests_finished  num_requests_total;  request_errors  num_aborted_requests_total
+  requests_finished  num_requests_total;  request_aborts  num_aborted_requests_total
   prompt_tokens      prompt_tokens_total;  generation_tokens  generation_tokens_total
   ttft_seconds       time_to_first_token_seconds
-  itl_seconds        inter_token_latency_seconds, else time_per_output_token_seconds
+  itl_seconds        inter_token_latency_seconds
+  (no TPOT: `time_per_output_token_seconds` is a request's running mean, (now - first token) /
+  (tokens - 1), observed at every streamed chunk, so it is neither one value per request nor
+  one per gap: the docs' scrape holds 7,400,757 of them for 11,008 requests. Not read.)
   e2e_seconds        e2e_request_latency_seconds;  queue_seconds  queue_time_seconds
   requests_running   num_running_reqs;  requests_waiting  num_queue_reqs
   kv_cache_usage     token_usage
@@ -53,8 +74,9 @@ Notes:
 - Where a metric was renamed, the first-listed (newer) name wins when a scrape has both: vLLM
   exposes a deprecated name beside its successor for a release or two, and counting both
   would double every request.
-- (*) TGI has no inter-token histogram; its per-request *mean* time per token stands in. That
-  is a TPOT distribution over requests, not over tokens: its tail is thinner than ITL's.
+- TPOT and ITL are different statistics: a request with one slow gap among 100 fast ones
+  has a TPOT close to the fast gaps, while its slow gap is 1 in 99 of the ITL samples. An
+  engine without a per-request TPOT histogram has no live TPOT; ITL never stands in for it.
 - Triton's core latency metrics are cumulative microsecond counters: they give a mean
   (`e2e_seconds_sum` / `requests_finished`), never a percentile. Its TTFT histogram exists only
   with `--metrics-config histogram_latencies=true`. Token counts are not exposed.
@@ -72,12 +94,21 @@ Kind = Literal["counter", "histogram", "gauge", "histogram_sum"]
 COUNTERS = (
     "requests_finished",
     "request_errors",
+    "request_aborts",
     "prompt_tokens",
     "generation_tokens",
     "e2e_seconds_sum",
     "queue_seconds_sum",
 )
-HISTOGRAMS = ("ttft_seconds", "itl_seconds", "e2e_seconds", "queue_seconds")
+HISTOGRAMS = (
+    "ttft_seconds",
+    "tpot_seconds",
+    "itl_seconds",
+    "e2e_seconds",
+    "queue_seconds",
+    "prefill_seconds",
+    "decode_seconds",
+)
 GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
 
 
@@ -133,9 +164,18 @@ VLLM = _prefixed(
             ("request_success",),
             where=(("finished_reason", "error"),),
         ),
+        Rule(
+            "request_aborts",
+            "counter",
+            ("request_success",),
+            where=(("finished_reason", "abort"),),
+        ),
         Rule("prompt_tokens", "counter", ("prompt_tokens",)),
         Rule("generation_tokens", "counter", ("generation_tokens",)),
         Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
+        # Per request, from vLLM 0.11; before that vLLM had no per-request TPOT histogram.
+        Rule("tpot_seconds", "histogram", ("request_time_per_output_token_seconds",)),
+        # Per token gap under both names: 0.11 renamed the old one, keeping its meaning.
         Rule(
             "itl_seconds",
             "histogram",
@@ -143,6 +183,8 @@ VLLM = _prefixed(
         ),
         Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
         Rule("queue_seconds", "histogram", ("request_queue_time_seconds",)),
+        Rule("prefill_seconds", "histogram", ("request_prefill_time_seconds",)),
+        Rule("decode_seconds", "histogram", ("request_decode_time_seconds",)),
         Rule("requests_running", "gauge", ("num_requests_running",)),
         Rule("requests_waiting", "gauge", ("num_requests_waiting",)),
         Rule(
@@ -159,7 +201,7 @@ TGI = (
     Rule("request_errors", "counter", ("tgi_request_failure",)),
     Rule("prompt_tokens", "histogram_sum", ("tgi_request_input_length",)),
     Rule("generation_tokens", "histogram_sum", ("tgi_request_generated_tokens",)),
-    Rule("itl_seconds", "histogram", ("tgi_request_mean_time_per_token_duration",)),
+    Rule("tpot_seconds", "histogram", ("tgi_request_mean_time_per_token_duration",)),
     Rule("e2e_seconds", "histogram", ("tgi_request_duration",)),
     Rule("queue_seconds", "histogram", ("tgi_request_queue_duration",)),
     Rule("requests_running", "gauge", ("tgi_batch_current_size",)),
@@ -173,15 +215,11 @@ SGLANG = tuple(
         "sglang:",
         [
             Rule("requests_finished", "counter", ("num_requests",)),
-            Rule("request_errors", "counter", ("num_aborted_requests",)),
+            Rule("request_aborts", "counter", ("num_aborted_requests",)),
             Rule("prompt_tokens", "counter", ("prompt_tokens",)),
             Rule("generation_tokens", "counter", ("generation_tokens",)),
             Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
-            Rule(
-                "itl_seconds",
-                "histogram",
-                ("inter_token_latency_seconds", "time_per_output_token_seconds"),
-            ),
+            Rule("itl_seconds", "histogram", ("inter_token_latency_seconds",)),
             Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
             Rule("queue_seconds", "histogram", ("queue_time_seconds",)),
             Rule("requests_running", "gauge", ("num_running_reqs",)),

@@ -45,12 +45,16 @@ from collectors.models import (
 )
 from dossiers.models import Service
 
-# Which scraped histogram stands for which latency (ITL is what engines expose for TPOT).
+# Which scraped histogram feeds which latency: one statistic each. Per-request TPOT comes only
+# from an engine's per-request histogram; its inter-token gaps are ITL, never TPOT.
 SCRAPED_HISTOGRAM = {
     "e2e": "e2e_seconds",
     "ttft": "ttft_seconds",
-    "tpot": "itl_seconds",
+    "tpot": "tpot_seconds",
+    "itl": "itl_seconds",
     "queue": "queue_seconds",
+    "prefill": "prefill_seconds",
+    "decode": "decode_seconds",
 }
 GAUGES = {
     "running": "requests_running",
@@ -101,6 +105,8 @@ class Traffic:
     scraped_prompt_tokens: float = 0.0
     scraped_generation_tokens: float = 0.0
     scraped_seconds: float = 0.0
+    scraped_errors: float = 0.0
+    scraped_aborts: float = 0.0
     gauge_samples: int = 0
     gauge_weighted: dict[str, list[float]] = field(default_factory=dict)  # name -> [sum, weight]
     sketches: dict[str, list] = field(default_factory=lambda: defaultdict(list))
@@ -110,7 +116,7 @@ class Traffic:
         for name in (
             "requests", "errors", "prompt_tokens", "output_tokens", "request_seconds",
             "scraped_requests", "scraped_prompt_tokens", "scraped_generation_tokens",
-            "scraped_seconds", "gauge_samples",
+            "scraped_seconds", "scraped_errors", "scraped_aborts", "gauge_samples",
         ):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(row, name))
         for name in GAUGES:
@@ -143,6 +149,12 @@ class Traffic:
         return None
 
     @property
+    def error_rate(self) -> float | None:
+        """Errored requests over all finished ones (see `outcomes`)."""
+        finished, errored, _ = self.outcomes
+        return errored / finished if finished else None
+
+    @property
     def qps(self) -> float | None:
         return self._rate(self.scraped_requests, self.requests)
 
@@ -153,6 +165,15 @@ class Traffic:
     @property
     def generation_tps(self) -> float | None:
         return self._rate(self.scraped_generation_tokens, self.output_tokens)
+
+    @property
+    def outcomes(self) -> tuple[float, float, float]:
+        """(finished, errored, aborted) requests: engine counters when scraped, else pushed
+        rows (which know no aborts). `finished` counts all three outcomes."""
+        if self.scraped_seconds > 0:
+            finished = self.scraped_requests + self.scraped_errors + self.scraped_aborts
+            return finished, self.scraped_errors, self.scraped_aborts
+        return float(self.requests), float(self.errors), 0.0
 
     def merged_sketch(self, metric: str):
         items = self.sketches.get(metric)
@@ -179,6 +200,8 @@ def _rollup_from_traffic(
         scraped_prompt_tokens=traffic.scraped_prompt_tokens,
         scraped_generation_tokens=traffic.scraped_generation_tokens,
         scraped_seconds=traffic.scraped_seconds,
+        scraped_errors=traffic.scraped_errors,
+        scraped_aborts=traffic.scraped_aborts,
         qps=traffic.qps,
         prompt_tps=traffic.prompt_tps,
         generation_tps=traffic.generation_tps,
@@ -228,6 +251,8 @@ def _minute_traffic(requests: list[tuple], windows: list[tuple]) -> Traffic:
         traffic.scraped_requests += counters.get("requests_finished", 0.0)
         traffic.scraped_prompt_tokens += counters.get("prompt_tokens", 0.0)
         traffic.scraped_generation_tokens += counters.get("generation_tokens", 0.0)
+        traffic.scraped_errors += counters.get("request_errors", 0.0)
+        traffic.scraped_aborts += counters.get("request_aborts", 0.0)
         if gauges:
             traffic.gauge_samples += 1
             for name, canonical in GAUGES.items():
@@ -315,6 +340,7 @@ def _scaled(p: Percentile, factor: float) -> Percentile:
         upper=s(p.upper),
         method=p.method,
         above_last_edge=s(p.above_last_edge),
+        below_first_edge=s(p.below_first_edge),
     )
 
 
@@ -358,6 +384,9 @@ class HostsMerged:
     waiting: float | None
     kv_cache_usage: float | None
     everything: Traffic  # every host's distributions, to merge
+    finished: float = 0.0  # requests finished in any way, errors and aborts included
+    errored: float = 0.0
+    aborted: float = 0.0
 
 
 def merge_hosts(by_host: dict[int, Traffic]) -> HostsMerged:
@@ -368,7 +397,11 @@ def merge_hosts(by_host: dict[int, Traffic]) -> HostsMerged:
             everything.sketches[metric] += traffic.sketches.get(metric, [])
             everything.buckets[metric] += traffic.buckets.get(metric, [])
     hosts = list(by_host.values())
+    outcomes = [h.outcomes for h in hosts]
     return HostsMerged(
+        finished=sum(o[0] for o in outcomes),
+        errored=sum(o[1] for o in outcomes),
+        aborted=sum(o[2] for o in outcomes),
         requests=everything.requests,
         qps=_sum_or_none([h.qps for h in hosts]),
         prompt_tps=_sum_or_none([h.prompt_tps for h in hosts]),
@@ -427,7 +460,15 @@ def pack_quantiles(by_metric: dict[str, list[Percentile]]) -> bytes:
 def unpack_quantiles(blob: bytes | memoryview | None) -> np.ndarray:
     if blob is None:
         return np.full(QUANTILES_SHAPE, np.nan)
-    return np.frombuffer(blob, dtype="<f8").reshape(QUANTILES_SHAPE)
+    a = np.frombuffer(blob, dtype="<f8")
+    if a.size == np.prod(QUANTILES_SHAPE):
+        return a.reshape(QUANTILES_SHAPE)
+    # A row packed before later metrics existed: its metrics are a prefix of today's list.
+    per_metric = QUANTILES_SHAPE[1] * QUANTILES_SHAPE[2]
+    out = np.full(QUANTILES_SHAPE, np.nan)
+    known = min(a.size // per_metric, QUANTILES_SHAPE[0])
+    out[:known] = a[: known * per_metric].reshape((known, *QUANTILES_SHAPE[1:]))
+    return out
 
 
 def percentiles_from_array(a: np.ndarray) -> list[Percentile]:
@@ -445,6 +486,10 @@ def percentiles_from_array(a: np.ndarray) -> list[Percentile]:
                 upper=None if upper != upper else upper,
                 method=METHODS[0 if method != method else int(method)],
                 above_last_edge=None if above != above else above,
+                # Stored as no value with bounds [0, edge]: the first bucket (see buckets).
+                below_first_edge=upper
+                if value != value and lower == 0.0 and upper == upper
+                else None,
             )
         )
     return out
@@ -466,6 +511,9 @@ def _merged_row(
         running=m.running,
         waiting=m.waiting,
         kv_cache_usage=m.kv_cache_usage,
+        finished=m.finished,
+        errored=m.errored,
+        aborted=m.aborted,
         **gpu_series_values(gpus),
     )
     latency = {}

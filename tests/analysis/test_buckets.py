@@ -35,8 +35,13 @@ def test_a_percentile_is_labelled_bucket_bounded():
     assert quantile(HUNDRED, 0.9).method == "bucket-bounded"
 
 
-def test_the_first_bucket_starts_at_zero():
-    assert quantile(HUNDRED, 0.05).value == pytest.approx(0.5)
+def test_a_percentile_inside_the_first_bucket_is_an_upper_bound_not_a_value():
+    p = quantile(HUNDRED, 0.05)
+    assert (p.value, p.below_first_edge, p.lower, p.upper) == (None, 1.0, 0.0, 1.0)
+
+
+def test_a_percentile_inside_the_first_bucket_reads_as_below_its_edge():
+    assert quantile(HUNDRED, 0.05).text("s", 1) == "< 1.0 s"
 
 
 def test_a_quantile_on_a_bucket_edge_is_that_edge():
@@ -87,7 +92,7 @@ def test_the_p99_of_a_merge_is_not_the_mean_of_p99s():
     fast = BucketCounts(edges=(1.0, 10.0), counts=(99, 1, 0))
     slow = BucketCounts(edges=(1.0, 10.0), counts=(50, 50, 0))
     merged_p99 = quantile(merge(fast, slow), 0.99).value
-    mean_of_p99s = (quantile(fast, 0.99).value + quantile(slow, 0.99).value) / 2
+    mean_of_p99s = (quantile(fast, 0.99).bound + quantile(slow, 0.99).bound) / 2
     assert merged_p99 == pytest.approx(1 + 9 * 49 / 51) and mean_of_p99s == pytest.approx(5.41)
 
 

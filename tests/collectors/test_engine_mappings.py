@@ -33,6 +33,42 @@ def test_old_vllm_time_per_output_token_maps_to_itl():
     assert scrape.histogram("itl_seconds").count == 2
 
 
+def test_vllm_per_request_tpot_histogram_is_tpot_not_itl():
+    scrape = parse(histogram("vllm:request_time_per_output_token_seconds"), "vllm")
+    assert (scrape.histogram("tpot_seconds").count, scrape.histogram("itl_seconds")) == (2, None)
+
+
+def test_vllm_exposing_tpot_and_itl_keeps_both_apart():
+    text = histogram("vllm:request_time_per_output_token_seconds", counts=(1, 2, 2)) + histogram(
+        "vllm:inter_token_latency_seconds", counts=(40, 90, 99)
+    )
+    scrape = parse(text, "vllm")
+    assert (scrape.histogram("tpot_seconds").count, scrape.histogram("itl_seconds").count) == (
+        2,
+        99,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("request_queue_time_seconds", "queue_seconds"),
+        ("request_prefill_time_seconds", "prefill_seconds"),
+        ("request_decode_time_seconds", "decode_seconds"),
+    ],
+)
+def test_vllm_engine_side_layers_have_their_own_series(name, canonical):
+    assert parse(histogram(f"vllm:{name}"), "vllm").histogram(canonical).count == 2
+
+
+def test_vllm_aborted_requests_are_aborts():
+    text = (
+        'vllm:request_success_total{finished_reason="stop"} 7\n'
+        'vllm:request_success_total{finished_reason="abort"} 3\n'
+    )
+    assert parse(text, "vllm").counter_total("request_aborts") == 3
+
+
 def test_old_vllm_gpu_cache_usage_maps_to_kv_cache_usage():
     scrape = parse("vllm:gpu_cache_usage_perc 0.5\n", "vllm")
     assert scrape.gauges == {"kv_cache_usage": 0.5}
@@ -155,9 +191,17 @@ def test_sglang_histograms_map_to_canonical_names():
     }
 
 
-def test_old_sglang_time_per_output_token_maps_to_itl():
+def test_sglang_running_mean_per_chunk_is_read_as_neither_tpot_nor_itl():
     scrape = parse(histogram("sglang:time_per_output_token_seconds"), "sglang")
-    assert scrape.histogram("itl_seconds").count == 2
+    assert scrape.histograms == {}
+
+
+def test_sglang_aborted_requests_are_aborts_not_errors():
+    scrape = parse("sglang:num_aborted_requests_total 4\n", "sglang")
+    assert (scrape.counter_total("request_aborts"), scrape.counter_total("request_errors")) == (
+        4,
+        None,
+    )
 
 
 # --- Triton ------------------------------------------------------------------------------------
@@ -231,6 +275,6 @@ def test_tgi_input_length_sum_gives_prompt_tokens():
     assert parse(text, "tgi").counter_total("prompt_tokens") == 0.5
 
 
-def test_tgi_mean_time_per_token_stands_in_for_itl():
-    text = histogram("tgi_request_mean_time_per_token_duration")
-    assert parse(text, "tgi").histogram("itl_seconds").count == 2
+def test_tgi_per_request_mean_time_per_token_is_tpot_not_itl():
+    scrape = parse(histogram("tgi_request_mean_time_per_token_duration"), "tgi")
+    assert (scrape.histogram("tpot_seconds").count, scrape.histogram("itl_seconds")) == (2, None)

@@ -26,14 +26,15 @@ def test_it_returns_merged_percentiles_with_counts_and_bounds(reader, service):
     assert len(body["points"]) == 5
     p99 = body["overall_latency_ms"]["e2e"][3]
     assert set(p99) == {
-        "q", "value", "count", "lower", "upper", "method", "above_last_edge", "sufficient",
+        "q", "value", "count", "lower", "upper", "method", "above_last_edge", "below_first_edge",
+            "sufficient", "vantage",
     }  # fmt: skip
     assert (p99["q"], p99["count"], p99["method"]) == (0.99, 5 * 300, "sketch")
     assert p99["lower"] <= p99["value"] <= p99["upper"]
     point = body["points"][0]
     assert point["t"] == "2025-03-03T10:00:00+00:00"
     assert point["qps"] == pytest.approx(5.0)
-    assert set(point["latency_ms"]) == {"e2e", "ttft", "tpot", "queue"}
+    assert set(point["latency_ms"]) == {"e2e", "ttft", "tpot", "itl", "queue", "prefill", "decode"}
 
 
 def test_it_filters_hosts(reader, service):
