@@ -34,7 +34,8 @@ from collectors.services.rollups import Traffic, distribution_percentiles, merge
 from dossiers.models import Baseline, Service
 
 ADDITIVE = (
-    "requests", "errors", "scraped_errors", "scraped_aborts", "prompt_tokens", "output_tokens", "request_seconds", "scraped_requests",
+    "requests", "errors", "scraped_errors", "scraped_aborts", "prompt_tokens", "output_tokens",
+    "request_seconds", "scraped_requests",
     "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds", "gauge_samples",
 )  # fmt: skip
 

@@ -294,7 +294,8 @@ def _no_percentiles() -> list[Percentile]:
 
 POINT_COLUMNS = (
     "start", "quantiles", "requests", "qps", "prompt_tps", "generation_tps", "running",
-    "waiting", "kv_cache_usage", "finished", "errored", "aborted", "gpus", "gpu_mem_used", "gpu_mem_total", "gpu_mem_n",
+    "waiting", "kv_cache_usage", "finished", "errored", "aborted", "gpus", "gpu_mem_used",
+    "gpu_mem_total", "gpu_mem_n",
     *[f"gpu_{name}_{kind}" for name in GPU_SERIES for kind in ("mean", "n")],
 )  # fmt: skip
 _GPU_AT = POINT_COLUMNS.index("gpus")

@@ -94,7 +94,7 @@ class ClaimCheck:
     def window_label(self) -> str:
         minutes = round((self.end - self.start).total_seconds() / 60)
         if self.end < timezone.now() - timedelta(minutes=2):
-            span = f"{self.start:%Y-%m-%d %H:%M}–{self.end:%H:%M} UTC ({minutes} min)"
+            span = f"{self.start:%Y-%m-%d %H:%M} to {self.end:%H:%M} UTC ({minutes} min)"
         else:
             span = f"last {minutes} min"
         if self.data_seconds and self.data_seconds < (self.end - self.start).total_seconds():
