@@ -209,7 +209,12 @@ class LoadTestSketch(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.load_test} {self.family} ({self.count} requests)"
+        return f"{self.load_test} {self.family} ({self.count} {self.counted_as})"
+
+    @property
+    def counted_as(self) -> str:
+        """What `count` counts: requests, except ITL's token gaps (a request adds n - 1)."""
+        return "token gaps" if self.family == self.Family.ITL else "requests"
 
 
 class GateRun(models.Model):

@@ -37,9 +37,22 @@ from dossiers.models import Service
 from dossiers.templatetags.dossier_format import money
 
 LATENCY_LABELS = {"e2e": "End-to-end latency", "ttft": "Time to first token (TTFT)"}
-LATENCY_LABELS["tpot"] = "Time per output token (TPOT)"
+LATENCY_LABELS["tpot"] = "Time per output token (TPOT, per request)"
+LATENCY_LABELS["itl"] = "Inter-token latency (ITL, per token gap)"
 SHOWN_PERCENTILES = ("p50", "p90", "p99", "p999")
-SCRAPED_HISTOGRAMS = {"e2e": "e2e", "ttft": "TTFT", "tpot": "inter-token"}
+SCRAPED_HISTOGRAMS = {
+    "e2e": "e2e",
+    "ttft": "TTFT",
+    "tpot": "per-request TPOT",
+    "itl": "inter-token",
+}
+# What a latency's count counts: one value per request, except ITL (one per token gap).
+COUNTED = {"itl": "token gaps"}
+# Where a point was measured (part of the figure's identity, shown in every hover).
+WHERE = {
+    False: "client-side: request rows a gateway or client pushed",
+    True: "server-side: the engine's histogram, from arrival at the engine",
+}
 GB = 1024**3
 MUTED_LINE = "#6b7385"
 
@@ -56,15 +69,20 @@ def _x_range(d: ServiceDashboard) -> tuple[datetime, datetime]:
     return (d.start, d.end)
 
 
-def _hover_text(name: str, value, above, count: int, lower, upper, bounded: bool, need: int) -> str:
-    """A percentile's hover: its value (or "above the last edge"), the requests it rests on,
-    its bucket bounds, and whether that is too few requests; from stored columns (Python
-    floats, NaN for none: `x != x` is the NaN test, far cheaper than numpy's per scalar)."""
+def _hover_text(
+    name: str, value, above, count: int, lower, upper, bounded: bool, need: int, noun: str
+) -> str:
+    """A percentile's hover: its value (or "above the last edge", or "below the first"), what
+    it rests on, where it was measured, its bucket bounds, and whether that is too few; from
+    stored columns (Python floats, NaN for none: `x != x` is the NaN test, far cheaper than
+    numpy's per scalar)."""
     if value != value and above == above:
         text = f"{name.upper()} > {above:.1f} ms (above the last bucket edge)"
+    elif value != value:
+        text = f"{name.upper()} < {upper:.1f} ms (inside the first bucket: an upper bound)"
     else:
         text = f"{name.upper()} {value:.1f} ms"
-    text += f"<br>rests on {count:,} requests"
+    text += f"<br>rests on {count:,} {noun}<br>{WHERE[bool(bounded)]}"
     if bounded and lower == lower and upper == upper:
         text += f"<br>bucket-bounded: {lower:.1f} to {upper:.1f} ms"
     if count < need:
@@ -72,18 +90,18 @@ def _hover_text(name: str, value, above, count: int, lower, upper, bounded: bool
     return text
 
 
-def _hover_texts(name: str, need: int, *columns: np.ndarray) -> list[str]:
+def _hover_texts(name: str, need: int, noun: str, *columns: np.ndarray) -> list[str]:
     """`_hover_text` for each point of one percentile's columns (value, above, count, lower,
     upper, bounded); the common point (a value from enough requests, not bucket-bounded)
     formatted inline: a month of points per trace, twelve traces a page."""
     head = name.upper()
     out = []
     for point in zip(*(c.tolist() for c in columns), strict=True):
-        value, above, count, _, _, bounded = point
+        value, above, count, lower, upper, bounded = point
         if value == value and not bounded and count >= need:
-            out.append(f"{head} {value:.1f} ms<br>rests on {count:,} requests")
-        elif value == value or above == above:
-            out.append(_hover_text(name, *point, need))
+            out.append(f"{head} {value:.1f} ms<br>rests on {count:,} {noun}<br>{WHERE[False]}")
+        elif value == value or above == above or (lower == 0 and upper == upper):
+            out.append(_hover_text(name, *point, need, noun))
         else:
             out.append("no data")
     return out
@@ -105,7 +123,12 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
     cols = d.metrics.quantile_columns(metric)
     index = {label(q): i for i, q in enumerate(STANDARD_QUANTILES)}
     value, count, lower, upper, above, method = (cols[:, :, f] for f in range(6))
-    if not np.any(~np.isnan(value[:, index["p50"]]) | (np.nan_to_num(above[:, index["p50"]]) > 0)):
+    p50 = index["p50"]
+    if not np.any(
+        ~np.isnan(value[:, p50])
+        | (np.nan_to_num(above[:, p50]) > 0)
+        | (np.nan_to_num(upper[:, p50]) > 0)
+    ):
         return empty_spec(
             title,
             f"Traffic arrived, but no {metric.upper()} latency: agents pushed no request timings"
@@ -122,12 +145,20 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
         v, a, n = value[:, i], above[:, i], np.nan_to_num(count[:, i]).astype(int)
         lo, hi, is_bounded = lower[:, i], upper[:, i], method[:, i] == bounded
         over_edge = np.isnan(v) & ~np.isnan(a)
-        y = np.where(over_edge, a, v)
+        # Inside the first bucket: drawn at its edge, pointing down (an upper bound).
+        under_edge = np.isnan(v) & np.isnan(a) & (lo == 0) & ~np.isnan(hi)
+        y = np.where(over_edge, a, np.where(under_edge, hi, v))
         enough = n >= need
         if name == "p99":
             any_insufficient = bool(np.any(~enough & ~np.isnan(v)))
-        symbols = np.where(over_edge, "triangle-up-open", np.where(enough, "circle", "circle-open"))
-        hover = _hover_texts(name, need, v, a, n, lo, hi, is_bounded)
+        symbols = np.where(
+            over_edge,
+            "triangle-up-open",
+            np.where(under_edge, "triangle-down-open", np.where(enough, "circle", "circle-open")),
+        )
+        hover = _hover_texts(
+            name, need, COUNTED.get(metric, "requests"), v, a, n, lo, hi, is_bounded
+        )
         fig["data"].append(
             scatter(
                 name=name.upper(),
@@ -455,6 +486,7 @@ PANELS = {
     "latency-e2e": (lambda d: latency_figure(d, "e2e"), True),
     "latency-ttft": (lambda d: latency_figure(d, "ttft"), False),
     "latency-tpot": (lambda d: latency_figure(d, "tpot"), False),
+    "latency-itl": (lambda d: latency_figure(d, "itl"), False),
     "throughput": (throughput_figure, False),
     "gpu-busy": (gpu_busy_figure, False),
     "memory": (memory_figure, False),

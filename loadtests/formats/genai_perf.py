@@ -125,6 +125,10 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     errors = _avg(ctx, data, "error_request_count")
     if errors is not None:
         sources["errors"] = "error_request_count.avg"
+    else:
+        errors = _error_summary(ctx, data)
+        if errors is not None:
+            sources["errors"] = "error_summary: the sum of its counts (empty: none failed)"
     measured_at = _measured_at(ctx, data)
     if measured_at is not None:
         sources["measured_at"] = (
@@ -132,8 +136,10 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         )
     version = config_ctx.text(config, "genai_perf_version") or ctx.text(data, "genai_perf_version")
     aiperf = ctx.text(data, "aiperf_version")
+    # AIPerf writes what GenAI-Perf never did (a duration, an error summary): named as itself.
+    tool = "aiperf" if (aiperf or duration is not None or "error_summary" in data) else "genai-perf"
     extra = {
-        "tool": "aiperf" if (aiperf or duration is not None) else "genai-perf",
+        "tool": tool,
         "model": _model(config),
         "endpoint_type": _endpoint_type(config),
         "service_kind": config_ctx.text(config, "service_kind"),
@@ -144,8 +150,8 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     }
     run = ParsedRun(
         format=FORMAT,
-        tool_version=f"aiperf {aiperf}" if aiperf else version,
-        label=f"genai-perf {rate_label(concurrency, rate, rate_inf)}".strip(),
+        tool_version=f"aiperf {aiperf}" if aiperf else ("aiperf" if tool == "aiperf" else version),
+        label=f"{tool} {rate_label(concurrency, rate, rate_inf)}".strip(),
         measured_at=measured_at,
         fields=fields,
         request_rate_inf=rate_inf,
@@ -155,6 +161,25 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         sources=sources,
     )
     return [mark_failed(run)]
+
+
+def _error_summary(ctx: Ctx, data: dict) -> int | None:
+    """AIPerf's failed requests: `error_summary` lists each error kind with its count, and is
+    empty when none failed (its `error_request_count` is then null, not 0)."""
+    summary = data.get("error_summary")
+    if summary is None:
+        return None
+    if not isinstance(summary, list):
+        raise ctx.at("error_summary").error("expected a list of {error_details, count}")
+    total = 0
+    for index, entry in enumerate(summary):
+        if not isinstance(entry, dict):
+            raise ctx.at("error_summary").at(index).error("expected an object with a count")
+        count = ctx.at("error_summary").at(index).integer(entry, "count", required=True)
+        if count < 0:
+            raise ctx.at("error_summary").at(index).at("count").error("expected a count >= 0")
+        total += count
+    return total
 
 
 def _measured_at(ctx: Ctx, data: dict) -> datetime | None:

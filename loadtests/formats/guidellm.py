@@ -81,6 +81,11 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
     fields, sources, put = recorder.fields, recorder.sources, recorder.put
 
     concurrency, rate, rate_inf, strategy_name, strategy_key = _strategy(ctx, benchmark)
+    cap = None
+    if rate is not None:
+        # A rate-driven run's `max_concurrency` is a cap on requests in flight, not the load:
+        # the load is the rate, and the concurrency it produced is measured (below).
+        cap, concurrency = concurrency, None
     put("concurrency", concurrency, strategy_key)
     put("request_rate", rate, f"{strategy_key}.rate (req/s)")
 
@@ -146,6 +151,7 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         "strategy": strategy_name,
         "incomplete": totals.get("incomplete"),
         "concurrency_observed_mean": concurrency_seen.get("mean"),
+        "concurrency_cap": cap,
         # guidellm's own means of instantaneous rates, for comparison only (never throughputs)
         "rate_means": {
             key: _mean(mctx, metrics, key)
@@ -168,7 +174,7 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
     return ParsedRun(
         format=FORMAT,
         tool_version=tool_version,
-        label=f"guidellm {strategy_name} {rate_label(concurrency, rate, rate_inf)}".strip(),
+        label=_label(strategy_name, concurrency, rate, rate_inf, concurrency_seen.get("mean"), cap),
         measured_at=measured_at,
         fields=fields,
         request_rate_inf=rate_inf,
@@ -177,6 +183,24 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
         sources=sources,
     )
+
+
+def _label(
+    strategy: str,
+    concurrency: int | None,
+    rate: float | None,
+    rate_inf: bool,
+    observed: float | None,
+    cap: int | None,
+) -> str:
+    """ "guidellm constant 4 req/s, observed concurrency 10.1 (cap 512)": a rate run's
+    concurrency is what it measured, and its `max_concurrency` is named as the cap it is."""
+    label = f"guidellm {strategy} {rate_label(concurrency, rate, rate_inf)}".strip()
+    if rate is not None and observed is not None:
+        label += f", observed concurrency {observed:.1f}"
+    if cap is not None:
+        label += f" (cap {cap})"
+    return label
 
 
 def _strategy(ctx: Ctx, benchmark: dict) -> tuple[int | None, float | None, bool, str, str]:

@@ -14,6 +14,10 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+import numpy as np
+
+from analysis.percentiles import QUANTILE_OF, minimum_count
+
 from .base import (
     Ctx,
     Document,
@@ -111,6 +115,7 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
             stats[name] = summary
 
     samples = _samples(ctx, data, succeeded, output_lens)
+    _percentiles_from_samples(fields, samples, put, e2e_measured=bool(data.get("latencies")))
     measured_at = _date(ctx, data)
     if measured_at is not None:
         sources["measured_at"] = "date (local time of the client, read as UTC)"
@@ -259,6 +264,11 @@ def _samples(
     # vLLM's latency is ttft + sum(itl), and its TPOT is (latency - ttft) / (output_len - 1):
     # with both arrays per request, e2e and TPOT samples follow exactly.
     kept_ttfts = keep(ttfts)
+    # Per-request end-to-end latency as the client measured it (vLLM 0.2x writes `latencies`
+    # in the default file, successful requests only; some forks write one per request).
+    latencies = [v for v in keep(ctx.at("latencies").numbers(
+        ctx.array(data, "latencies", required=False) or []
+    )) if v is not None and v > 0]  # fmt: skip
     if kept_itls and len(kept_itls) == len(kept_ttfts):
         e2e, tpot = [], []
         lens = output_lens if output_lens and len(output_lens) == len(kept_itls) else None
@@ -273,7 +283,28 @@ def _samples(
             samples["e2e"] = e2e
         if tpot:
             samples["tpot"] = tpot
+    if latencies:  # measured beats reconstructed
+        samples["e2e"] = [v * 1000 for v in latencies]
     return samples
+
+
+def _percentiles_from_samples(
+    fields: dict, samples: dict[str, list[float]], put, *, e2e_measured: bool
+) -> None:
+    """A latency the summary has no percentile of at all (the default run writes no `e2el`
+    keys) is taken from its per-request values, as vLLM takes its own: numpy's linear
+    percentile. Only percentiles with enough requests (the one minimum-count rule)."""
+    for name in ("e2e", "ttft", "tpot"):
+        values = samples.get(name)
+        keys = [f"{name}_{ours}_ms" for ours in PERCENTILE_KEYS]
+        if not values or any(fields.get(key) is not None for key in keys):
+            continue
+        source = "latencies" if name == "e2e" and e2e_measured else "ttfts and itls"
+        for ours, key in zip(PERCENTILE_KEYS, keys, strict=True):
+            q = QUANTILE_OF[ours]
+            if len(values) >= minimum_count(q):
+                value = float(np.percentile(values, q * 100))
+                put(key, value, f"{ours} of per-request {source} (numpy linear, as vLLM)")
 
 
 def _without_ttft_in_itls(ttfts: list, itls: list[list[float]]) -> list[list[float]]:

@@ -52,6 +52,7 @@ def test_panels_json_returns_every_chart(logged_in, service, now):
         "latency-e2e",
         "latency-ttft",
         "latency-tpot",
+        "latency-itl",
         "throughput",
         "gpu-busy",
         "memory",

@@ -338,7 +338,9 @@ def test_guidellm_tpot_columns_hold_tpot_and_itl_goes_to_extra(load):
 
 
 def test_guidellm_label_names_the_strategy_and_rate(read):
-    assert parse_loadtest(read(GUIDELLM))[2].label == "guidellm constant 4 req/s"
+    assert parse_loadtest(read(GUIDELLM))[2].label == (
+        "guidellm constant 4 req/s, observed concurrency 10.1"
+    )
 
 
 def test_guidellm_concurrent_strategy_gives_a_concurrency(load):
