@@ -15,6 +15,9 @@ Rules, in the order `diagnose` returns them:
   memory_capacity    KV cache near full, or OOM errors -> framework / memory_capacity
   cold_start         latency high in the first minutes after a restart -> framework / cpu
   memory_creep       memory rising steadily over hours -> framework / memory_capacity
+  front_of_engine    the client's TTFT P99 mostly spent before the engine saw the request (its
+                     own histogram's P99 at most half of it) -> framework / cpu: the API
+                     server and tokenizer, not the engine, are the bottleneck layer
 """
 
 from __future__ import annotations
@@ -68,6 +71,11 @@ STEADY_AFTER_MINUTES = 10.0
 MIN_STEADY_POINTS = 3
 COLD_START_RATIO = 2.0
 
+# front_of_engine: the layer in front of the engine (HTTP server, tokenizer, gateway) takes at
+# least this share of the client's TTFT P99. The engine's figure is bucket-bounded, so its
+# bucket's upper edge is used: the gap is never overstated.
+FRONT_OF_ENGINE_SHARE = 0.5
+
 # memory_creep: a linear fit of used memory over time with R^2 at least MIN_R_SQUARED and a slope
 # of at least MEMORY_GROWTH_PER_HOUR of the mean use, over at least MIN_CREEP_HOURS and
 # MIN_CREEP_POINTS samples (a short test cannot find a leak).
@@ -83,6 +91,7 @@ _NON_NEGATIVE = (
     "e2e_p50_ms",
     "e2e_p99_ms",
     "ttft_p99_ms",
+    "engine_ttft_p99_ms",
     "e2e_slo_ms",
 )
 _SERIES = ("sweep", "latency_since_restart", "memory_over_time")
@@ -99,7 +108,9 @@ class Observation:
     requests_running: float | None = None
     e2e_p50_ms: float | None = None
     e2e_p99_ms: float | None = None
-    ttft_p99_ms: float | None = None
+    ttft_p99_ms: float | None = None  # client-side (as the load generator measured it)
+    # The engine's TTFT P99 over the same requests (server-side), at most this (bucket's edge).
+    engine_ttft_p99_ms: float | None = None
     e2e_slo_ms: float | None = None  # the service's e2e P99 SLO: a P50 above it is not "normal"
     kv_cache_usage: float | None = None  # 0-1
     oom_errors: int | None = None
@@ -160,6 +171,7 @@ def diagnose(obs: Observation) -> list[Proposal]:
         _memory_capacity,
         _cold_start,
         _memory_creep,
+        _front_of_engine,
     )
     return [p for rule in rules if (p := rule(obs)) is not None]
 
@@ -352,6 +364,27 @@ def _memory_creep(obs: Observation) -> Proposal | None:
 
 
 # --- Helpers --------------------------------------------------------------------------------
+
+
+def _front_of_engine(obs: Observation) -> Proposal | None:
+    client, engine = obs.ttft_p99_ms, obs.engine_ttft_p99_ms
+    if client is None or engine is None or client <= 0:
+        return None
+    gap = client - engine
+    if gap < FRONT_OF_ENGINE_SHARE * client:
+        return None
+    return Proposal(
+        rule="front_of_engine",
+        title="API server and tokenizer: most of TTFT passes before the engine sees the request",
+        layer="framework",
+        kind="cpu",
+        symptom="client TTFT far above the engine's own TTFT for the same requests",
+        evidence=(
+            f"client TTFT P99 {client:,.0f} ms, engine TTFT P99 at most {engine:,.0f} ms: "
+            f"{gap:+,.0f} ms ({gap / client:.0%}) before the engine "
+            f"(>= {FRONT_OF_ENGINE_SHARE:.0%})"
+        ),
+    )
 
 
 def _gain_per_doubling(before: tuple[float, float], after: tuple[float, float]) -> float:

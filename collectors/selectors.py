@@ -35,12 +35,15 @@ from collectors.models import (
     GpuRollup,
     Host,
     IngestBatch,
+    ScrapeWindow,
     ServiceMergedRollup,
     ServiceRollup,
 )
 from collectors.services.rollups import (
     QUANTILE_FIELDS,
+    SCRAPED_HISTOGRAM,
     Traffic,
+    distribution_percentiles,
     latency_percentiles,
     merge_hosts,
     pack_quantiles,
@@ -663,4 +666,57 @@ def latest_minutes(*, service: Service, limit: int = 30) -> list[ServiceRollup]:
         .select_related("host")
         .defer(*[f"{m}_sketch" for m in LATENCY_METRICS])
         .order_by("-start", "host__name")[:limit]
+    )
+
+
+@dataclass(frozen=True)
+class EngineWindow:
+    """A service's engine-side (server) figures over one stated window, from raw scrape
+    windows: what the engine's own histograms and counters say, never request rows."""
+
+    start: datetime  # the first scrape window's start: the span actually covered
+    end: datetime
+    windows: int  # scrape windows merged
+    finished: float  # requests finished in any way
+    errored: float
+    aborted: float
+    latency: dict[str, list[Percentile]]  # metric -> standard percentiles, ms, bucket-bounded
+
+
+def engine_window(
+    *, service: Service, start: datetime, end: datetime, qs=STANDARD_QUANTILES
+) -> EngineWindow | None:
+    """The engine's figures over every scrape window of `service` overlapping [start, end)
+    (bucket deltas added over hosts and windows, then the percentiles), or None when no
+    scrape overlaps. Raw rows, so within raw retention (`PERFHUB_RAW_RETENTION_DAYS`)."""
+    rows = list(
+        ScrapeWindow.objects.filter(service=service, ts__gt=start, start_ts__lt=end).values_list(
+            "start_ts", "ts", "counters", "histograms"
+        )
+    )
+    if not rows:
+        return None
+    traffic = Traffic()
+    for _, _, counters, histograms in rows:
+        traffic.scraped_requests += counters.get("requests_finished", 0.0)
+        traffic.scraped_errors += counters.get("request_errors", 0.0)
+        traffic.scraped_aborts += counters.get("request_aborts", 0.0)
+        for metric, canonical in SCRAPED_HISTOGRAM.items():
+            if histograms.get(canonical):
+                traffic.buckets[metric].append(
+                    buckets.BucketCounts.from_dict(histograms[canonical])
+                )
+    traffic.scraped_seconds = 1.0  # counters present: outcomes come from them
+    finished, errored, aborted = traffic.outcomes
+    return EngineWindow(
+        start=min(r[0] for r in rows),
+        end=max(r[1] for r in rows),
+        windows=len(rows),
+        finished=finished,
+        errored=errored,
+        aborted=aborted,
+        latency={
+            m: distribution_percentiles(None, traffic.merged_buckets(m), qs)
+            for m in SCRAPED_HISTOGRAM
+        },
     )

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from analysis import diagnosis
+from analysis.percentiles import minimum_count
 from dossiers import services
 from dossiers.models import Baseline, Bottleneck
 from loadtests.models import LoadTest, source_run
@@ -36,10 +37,20 @@ def observation_for(run: LoadTest | Baseline) -> diagnosis.Observation:
         dram_active=run.dram_active,
         e2e_p50_ms=run.e2e_p50_ms,
         e2e_p99_ms=run.e2e_p99_ms,
-        ttft_p99_ms=run.ttft_p99_ms,
+        ttft_p99_ms=run.ttft_p99_ms if run.vantage == "client" else None,
+        engine_ttft_p99_ms=_engine_ttft_p99(run),
         e2e_slo_ms=service.slo_p99_e2e_ms,
         sweep=sweep_points,
     )
+
+
+def _engine_ttft_p99(run: LoadTest | Baseline) -> float | None:
+    """The engine's TTFT P99 over the run's window (its upper bucket edge: never below the
+    truth), when recorded on enough requests."""
+    figure = (run.server_side or {}).get("figures", {}).get("ttft_p99_ms") or {}
+    if figure.get("count", 0) < minimum_count(0.99):
+        return None
+    return figure.get("upper") if figure.get("upper") is not None else figure.get("value")
 
 
 def proposals_for(run: LoadTest | Baseline) -> list[diagnosis.Proposal]:

@@ -6,6 +6,8 @@ The tables keep the names they had when these models lived in `dossiers` (migrat
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -178,6 +180,20 @@ class LoadTest(MeasuredRun):
 
     def get_absolute_url(self) -> str:
         return reverse("loadtests:detail", args=[self.service.slug, self.pk])
+
+    def window(self) -> tuple[datetime, datetime] | None:
+        """When the run's requests ran, from the file's time and duration; None when the file
+        gave no time. vLLM stamps its file when the run ends; the other tools at its start."""
+        if not self.date_known or not self.duration_s:
+            return None
+        span = timedelta(seconds=self.duration_s)
+        if self.format in ENDS_AT_MEASURED:
+            return self.measured_at - span, self.measured_at
+        return self.measured_at, self.measured_at + span
+
+
+# Formats whose time is taken as the run ends (vLLM's `date` is written when it saves).
+ENDS_AT_MEASURED = frozenset({"vllm-bench"})
 
 
 class LoadTestSketch(models.Model):

@@ -16,7 +16,7 @@ from analysis import cost, kvcache
 from dossiers.models import Baseline
 from dossiers.permissions import service_for_editing, service_for_reading
 from dossiers.selectors import economics_view, latency_table
-from loadtests import charts, pages, tokens
+from loadtests import charts, engine_side, pages, tokens
 from loadtests import diagnosis as diag
 from loadtests.forms import CITokenForm, CostForm, KvCacheForm, LoadTestUploadForm
 from loadtests.importing import (
@@ -99,6 +99,7 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "gate_runs": list(run.gate_runs.select_related("service", "baseline")[:20]),
             "can_edit": service.can_edit(request.user),
             "sources": pages.source_rows(run),
+            "sides": engine_side.side_by_side(run),
         },
     )
 

@@ -1,0 +1,118 @@
+"""A run's two sides: its client-side figures (the file's) beside the engine's own over the
+run's window (`server_side`, stored by `dashboards.vantage`), and the gap as a layer.
+
+Plain arithmetic on the stored figures, so the run's pages and diagnosis read it here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.percentiles import QUANTILE_OF, minimum_count
+from dossiers.models import Baseline
+from loadtests.models import LoadTest
+
+# The figures a run has on both sides (the engine has no client-only figure such as ITL per
+# request), and what the time between the two sides is spent on, per latency.
+FIGURES = tuple(f"{m}_{p}_ms" for m in ("e2e", "ttft", "tpot") for p in ("p50", "p90", "p99"))
+LAYER_NAMES = {
+    "ttft": "API server and tokenizer",
+    "e2e": "API server, tokenizer and streaming",
+    "tpot": "streaming and detokenization, per token",
+}
+METRIC_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The time between the client's figure and the engine's for one percentile."""
+
+    name: str
+    key: str  # e.g. "ttft_p99_ms"
+    client_ms: float
+    engine_ms: float | None  # the engine's interpolated value; None inside a bucket edge
+    low_ms: float  # the gap is within [low_ms, high_ms] (the engine side is bucket-bounded)
+    high_ms: float | None  # client minus the engine's lower bound
+
+    @property
+    def gap_ms(self) -> float:
+        """The gap at the engine's interpolated value, else its smallest possible value."""
+        return self.client_ms - self.engine_ms if self.engine_ms is not None else self.low_ms
+
+    @property
+    def figure(self) -> str:
+        metric, label, _ = self.key.split("_")
+        return f"{METRIC_LABELS[metric]} {label.upper()}"
+
+    @property
+    def share(self) -> float:
+        """The smallest share of the client's figure the layer can account for."""
+        return max(self.low_ms, 0.0) / self.client_ms if self.client_ms else 0.0
+
+    def text(self) -> str:
+        if self.engine_ms is None:
+            return f"{self.name}: at least {self.low_ms:+,.0f} ms at {self.figure}"
+        return f"{self.name}: {self.gap_ms:+,.0f} ms at {self.figure}"
+
+
+def layers(run: LoadTest | Baseline) -> list[Layer]:
+    """Each figure the run has on both sides, with the engine side resting on enough
+    requests (the one minimum-count rule): client minus engine, within the bucket's bounds."""
+    figures = (run.server_side or {}).get("figures", {})
+    out = []
+    for key in FIGURES:
+        client, engine = getattr(run, key), figures.get(key)
+        if client is None or not engine:
+            continue
+        metric, label, _ = key.split("_")
+        if engine["count"] < minimum_count(QUANTILE_OF[label]):
+            continue
+        upper = engine["upper"] if engine["upper"] is not None else engine["value"]
+        lower = engine["lower"] if engine["lower"] is not None else engine["value"]
+        if upper is None:  # above the last edge: the engine alone may be the whole figure
+            continue
+        out.append(
+            Layer(
+                name=LAYER_NAMES[metric],
+                key=key,
+                client_ms=client,
+                engine_ms=engine["value"],
+                low_ms=client - upper,
+                high_ms=None if lower is None else client - lower,
+            )
+        )
+    return out
+
+
+def _engine_text(figure: dict) -> str:
+    if figure.get("value") is not None:
+        return f"{figure['value']:,.1f} ms [{figure['lower'] or 0:,.0f}, {figure['upper']:,.0f}]"
+    if figure.get("below_first_edge") is not None:
+        return f"< {figure['below_first_edge']:,.0f} ms"
+    if figure.get("above_last_edge") is not None:
+        return f"> {figure['above_last_edge']:,.0f} ms"
+    return "—"
+
+
+def side_by_side(run: LoadTest | Baseline) -> list[dict]:
+    """Rows for the run's page: each figure as the client measured it, as the engine did over
+    the run's window (with its bucket bounds), and the layer between them."""
+    figures = (run.server_side or {}).get("figures", {})
+    by_key = {layer.key: layer for layer in layers(run)}
+    rows = []
+    for key in FIGURES:
+        client, engine = getattr(run, key), figures.get(key)
+        if client is None and not engine:
+            continue
+        metric, label, _ = key.split("_")
+        layer = by_key.get(key)
+        rows.append(
+            {
+                "figure": f"{METRIC_LABELS[metric]} {label.upper()}",
+                "client": client,
+                "engine": _engine_text(engine) if engine else "—",
+                "engine_count": engine["count"] if engine else None,
+                "layer": layer.text() if layer else "",
+            }
+        )
+    return rows

@@ -1,0 +1,157 @@
+"""Both sides of one run (issue 20, item 3): a load test overlapping scrapes of its service
+keeps the engine's figures of its window beside its own, the gap is a measured layer, a
+diagnosis rule proposes it when it dominates, and live server-side claims are checked against
+the baseline run's engine-side figures."""
+
+import json
+from datetime import timedelta
+
+import pytest
+from rest_framework.test import APIClient
+
+from collectors.models import Host
+from collectors.services.rollups import rollup_pending
+from collectors.services.tokens import token_issue
+from dashboards.claims import check_claims
+from loadtests.diagnosis import proposals_for
+from loadtests.engine_side import layers, side_by_side
+from loadtests.importing import import_loadtest_file, promote_load_test
+from tests.collectors.conftest import INGEST_URL, make_batch, recent_minute, rfc3339
+
+pytestmark = pytest.mark.django_db
+
+
+def exposition(n: int) -> str:
+    """vLLM after `n` requests: every engine-side TTFT in (20, 40] ms but a tenth under 20."""
+    le = ("0.02", "0.04", "0.06", "+Inf")
+    cumulative = (n // 10, n, n, n)
+    rows = [
+        "# TYPE vllm:request_success_total counter",
+        f'vllm:request_success_total{{finished_reason="stop"}} {n}',
+        "# TYPE vllm:time_to_first_token_seconds histogram",
+        *[f'vllm:time_to_first_token_seconds_bucket{{le="{e}"}} {c}'
+          for e, c in zip(le, cumulative, strict=True)],
+        f"vllm:time_to_first_token_seconds_sum {0.03 * n}",
+        f"vllm:time_to_first_token_seconds_count {n}",
+    ]  # fmt: skip
+    return "\n".join(rows) + "\n"
+
+
+def bench_file(end, ttft_p99_ms: float = 800.6) -> bytes:
+    """`vllm bench serve`'s default file for 100 requests over the 15 s ending at `end`."""
+    return json.dumps(
+        {
+            "date": end.strftime("%Y%m%d-%H%M%S"),
+            "completed": 100,
+            "failed": 0,
+            "duration": 15.0,
+            "request_throughput": 100 / 15,
+            "request_rate": "inf",
+            "max_concurrency": 4,
+            "median_ttft_ms": 283.6,
+            "p99_ttft_ms": ttft_p99_ms,
+        }
+    ).encode()
+
+
+@pytest.fixture
+def agent_client(db) -> APIClient:
+    client = APIClient()
+    token = token_issue(host=Host.objects.create(name="gpu-node-07"))[1]
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    return client
+
+
+@pytest.fixture
+def run(agent_client, service, django_capture_on_commit_callbacks):
+    """A load test of `service` whose 15 s the agent scraped (two scrapes: 100 requests)."""
+    service.replicas = 1
+    service.save()
+    t0 = recent_minute() + timedelta(seconds=20)
+    for ts, n in ((t0, 100), (t0 + timedelta(seconds=15), 200)):
+        scrape = {"ts": rfc3339(ts), "service": service.slug, "source": "vllm",
+                  "exposition": exposition(n)}  # fmt: skip
+        batch = make_batch(gpus=[], requests=[], scrapes=[scrape])
+        response = agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+        assert response.status_code == 202, response.content
+    with django_capture_on_commit_callbacks(execute=True):
+        (run,) = import_loadtest_file(
+            service=service, content=bench_file(t0 + timedelta(seconds=15)), filename="b.json"
+        )
+    run.refresh_from_db()
+    return run
+
+
+def test_an_imported_run_keeps_the_engine_figures_of_its_window(run):
+    figure = run.server_side["figures"]["ttft_p99_ms"]
+    assert (figure["count"], figure["lower"], figure["upper"]) == (100, 20.0, 40.0)
+
+
+def test_the_run_figures_stay_client_side(run):
+    assert (run.vantage, run.ttft_p99_ms) == ("client", 800.6)
+
+
+def test_the_gap_between_client_and_engine_is_a_measured_layer(run):
+    (p99,) = [layer for layer in layers(run) if layer.key == "ttft_p99_ms"]
+    assert p99.text() == "API server and tokenizer: +761 ms at TTFT P99"
+
+
+def test_the_layer_is_bounded_by_the_engine_bucket(run):
+    (p99,) = [layer for layer in layers(run) if layer.key == "ttft_p99_ms"]
+    assert (p99.low_ms, p99.high_ms) == (pytest.approx(760.6), pytest.approx(780.6))
+
+
+def test_the_run_page_rows_show_both_sides_apart(run):
+    (row,) = [r for r in side_by_side(run) if r["figure"] == "TTFT P99"]
+    assert (row["client"], row["engine"]) == (800.6, "39.8 ms [20, 40]")
+
+
+def test_diagnosis_proposes_the_front_of_the_engine_when_it_dominates(run):
+    assert "front_of_engine" in [p.rule for p in proposals_for(run)]
+
+
+def test_diagnosis_stays_quiet_when_the_engine_accounts_for_most_of_ttft(
+    agent_client, service, django_capture_on_commit_callbacks
+):
+    service.replicas = 1
+    service.save()
+    t0 = recent_minute() + timedelta(seconds=20)
+    for ts, n in ((t0, 100), (t0 + timedelta(seconds=15), 200)):
+        scrape = {"ts": rfc3339(ts), "service": service.slug, "source": "vllm",
+                  "exposition": exposition(n)}  # fmt: skip
+        batch = make_batch(gpus=[], requests=[], scrapes=[scrape])
+        agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+    with django_capture_on_commit_callbacks(execute=True):
+        (near,) = import_loadtest_file(
+            service=service, content=bench_file(t0 + timedelta(seconds=15), 60.0), filename="n"
+        )
+    near.refresh_from_db()
+    assert "front_of_engine" not in [p.rule for p in proposals_for(near)]
+
+
+def test_promoting_the_run_carries_its_engine_side_to_the_baseline(run):
+    baseline = promote_load_test(load_test=run)
+    assert baseline.server_side["figures"]["ttft_p99_ms"]["upper"] == 40.0
+
+
+def test_live_server_side_claims_are_checked_against_the_baseline_engine_figures(run, service):
+    baseline = promote_load_test(load_test=run)
+    rollup_pending()
+    start = recent_minute() - timedelta(minutes=1)
+    check = check_claims(
+        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=3)
+    )
+    claim = check[service.pk].claim("ttft_p99_ms")
+    assert (claim.label, claim.status.value) == ("TTFT P99 (server)", "holds")
+
+
+def test_live_server_side_claims_without_baseline_engine_figures_are_not_comparable(run, service):
+    baseline = promote_load_test(load_test=run)
+    baseline.server_side = {}
+    baseline.save()
+    rollup_pending()
+    start = recent_minute() - timedelta(minutes=1)
+    check = check_claims(
+        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=3)
+    )
+    assert check[service.pk].claim("ttft_p99_ms").status.value == "not comparable"
