@@ -127,6 +127,9 @@ def _baselines(service: Service) -> list[Baseline]:
         service.baselines.select_related("source_load_test")
         # A baseline promoted from a failed run (before failures were recognised) is no reference.
         .exclude(source_load_test__failure__gt="")
+        # Candidates are load-test files (client-side): a baseline recorded from the engine's
+        # histograms measured something else and is never their reference.
+        .filter(vantage="client")
         .order_by("-measured_at", "-pk")
     )
     return sorted(found, key=lambda b: not b.is_current)

@@ -429,8 +429,11 @@ GLOSSARY = [
     "under it, a P99.9 1,000.",
     "- **End-to-end (e2e)**: from request sent to last token received.",
     "- **TTFT**: time to first token; shaped by queueing and prefill (reading the prompt).",
-    "- **TPOT**: time per output token after the first; shaped by decode, usually bound by "
-    "memory bandwidth.",
+    "- **TPOT**: time per output token after the first, one value per request; shaped by "
+    "decode, usually bound by memory bandwidth. Not ITL (one value per gap between tokens).",
+    "- **Vantage**: where a baseline's latencies were measured: client (a load generator or "
+    "gateway, from sending) or server (the engine's own histograms, from arrival at the "
+    "engine). Only figures from the same vantage are compared.",
     "- **req/s, tok/s**: requests completed per second; tokens per second, output (generated) "
     "and input (prompt).",
     "- **GPU busy, SM active, DRAM active**: GPU busy (NVML GPU-Util) is the share of time any "

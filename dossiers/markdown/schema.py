@@ -54,6 +54,7 @@ SERVICE_KEYS = _keys(
 # A baseline's measured run; its latencies go in one `latency_ms` mapping (LATENCY_KEY).
 BASELINE_KEYS = _keys(
     "measured_at",
+    "vantage",  # client (a load generator or gateway) or server (the engine's histograms)
     "code_version",
     "engine_version",
     "concurrency",
