@@ -149,8 +149,11 @@ def service_claims_fragment(request: HttpRequest, slug: str) -> HttpResponse:
     window: dict = {}
     if any(key in request.GET for key in ("start", "end", "range")):
         # The range the user picked: every figure of the check is read over it.
+        params = request.GET.copy()
+        if "start" in params and "range" not in params:
+            params["range"] = "custom"
         try:
-            picked = parse_range(request.GET)
+            picked = parse_range(params)
         except RangeError as exc:
             return JsonResponse({exc.field: [exc.message]}, status=400)
         window = {"start": picked.start, "end": picked.end}

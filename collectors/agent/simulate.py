@@ -250,11 +250,15 @@ class FakeVllmEngine:
         self.slowdown = Slowdown()
         self.prompt_tokens = 0
         self.generation_tokens = 0
-        self.success = {"stop": 0, "length": 0}
+        self.success = {"stop": 0, "length": 0, "error": 0}
         self.ttft = Histogram(TTFT_BUCKETS)
         self.itl = Histogram(ITL_BUCKETS)
         self.e2e = Histogram(REQUEST_BUCKETS)
         self.queue = Histogram(REQUEST_BUCKETS)
+        # vLLM 0.11+: per-request TPOT beside the per-gap ITL, and the engine-side phases.
+        self.tpot = Histogram(ITL_BUCKETS)
+        self.prefill = Histogram(REQUEST_BUCKETS)
+        self.decode = Histogram(REQUEST_BUCKETS)
         self.running = 0
         self.waiting = 0
         self.kv_usage = 0.0
@@ -338,7 +342,9 @@ class FakeVllmEngine:
         decode_s = sum(itls)
         e2e_s = ttft_s + decode_s
         ok = rng.random() >= ERROR_RATE
-        if ok:  # vLLM counts finished requests only
+        if not ok:  # vLLM V1 counts an errored request under finished_reason="error"
+            self.success["error"] += 1
+        if ok:  # ...and observes latencies and tokens of the others only
             self.prompt_tokens += prompt_tokens
             self.generation_tokens += output_tokens
             self.success[reason] += 1
@@ -347,6 +353,9 @@ class FakeVllmEngine:
             self.e2e.observe(e2e_s)
             for itl in itls:
                 self.itl.observe(itl)
+            self.tpot.observe(decode_s / (output_tokens - 1))
+            self.prefill.observe(prefill_s)
+            self.decode.observe(decode_s)
         return {
             "ts": rfc3339(datetime.fromtimestamp(finish, UTC)),
             "service": self.service,
@@ -410,6 +419,12 @@ class FakeVllmEngine:
              "Histogram of e2e request latency in seconds.", self.e2e),
             ("vllm:request_queue_time_seconds",
              "Histogram of time spent in WAITING phase for request.", self.queue),
+            ("vllm:request_time_per_output_token_seconds",
+             "Histogram of time_per_output_token_seconds per request.", self.tpot),
+            ("vllm:request_prefill_time_seconds",
+             "Histogram of time spent in PREFILL phase for request.", self.prefill),
+            ("vllm:request_decode_time_seconds",
+             "Histogram of time spent in DECODE phase for request.", self.decode),
         ):  # fmt: skip
             metric(name, "histogram", help_text, histogram.render(name, labels))
         return "\n".join(lines) + "\n"

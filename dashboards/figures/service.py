@@ -129,9 +129,14 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
         | (np.nan_to_num(above[:, p50]) > 0)
         | (np.nan_to_num(upper[:, p50]) > 0)
     ):
+        pushed = (
+            "pushed request rows carry no token gaps"
+            if metric == "itl"
+            else "agents pushed no request timings"
+        )
         return empty_spec(
             title,
-            f"Traffic arrived, but no {metric.upper()} latency: agents pushed no request timings"
+            f"Traffic arrived, but no {metric.upper()} latency: {pushed}"
             f" and the engine's /metrics has no {SCRAPED_HISTOGRAMS[metric]} histogram.",
             y_title=y_title,
         )

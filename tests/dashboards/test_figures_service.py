@@ -201,6 +201,9 @@ def test_deploys_experiments_and_alerts_are_drawn_on_the_time_axis(service, owne
 def test_every_panel_has_a_title_axis_titles_and_a_legend(service):
     seed_traffic(service=service, start=START, minutes=5)
     for panel in service_panels(_dashboard(service)):
+        if panel.id == "latency-itl":  # seeded rows are per request: no token gaps to draw
+            assert "carry no token gaps" in panel.figure["layout"]["meta"]["empty"]
+            continue
         layout = go.Figure(panel.figure).layout
         assert layout.title.text, panel.id
         assert layout.yaxis.title.text, panel.id

@@ -155,3 +155,29 @@ def test_live_server_side_claims_without_baseline_engine_figures_are_not_compara
         [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=3)
     )
     assert check[service.pk].claim("ttft_p99_ms").status.value == "not comparable"
+
+
+def _claims_page(client, service, **query) -> str:
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    url = reverse("dashboards:service_claims", args=[service.slug]) + "?" + urlencode(query)
+    return client.get(url)
+
+
+def test_the_claims_check_honours_the_range_the_user_picked(run, service, client, outsider):
+    promote_load_test(load_test=run)
+    rollup_pending()
+    client.force_login(outsider)
+    start = recent_minute() - timedelta(minutes=1)
+    page = _claims_page(
+        client, service, start=start.isoformat(), end=(start + timedelta(minutes=3)).isoformat()
+    ).content.decode()
+    assert 'data-claim="ttft_p99_ms"><th scope="row">TTFT P99 (server)' in page
+
+
+def test_a_claims_range_that_cannot_be_read_is_refused_naming_the_field(service, client, outsider):
+    client.force_login(outsider)
+    response = _claims_page(client, service, start="yesterday-ish")
+    assert (response.status_code, list(response.json())) == (400, ["start"])

@@ -46,7 +46,23 @@ def test_its_vllm_page_has_the_fixtures_names_labels_and_buckets(vllm_text):
     clock = StepClock()
     _, [scrape], _ = simulator(clock).step()
 
-    assert shape(scrape["exposition"]) == shape(vllm_text)
+    # The simulator writes vLLM 0.11+, which adds per-request TPOT, prefill and decode
+    # histograms and a finished_reason="error" series to the fixture's (older) page: every
+    # family of the fixture is there, with its names, labels and buckets.
+    simulated = shape(scrape["exposition"])
+    assert {
+        name: (kind, tuple(s for s in labelsets if s in simulated[name][1]))
+        for name, (kind, labelsets) in shape(vllm_text).items()
+        if name in simulated and simulated[name][0] == kind
+    } == shape(vllm_text)
+
+
+def test_its_vllm_page_has_per_request_tpot_apart_from_itl():
+    _, [scrape], _ = simulator(StepClock()).step()
+    names = set(shape(scrape["exposition"]))
+    assert {"vllm:request_time_per_output_token_seconds", "vllm:inter_token_latency_seconds"} <= (
+        names
+    )
 
 
 def test_its_counters_and_histograms_only_grow():
