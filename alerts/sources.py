@@ -36,7 +36,8 @@ from dossiers.models import Baseline, Service
 ADDITIVE = (
     "requests", "errors", "scraped_errors", "scraped_aborts", "prompt_tokens", "output_tokens",
     "request_seconds", "scraped_requests",
-    "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds", "gauge_samples",
+    "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds",
+    "scraped_busy_seconds", "gauge_samples",
 )  # fmt: skip
 
 
@@ -54,10 +55,14 @@ class ServiceWindow:
     service_id: int
     seconds: float  # the window's length, as asked
     requests: float = 0.0
-    # Rates are over the seconds that have data (each host's covered time), never over the
-    # nominal window: a 46 s burst in an hour is 8.7 req/s, not 0.11. `data_seconds` is the
-    # longest any host covered, stated beside every rate.
+    # Rates are over the seconds that have traffic (each host's scrape windows in which its
+    # engine finished requests; else its minutes with pushed rows), added over hosts, never
+    # over the nominal window: a 46 s load test in an hour is 8.7 req/s, not 0.11. What a
+    # load test measures, so what claims compare. `data_seconds` (the longest any host had)
+    # is stated beside every rate.
     qps: float | None = None
+    busy_output_tps: float | None = None
+    busy_prompt_tps: float | None = None
     data_seconds: float = 0.0
     finished: float = 0.0  # requests finished in any way, errors and aborts included
     errored: float = 0.0
@@ -84,10 +89,11 @@ class ServiceWindow:
     def abort_rate(self) -> float | None:
         return self.aborted / self.finished if self.finished else None
 
-    @property
-    def rate_basis(self) -> str:
-        """How the window's rates were taken, for the page: "over 110 s with data"."""
-        return f"over {self.data_seconds:,.0f} s with data"
+    def busy_tokens_per_second(self, basis: str) -> float | None:
+        """Tokens per second of traffic (see `qps`) on a service's basis."""
+        if self.busy_output_tps is None:
+            return None
+        return self.busy_output_tps + ((self.busy_prompt_tps or 0.0) if basis == "total" else 0.0)
 
     def tokens_per_second(self, basis: str) -> float:
         tokens = self.output_tokens + (self.prompt_tokens if basis == "total" else 0.0)
@@ -193,10 +199,15 @@ def _traffic(
         for t in hosts.values():
             # Engine counters see every request; pushed requests may be a sample.
             w.requests += t.scraped_requests if t.scraped_seconds > 0 else t.requests
-            if t.qps is not None:
-                w.qps = (w.qps or 0.0) + t.qps
-            covered = t.scraped_seconds if t.scraped_seconds > 0 else t.request_seconds
-            w.data_seconds = max(w.data_seconds, covered)
+            for attr, scraped, pushed in (
+                ("qps", t.scraped_requests, t.requests),
+                ("busy_output_tps", t.scraped_generation_tokens, t.output_tokens),
+                ("busy_prompt_tps", t.scraped_prompt_tokens, t.prompt_tokens),
+            ):
+                rate = t.busy_rate(scraped, pushed)
+                if rate is not None:
+                    setattr(w, attr, (getattr(w, attr) or 0.0) + rate)
+            w.data_seconds = max(w.data_seconds, t.busy_seconds)
             finished, errored, aborted = t.outcomes
             w.finished += finished
             w.errored += errored

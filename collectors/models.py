@@ -405,6 +405,9 @@ class ServiceRollup(models.Model):
     scraped_prompt_tokens = models.FloatField(default=0)
     scraped_generation_tokens = models.FloatField(default=0)
     scraped_seconds = models.FloatField(default=0)
+    # The part of scraped_seconds in scrape windows where the engine finished any request:
+    # the seconds with traffic, what a live rate compared with a load test is taken over.
+    scraped_busy_seconds = models.FloatField(default=0)
     # Requests the engine finished with an error, or aborted (the client went away), from its
     # counters (vLLM's finished_reason, TGI's failures, SGLang's aborts): not in scraped_requests.
     scraped_errors = models.FloatField(default=0)

@@ -98,7 +98,7 @@ class ClaimCheck:
         else:
             span = f"last {minutes} min"
         if self.data_seconds and self.data_seconds < (self.end - self.start).total_seconds():
-            return f"{span}; rates over the {self.data_seconds:,.0f} s with data"
+            return f"{span}; rates over the {self.data_seconds:,.0f} s with traffic"
         return span
 
     @property
@@ -243,10 +243,18 @@ def _resource_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) ->
     service = check.service
     live = None if gate else w
     base_econ = b.economics(service)
-    live_econ = None if gate else check.live_economics
+    # The claimed cost is at the baseline's throughput: judged at the live throughput over the
+    # same seconds as every other figure of the check (those with traffic). The cost with idle
+    # time counted is shown apart ("at the live load, whatever it is").
+    live_econ = None
+    if not gate:
+        busy_tps = w.busy_tokens_per_second(service.token_basis)
+        live_econ = service.economics(
+            tokens_per_second=busy_tps, gpus=service.total_gpus, busy_fraction=w.gpu_util
+        ) if busy_tps else None  # fmt: skip
     rows = [
         ("output_tps", "Output tokens/s per replica", "tok/s", b.output_tps,
-         live.tokens_per_second("output") / max(service.replicas, 1) if live else None, True),
+         _per_replica(live.busy_tokens_per_second("output"), service) if live else None, True),
         ("gpu_util", "GPU busy", "ratio", b.gpu_util, live.gpu_util if live else None, False),
         ("cost_per_mtok", "Cost per Mtok", "money",
          base_econ.cost_per_mtok if base_econ else None,
@@ -264,6 +272,10 @@ def _resource_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) ->
             verdict, note = claims.judge(claimed, value, relative=relative), ""
         out.append(Claim(key, label, unit, claimed, value, verdict, note))
     return out
+
+
+def _per_replica(value: float | None, service: Service) -> float | None:
+    return None if value is None else value / max(service.replicas, 1)
 
 
 LIVE_BASELINE_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
@@ -294,8 +306,8 @@ def record_live_baseline(*, service: Service, user=None, now: datetime | None = 
         "duration_s": w.data_seconds or w.seconds,
         "request_count": round(w.requests),
         "qps": (w.qps or 0.0) / replicas,
-        "output_tps": w.output_tokens / w.seconds / replicas,
-        "input_tps": w.prompt_tokens / w.seconds / replicas,
+        "output_tps": (w.busy_output_tps or 0.0) / replicas,
+        "input_tps": (w.busy_prompt_tps or 0.0) / replicas,
         "vantage": vantage,
         "gpu_util": w.gpu_util,
         "sm_active": w.sm_active,

@@ -56,6 +56,8 @@ SCRAPED_HISTOGRAM = {
     "prefill": "prefill_seconds",
     "decode": "decode_seconds",
 }
+# A scrape window in which any of these grew had traffic (its seconds are "busy").
+FINISHED_COUNTERS = ("requests_finished", "request_errors", "request_aborts")
 GAUGES = {
     "running": "requests_running",
     "waiting": "requests_waiting",
@@ -105,6 +107,7 @@ class Traffic:
     scraped_prompt_tokens: float = 0.0
     scraped_generation_tokens: float = 0.0
     scraped_seconds: float = 0.0
+    scraped_busy_seconds: float = 0.0
     scraped_errors: float = 0.0
     scraped_aborts: float = 0.0
     gauge_samples: int = 0
@@ -116,7 +119,8 @@ class Traffic:
         for name in (
             "requests", "errors", "prompt_tokens", "output_tokens", "request_seconds",
             "scraped_requests", "scraped_prompt_tokens", "scraped_generation_tokens",
-            "scraped_seconds", "scraped_errors", "scraped_aborts", "gauge_samples",
+            "scraped_seconds", "scraped_busy_seconds", "scraped_errors", "scraped_aborts",
+            "gauge_samples",
         ):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(row, name))
         for name in GAUGES:
@@ -153,6 +157,18 @@ class Traffic:
         """Errored requests over all finished ones (see `outcomes`)."""
         finished, errored, _ = self.outcomes
         return errored / finished if finished else None
+
+    @property
+    def busy_seconds(self) -> float:
+        """The seconds with traffic: scrape windows in which requests finished, else the
+        minutes with pushed rows."""
+        return self.scraped_busy_seconds if self.scraped_seconds > 0 else self.request_seconds
+
+    def busy_rate(self, scraped: float, pushed: float) -> float | None:
+        """A count per second of traffic (see `busy_seconds`): what a load test measures."""
+        if self.busy_seconds <= 0:
+            return None
+        return (scraped if self.scraped_seconds > 0 else pushed) / self.busy_seconds
 
     @property
     def qps(self) -> float | None:
@@ -200,6 +216,7 @@ def _rollup_from_traffic(
         scraped_prompt_tokens=traffic.scraped_prompt_tokens,
         scraped_generation_tokens=traffic.scraped_generation_tokens,
         scraped_seconds=traffic.scraped_seconds,
+        scraped_busy_seconds=traffic.scraped_busy_seconds,
         scraped_errors=traffic.scraped_errors,
         scraped_aborts=traffic.scraped_aborts,
         qps=traffic.qps,
@@ -253,6 +270,8 @@ def _minute_traffic(requests: list[tuple], windows: list[tuple]) -> Traffic:
         traffic.scraped_generation_tokens += counters.get("generation_tokens", 0.0)
         traffic.scraped_errors += counters.get("request_errors", 0.0)
         traffic.scraped_aborts += counters.get("request_aborts", 0.0)
+        if any(counters.get(c, 0.0) > 0 for c in FINISHED_COUNTERS):
+            traffic.scraped_busy_seconds += seconds
         if gauges:
             traffic.gauge_samples += 1
             for name, canonical in GAUGES.items():

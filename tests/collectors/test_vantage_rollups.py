@@ -124,3 +124,17 @@ def test_a_first_bucket_percentile_reads_back_from_the_merged_row_as_a_bound(scr
         service=service, start=scraped - timedelta(minutes=5), end=scraped + timedelta(minutes=5)
     ).points[0]
     assert point.latency["queue"][0].below_first_edge == pytest.approx(300.0)
+
+
+def test_an_idle_scrape_window_does_not_dilute_the_rate_a_claim_compares(
+    scraped, agent_client, service
+):
+    idle = {"ts": rfc3339(scraped + timedelta(seconds=30)), "service": "chat-7b",
+            "source": "vllm", "exposition": exposition(2)}  # fmt: skip
+    batch = make_batch(gpus=[], requests=[], scrapes=[idle])
+    agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+    rollup_pending()
+    w = service_windows(
+        [service.pk], scraped - timedelta(minutes=30), scraped + timedelta(minutes=30)
+    )
+    assert (w[service.pk].qps, w[service.pk].data_seconds) == (pytest.approx(100 / 15), 15)
