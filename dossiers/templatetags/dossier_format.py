@@ -44,6 +44,21 @@ def ms(value: float | None) -> str:
 
 
 @register.filter
+def pct_ms(p) -> str:
+    """A percentile in ms as `ms` shows a value, or the bucket edge it is known to be below
+    ("< 300", inside the first bucket) or above ("> 10,000", in +Inf); never a guess."""
+    if p is None or p == "":
+        return DASH
+    if p.value is not None:
+        return ms(p.value)
+    if p.below_first_edge is not None:
+        return f"< {ms(p.below_first_edge)}"
+    if p.above_last_edge is not None:
+        return f"> {ms(p.above_last_edge)}"
+    return DASH
+
+
+@register.filter
 def num(value: float | int | None, digits: int = 1) -> str:
     if _missing(value):
         return DASH

@@ -138,3 +138,19 @@ def test_an_idle_scrape_window_does_not_dilute_the_rate_a_claim_compares(
         [service.pk], scraped - timedelta(minutes=30), scraped + timedelta(minutes=30)
     )
     assert (w[service.pk].qps, w[service.pk].data_seconds) == (pytest.approx(100 / 15), 15)
+
+
+def test_the_live_page_shows_a_first_bucket_queue_time_below_its_edge(scraped, client, owner):
+    from django.urls import reverse
+
+    client.force_login(owner)
+    page = client.get(reverse("collectors:service_live", args=["chat-7b"])).content.decode()
+    assert "&lt; 300" in page and "server-side: engine histograms" in page
+
+
+def test_the_live_page_counts_itl_in_token_gaps(scraped, client, owner):
+    from django.urls import reverse
+
+    client.force_login(owner)
+    page = client.get(reverse("collectors:service_live", args=["chat-7b"])).content.decode()
+    assert "9,900 token gaps" in page
