@@ -154,3 +154,11 @@ def test_the_live_page_counts_itl_in_token_gaps(scraped, client, owner):
     client.force_login(owner)
     page = client.get(reverse("collectors:service_live", args=["chat-7b"])).content.decode()
     assert "9,900 token gaps" in page
+
+
+def test_the_live_page_shows_each_minute_error_rate(scraped, client, owner):
+    from django.urls import reverse
+
+    client.force_login(owner)
+    page = client.get(reverse("collectors:service_live", args=["chat-7b"])).content.decode()
+    assert 'title="4 errors, 6 aborts of 110 finished">3.6%' in page
