@@ -131,19 +131,30 @@ class _P99(RuleKind):
                 count=p.count,
                 reason=f"P99 rests on {p.count} requests, fewer than {need}",
             )
+        # Where it was measured, in every reason: an SLO is what users feel (client-side);
+        # an engine's histogram starts later, so a server-side P99 can only understate it.
+        where = "server-side, engine histograms" if p.vantage == "server" else "client-side"
         if p.value is None and p.below_first_edge is not None:
             # Bucket-bounded, in the first bucket: known only to be at most its edge, which
             # is the value judged (an upper bound: it can fire only if the edge is above).
             edge = p.below_first_edge
             return Observation(
-                Health.OK, value=edge, count=p.count, reason=f"P99 < {edge:g} ms (first bucket)"
+                Health.OK,
+                value=edge,
+                count=p.count,
+                reason=f"P99 < {edge:g} ms (first bucket; {where})",
             )
         if p.value is None:  # bucket-bounded, in +Inf: known only to exceed the last edge
             edge = p.above_last_edge or 0.0
             return Observation(
-                Health.OK, value=edge, count=p.count, reason=f"P99 > {edge:g} ms (last bucket)"
+                Health.OK,
+                value=edge,
+                count=p.count,
+                reason=f"P99 > {edge:g} ms (last bucket; {where})",
             )
-        return Observation(Health.OK, value=p.value, count=p.count, reason=f"P99 over {span}")
+        return Observation(
+            Health.OK, value=p.value, count=p.count, reason=f"P99 over {span} ({where})"
+        )
 
     def promql(self, rule: Rule, m: Metrics) -> str:
         # Buckets summed by `le` across series (merged), then the quantile: never averaged.
