@@ -356,7 +356,10 @@ def drift_since(check: ClaimCheck, *, lookback_hours: int = 72) -> None:
                 continue
             if claims.comparable_load(check.baseline_rate, rate) is False:
                 continue
-            if claims.judge(claim.baseline, p.value).status == Status.HOLDS:
+            reference, _ = _paired(check.baseline, claim.key, claim.baseline, p.vantage)
+            if reference is None:  # measured elsewhere: says nothing about this claim
+                continue
+            if claims.judge(reference, p.value).status == Status.HOLDS:
                 break
             since = point.t
         else:

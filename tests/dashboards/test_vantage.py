@@ -181,3 +181,23 @@ def test_a_claims_range_that_cannot_be_read_is_refused_naming_the_field(service,
     client.force_login(outsider)
     response = _claims_page(client, service, start="yesterday-ish")
     assert (response.status_code, list(response.json())) == (400, ["start"])
+
+
+def test_the_command_attaches_late_scrapes_and_prints_the_layer(run, service):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    run.server_side = {}
+    run.save()
+    out = StringIO()
+    call_command("attach_engine_side", "--service", service.slug, stdout=out)
+    assert "API server and tokenizer: +761 ms at TTFT P99" in out.getvalue()
+
+
+def test_the_command_refuses_a_service_without_load_tests_with_exit_2(service):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError) as caught:
+        call_command("attach_engine_side", "--service", service.slug)
+    assert caught.value.returncode == 2

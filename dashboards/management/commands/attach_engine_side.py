@@ -19,7 +19,7 @@ class Command(BaseCommand):
             runs = runs.filter(pk__in=run)
         runs = list(runs)
         if not runs:
-            raise CommandError(f"no load tests of service {service!r}")
+            raise CommandError(f"no load tests of service {service!r}", returncode=2)
         for r in runs:
             data = attach_engine_side(r)
             if not data:
