@@ -55,7 +55,7 @@ def test_fleet_and_service_dashboards_draw_charts_without_errors(browser_page, l
 
     page.goto(f"{live_server.url}/dashboards/services/chat-7b/?range=1h")
     page.wait_for_selector(PLOT, timeout=15000)
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 7")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 8")
     page.wait_for_selector(".dash-timeline", timeout=5000)
     _shoot(page, "service")
 
@@ -68,7 +68,7 @@ def test_an_empty_service_dashboard_draws_its_empty_states(browser_page, live_se
     problems = page.problems
     _login(page, live_server.url)
     page.goto(f"{live_server.url}/dashboards/services/chat-7b/")
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 7")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 8")
     assert page.get_by_text("is an agent pushing for chat-7b?").count() >= 1
     _shoot(page, "service-empty")
     assert problems == []
