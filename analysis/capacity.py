@@ -45,7 +45,9 @@ WITHIN = "within"  # the limit is crossed inside the measured range
 BEYOND = "beyond"  # the limit holds at the highest measured load: measure further first
 BELOW = "below"  # the limit is broken even at the lowest measured load
 
-_K_GRID = tuple(math.exp(math.log(0.05) + i * (math.log(8.0) - math.log(0.05)) / 79) for i in range(80))
+_K_GRID = tuple(
+    math.exp(math.log(0.05) + i * (math.log(8.0) - math.log(0.05)) / 79) for i in range(80)
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class Estimate:
     level: float = LEVEL
 
     def to_dict(self, digits: int = 3) -> dict:
+        """Rounded to `digits` significant digits; an unbounded end is None (JSON null)."""
         return {
             "value": _round(self.value, digits),
             "low": _round(self.low, digits),
@@ -80,10 +83,12 @@ class Estimate:
         return Estimate(self.value * factor, self.low * factor, self.high * factor, self.level)
 
 
-def _round(value: float, digits: int) -> float:
-    if value == 0 or not math.isfinite(value):
+def _round(value: float, digits: int) -> float | None:
+    if not math.isfinite(value):
+        return None
+    if value == 0:
         return value
-    return round(value, max(0, digits - 1 - int(math.floor(math.log10(abs(value))))))
+    return round(value, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
 
 
 def percentile_log_se(quantile: float, count: int | None, sigma: float | None) -> float:
@@ -336,8 +341,11 @@ def max_load(
     if all(c.status == BEYOND for c in found):
         return MaxLoad(BEYOND, Estimate(value, low, value, level), None, tuple(found), x_max)
     return MaxLoad(
-        WITHIN, Estimate(value, min(low, value), max(high, value), level), binding.name,
-        tuple(found), x_max,
+        WITHIN,
+        Estimate(value, min(low, value), max(high, value), level),
+        binding.name,
+        tuple(found),
+        x_max,
     )
 
 

@@ -55,7 +55,7 @@ class Count:
 
     value: int
     low: int
-    high: int
+    high: int | None  # None: the per-replica interval reaches below the sweep (no upper bound)
     level: float = capacity.LEVEL
 
     def to_dict(self) -> dict:
@@ -327,9 +327,9 @@ def _d(value: Estimate | None) -> dict | None:
 
 
 def _replicas(load: float, rate: Estimate, spare: float) -> Count:
-    def need(per: float) -> int:
+    def need(per: float) -> int | None:
         usable = per * (1 - spare)
-        return max(1, math.ceil(load / usable - 1e-9)) if usable > 0 else 0
+        return max(1, math.ceil(load / usable - 1e-9)) if usable > 0 else None
 
     return Count(need(rate.value), need(rate.high), need(rate.low), rate.level)
 
@@ -382,15 +382,21 @@ def plan_for(
         return plan
     plan.replicas = _replicas(forecast.requests_per_s, rate, spare)
     g = service.gpus_per_replica
-    plan.gpus = Count(plan.replicas.value * g, plan.replicas.low * g, plan.replicas.high * g)
+    high = None if plan.replicas.high is None else plan.replicas.high * g
+    plan.gpus = Count(plan.replicas.value * g, plan.replicas.low * g, high)
+    if high is None:
+        plan.notes.append(
+            "the per-replica interval reaches below the lowest measured load: the high ends of "
+            "replicas, GPUs and cost are unknown until lower loads are measured"
+        )
     plan.gpu_hours_per_month = Estimate(
         plan.gpus.value * HOURS_PER_MONTH,
         plan.gpus.low * HOURS_PER_MONTH,
-        plan.gpus.high * HOURS_PER_MONTH,
+        math.inf if high is None else high * HOURS_PER_MONTH,
     )
     plan.cost_per_month = plan.gpu_hours_per_month.scaled(float(service.gpu_hour_price))
     plan.margin = _margin(service, sweep, forecast.requests_per_s, plan.cost_per_month)
-    if per.result.status == WITHIN and plan.replicas.high > plan.replicas.value * 2:
+    if per.result.status == WITHIN and (plan.replicas.high or math.inf) > plan.replicas.value * 2:
         plan.notes.append("wide interval: the sweep is sparse or noisy near the limit")
     return plan
 
@@ -443,10 +449,8 @@ def alternatives(plan: Plan) -> list[Alternative]:
             rows.append(Alternative(other, None, str(exc)))
             continue
         rows.append(Alternative(other, other_plan, "; ".join(other_plan.notes)))
-    rows.sort(
-        key=lambda a: (not a.holds, a.plan.cost_per_month.value if a.holds else math.inf)
-    )
+    rows.sort(key=lambda a: (not a.holds, a.plan.cost_per_month.value if a.holds else math.inf))
     return rows
 
 
-__all__ = ["BELOW", "BEYOND", "WITHIN", "Plan", "PlanError", "plan_for", "alternatives"]
+__all__ = ["BELOW", "BEYOND", "WITHIN", "Plan", "PlanError", "alternatives", "plan_for"]

@@ -10,7 +10,8 @@ def _e(estimate: Estimate | None, digits: int = 3, unit: str = "") -> str:
     if estimate is None:
         return "-"
     d = estimate.to_dict(digits)
-    return f"{d['value']:,}{unit} ({d['low']:,} to {d['high']:,}, {d['level']:.0%} interval)"
+    high = "unbounded" if d["high"] is None else f"{d['high']:,}"
+    return f"{d['value']:,}{unit} ({d['low']:,} to {high}, {d['level']:.0%} interval)"
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -27,8 +28,8 @@ def plan_lines(plan: Plan) -> list[str]:
     if plan.replicas:
         r, g = plan.replicas, plan.gpus
         lines += [
-            f"replicas: {r.value} ({r.low} to {r.high}) at {plan.headroom:.0%} headroom; "
-            f"GPUs: {g.value} ({g.low} to {g.high}) x {plan.service.gpu_model}",
+            f"replicas: {r.value} ({r.low} to {r.high or '?'}) at {plan.headroom:.0%} headroom; "
+            f"GPUs: {g.value} ({g.low} to {g.high or '?'}) x {plan.service.gpu_model}",
             f"cost per month: {_e(plan.cost_per_month, 4, ' ' + plan.currency)}",
         ]
     if plan.margin:
@@ -36,7 +37,11 @@ def plan_lines(plan: Plan) -> list[str]:
     if plan.at_load is not None:
         lines.append(f"predicted at {plan.sweep.axis} {plan.at_load_x:g}:")
         for name, value in plan.at_load.items():
-            shown = "-" if value["value"] is None else f"{value['value']:,} ms ({value['low']:,} to {value['high']:,})"
+            shown = (
+                "-"
+                if value["value"] is None
+                else f"{value['value']:,} ms ({value['low']:,} to {value['high']:,})"
+            )
             lines.append(f"  {name}: {shown}{' — ' + value['note'] if value.get('note') else ''}")
     lines += [f"note: {n}" for n in plan.notes]
     return lines

@@ -28,13 +28,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--service", required=True, help="The service's slug.")
         parser.add_argument(
-            "--slo", action="append", default=[], metavar="NAME=MS",
+            "--slo",
+            action="append",
+            default=[],
+            metavar="NAME=MS",
             help="An objective, e.g. ttft_p99_ms=500 (repeatable); default: the service's SLOs.",
         )
         load = parser.add_mutually_exclusive_group()
         load.add_argument("--load", type=float, metavar="REQ_PER_S", help="Load to plan for.")
         load.add_argument(
-            "--growth", type=float, default=1.0, metavar="X",
+            "--growth",
+            type=float,
+            default=1.0,
+            metavar="X",
             help="Multiply the live peak by X (default 1).",
         )
         at = parser.add_mutually_exclusive_group()
