@@ -46,7 +46,9 @@ def _vllm_point(run: dict) -> dict:
         point["request_rate"] = float(run["request_rate"])
     for metric, key in (("ttft", "ttft"), ("tpot", "tpot"), ("e2e", "e2el")):
         for p in QUANTILES:
-            value = run.get(f"{p}_{key}_ms") or (run.get(f"median_{key}_ms") if p == "p50" else None)
+            value = run.get(f"{p}_{key}_ms") or (
+                run.get(f"median_{key}_ms") if p == "p50" else None
+            )
             if value:
                 point[f"{metric}_{p}_ms"] = value
     return point
