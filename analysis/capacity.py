@@ -2,15 +2,18 @@
 
 A sweep measures one configuration at several loads x (concurrency, or request rate). For each
 latency percentile (e.g. TTFT P99) we fit one curve across *all* the sweep's points, not just
-the two neighbours of a target:
+the two neighbours of a target. Three monotone families compete:
 
-    latency(x) = a + b * x^k        a >= 0, b >= 0, k > 0
+    power     latency = a + b (x / x_max)^k          a, b >= 0, k > 0
+    queue     latency = a + b / (1 - x / C)^m        a, b >= 0, C > x_max, m in {0.5, 1, 2}
+    loglog2   log latency = c0 + c1 log x + c2 log^2 x, rising over the whole sweep
 
-a floor (the unloaded latency) plus a power of the load: monotone non-decreasing by
-construction (physics: more load never makes a replica faster), flat at low load, and as steep
-as the data say near saturation. For a fixed k the fit is linear in (a, b), so we solve it in
-closed form with non-negativity and pick k on a grid by weighted least squares of the *log*
-residuals (a percentile's noise is relative).
+a floor plus a rise (the power), a queue filling as load nears a capacity C (rate sweeps), and
+a curved line in log-log space. Each is monotone non-decreasing (more load never makes a
+replica faster, so a noisy dip is not believed). For fixed shape parameters (k; C and m) the
+first two are linear in (a, b), solved in closed form with non-negativity; shapes are searched
+on a grid; loglog2 is weighted least squares in log space. The family with the lowest weighted
+chi-square of the *log* residuals plus 2 per parameter wins (a percentile's noise is relative).
 
 Weights. Each point's noise is the standard error of log(percentile):
   - the percentile's own: for quantile q over n requests, sqrt(q (1 - q) / n) / phi(z_q) * sigma,
@@ -24,6 +27,9 @@ interval inverts the curve at S * exp(-+ z * sigma_total), where sigma_total com
 new measurement at that load would carry and the fit's misfit, times a calibration factor
 measured by leave-one-out on real published sweeps (`bench/planner.py`, docs/method.md).
 
+Several objectives. The lowest crossing binds. Objectives whose crossings the data cannot tell
+apart from it are tied and pooled (`max_load`).
+
 Extrapolation. A load above the highest measured one is never given as a number: the result
 says the limit holds up to the sweep's end and "measure beyond N first". A limit broken even at
 the lowest measured load says so too.
@@ -35,6 +41,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
+
+import numpy as np
 
 LEVEL = 0.80  # the interval's level everywhere the planner states one
 RUN_TO_RUN = 0.06  # floor on a point's log noise: repeated runs of one setting differ by ~6%
@@ -115,13 +123,21 @@ def point_log_se(point: Point, quantile: float) -> float:
     return math.sqrt(own**2 + runs**2)
 
 
+POWER = "power"  # a + b (x / x_max)^k: concave to convex, no pole
+QUEUE = "queue"  # a + b / (1 - x / C)^m: a queue filling as load nears a capacity C
+LOGLOG2 = "loglog2"  # log latency quadratic in log load, checked monotone over the sweep
+# A family's extra parameters, charged when families compete (Akaike: 2 per parameter).
+_PARAMETERS = {POWER: 3, QUEUE: 4, LOGLOG2: 3}
+_QUEUE_C = (1.02, 1.05, 1.1, 1.2, 1.35, 1.5, 1.75, 2, 2.5, 3, 4, 6, 10, 20)
+_QUEUE_M = (0.5, 1.0, 2.0)
+
+
 @dataclass(frozen=True)
 class Curve:
-    """latency(x) = a + b * (x / x_scale)^k, fitted to `points` (one percentile of one sweep)."""
+    """One percentile of one sweep against load, fitted to `points` (module docstring)."""
 
-    a: float
-    b: float
-    k: float
+    family: str  # POWER | QUEUE | LOGLOG2
+    params: tuple[float, ...]  # POWER (a, b, k); QUEUE (a, b, C, m); LOGLOG2 (c0, c1, c2)
     x_scale: float
     quantile: float
     points: tuple[Point, ...]
@@ -136,8 +152,30 @@ class Curve:
     def x_max(self) -> float:
         return self.points[-1].x
 
+    @property
+    def floor(self) -> float:
+        """The latency the curve tends to at no load (its lowest)."""
+        if self.family == LOGLOG2:
+            return 0.0
+        return self.params[0]
+
     def predict(self, x: float) -> float:
-        return self.a + self.b * (x / self.x_scale) ** self.k
+        if self.family == POWER:
+            a, b, k = self.params
+            return a + b * (x / self.x_scale) ** k
+        if self.family == QUEUE:
+            a, b, c, m = self.params
+            return math.inf if x >= c else a + b / (1 - x / c) ** m
+        return math.exp(self._log_loglog2(math.log(x)))
+
+    def _log_loglog2(self, lx: float) -> float:
+        """Inside the sweep the quadratic; outside it, its tangent at the nearer end (so the
+        curve stays monotone and bounds can be read a little past the ends)."""
+        c0, c1, c2 = self.params
+        lo, hi = math.log(self.x_min), math.log(self.x_max)
+        end = min(max(lx, lo), hi)
+        value = c0 + c1 * end + c2 * end * end
+        return value + (c1 + 2 * c2 * end) * (lx - end)
 
     def noise_at(self, x: float) -> float:
         """Log noise a new measurement at x would carry: the neighbours' noise, interpolated in
@@ -155,11 +193,39 @@ class Curve:
 
     def inverse(self, limit_ms: float) -> float:
         """The load at which the curve reaches `limit_ms`: 0 below the floor, inf when flat."""
-        if limit_ms <= self.a:
-            return 0.0
-        if self.b <= 0:
-            return math.inf
-        return self.x_scale * ((limit_ms - self.a) / self.b) ** (1 / self.k)
+        if self.family == POWER:
+            a, b, k = self.params
+            if limit_ms <= a:
+                return 0.0
+            if b <= 0:
+                return math.inf
+            return self.x_scale * ((limit_ms - a) / b) ** (1 / k)
+        if self.family == QUEUE:
+            a, b, c, m = self.params
+            if limit_ms <= a:
+                return 0.0
+            if b <= 0:
+                return math.inf
+            return max(0.0, c * (1 - (b / (limit_ms - a)) ** (1 / m)))
+        return self._inverse_loglog2(math.log(limit_ms))
+
+    def _inverse_loglog2(self, target: float) -> float:
+        _, c1, c2 = self.params
+        lo, hi = math.log(self.x_min), math.log(self.x_max)
+        at_lo, at_hi = self._log_loglog2(lo), self._log_loglog2(hi)
+        slope_lo, slope_hi = c1 + 2 * c2 * lo, c1 + 2 * c2 * hi
+        if target <= at_lo:
+            return math.exp(lo - (at_lo - target) / slope_lo) if slope_lo > 0 else 0.0
+        if target >= at_hi:
+            return math.exp(hi + (target - at_hi) / slope_hi) if slope_hi > 0 else math.inf
+        left, right = lo, hi  # monotone inside: bisection
+        for _ in range(60):
+            mid = (left + right) / 2
+            if self._log_loglog2(mid) < target:
+                left = mid
+            else:
+                right = mid
+        return math.exp((left + right) / 2)
 
 
 def _solve_ab(u: Sequence[float], y: Sequence[float], w: Sequence[float]) -> tuple[float, float]:
@@ -193,11 +259,46 @@ def _validate(points: Sequence[Point]) -> None:
                 raise ValueError(f"points[{i}].{name} must be positive and finite, got {value!r}")
 
 
+def _chi2(curve_log: Sequence[float], ys: Sequence[float], se: Sequence[float]) -> float:
+    return sum(((f - math.log(y)) / s) ** 2 for f, y, s in zip(curve_log, ys, se, strict=True))
+
+
+def _fit_linear_family(xs, ys, se, basis) -> tuple[float, float, float, tuple] | None:
+    """Best (chi2, a, b, shape) of a + b * basis(x, shape) over the shapes `basis` offers."""
+    w = [1 / (s * y) ** 2 for s, y in zip(se, ys, strict=True)]  # relative: r ms at y is r/y
+    best = None
+    for shape, u in basis:
+        a, b = _solve_ab(u, ys, w)
+        fitted = [a + b * ui for ui in u]
+        if min(fitted) <= 0:
+            continue
+        cost = _chi2([math.log(f) for f in fitted], ys, se)
+        if best is None or cost < best[0]:
+            best = (cost, a, b, shape)
+    return best
+
+
+def _fit_loglog2(xs, ys, se) -> tuple[float, tuple[float, float, float]] | None:
+    """Weighted least squares of log y on (1, log x, log^2 x); None when not monotone."""
+    if len(xs) < 4:
+        return None
+    lx = np.log(np.asarray(xs, dtype=float))
+    ly = np.log(np.asarray(ys, dtype=float))
+    w = 1 / np.asarray(se, dtype=float)
+    design = np.vstack([np.ones_like(lx), lx, lx * lx]).T
+    coef, *_ = np.linalg.lstsq(design * w[:, None], ly * w, rcond=None)
+    c0, c1, c2 = (float(c) for c in coef)
+    if c1 + 2 * c2 * lx[0] < 0 or c1 + 2 * c2 * lx[-1] < 0:  # slope is linear in log x
+        return None
+    return float(np.sum(((design @ coef) - ly) ** 2 * w * w)), (c0, c1, c2)
+
+
 def fit_curve(points: Sequence[Point], quantile: float) -> Curve:
     """The monotone curve through a sweep's points for one percentile (see module docstring).
 
     Points at the same load are merged (the newest value stands, the others are repeats).
-    Needs two loads or more.
+    Three families compete (power, queue, quadratic in log-log); the lowest weighted chi-square
+    plus 2 per parameter wins. Needs two loads or more.
     """
     _validate(points)
     by_x: dict[float, Point] = {}
@@ -210,31 +311,44 @@ def fit_curve(points: Sequence[Point], quantile: float) -> Curve:
     if len(pts) < 2:
         raise ValueError("a curve needs points at two loads or more")
     se = tuple(point_log_se(p, quantile) for p in pts)
-    x_scale = pts[-1].x
+    xs = [p.x for p in pts]
     ys = [_center(p) for p in pts]
-    # Relative weights: a residual of r ms at latency y is r / y in log terms.
-    w = [1 / (s * y) ** 2 for s, y in zip(se, ys, strict=True)]
-    best = None
-    for k in _K_GRID:
-        u = [(p.x / x_scale) ** k for p in pts]
-        a, b = _solve_ab(u, ys, w)
-        cost = 0.0
-        for ui, yi, si in zip(u, ys, se, strict=True):
-            fitted = a + b * ui
-            if fitted <= 0:
-                cost = math.inf
-                break
-            cost += ((math.log(fitted) - math.log(yi)) / si) ** 2
-        if best is None or cost < best[0]:
-            best = (cost, a, b, k)
-    _, a, b, k = best
-    residuals = [
-        math.log(a + b * (p.x / x_scale) ** k) - math.log(y) for p, y in zip(pts, ys, strict=True)
-    ]
+    x_scale = xs[-1]
+    candidates: list[tuple[float, str, tuple]] = []
+    power = _fit_linear_family(
+        xs, ys, se, (((k,), [(x / x_scale) ** k for x in xs]) for k in _K_GRID)
+    )
+    if power is not None:
+        candidates.append(
+            (power[0] + 2 * _PARAMETERS[POWER], POWER, (power[1], power[2], *power[3]))
+        )
+    if len(pts) >= 4:
+        queue = _fit_linear_family(
+            xs,
+            ys,
+            se,
+            (
+                ((x_scale * c, m), [1 / (1 - x / (x_scale * c)) ** m for x in xs])
+                for c in _QUEUE_C
+                for m in _QUEUE_M
+            ),
+        )
+        if queue is not None:
+            candidates.append(
+                (queue[0] + 2 * _PARAMETERS[QUEUE], QUEUE, (queue[1], queue[2], *queue[3]))
+            )
+        loglog2 = _fit_loglog2(xs, ys, se)
+        if loglog2 is not None:
+            candidates.append((loglog2[0] + 2 * _PARAMETERS[LOGLOG2], LOGLOG2, loglog2[1]))
+    if not candidates:  # every power fit went non-positive: cannot happen with a, b >= 0
+        raise ValueError("no monotone curve fits these points")
+    _, family, params = min(candidates, key=lambda c: c[0])
+    curve = Curve(family, params, x_scale, quantile, pts, se, 0.0)
+    residuals = [math.log(curve.predict(x)) - math.log(y) for x, y in zip(xs, ys, strict=True)]
     excess = [r * r - s * s for r, s in zip(residuals, se, strict=True)]
-    dof = max(1, len(pts) - 2)
+    dof = max(1, len(pts) - _PARAMETERS[family] + 1)
     misfit = math.sqrt(max(0.0, sum(excess) / dof))
-    return Curve(a, b, k, x_scale, quantile, pts, se, misfit)
+    return Curve(family, params, x_scale, quantile, pts, se, misfit)
 
 
 def _center(p: Point) -> float:
@@ -297,6 +411,7 @@ class MaxLoad:
     limited_by: str | None  # the binding objective's name; None when none binds in the sweep
     crossings: tuple[Crossing, ...] = field(default_factory=tuple)
     x_max: float | None = None  # the sweep's highest measured load
+    tied_with: tuple[str, ...] = ()  # objectives binding at a load the data cannot tell apart
 
     @property
     def message(self) -> str:
@@ -310,7 +425,19 @@ class MaxLoad:
                 f"every objective holds at the highest measured load {self.x_max:g}: "
                 f"capacity is at least that; measure beyond {self.x_max:g} first"
             )
+        if self.tied_with:
+            return f"limited by {self.limited_by} (tied with {', '.join(self.tied_with)})"
         return f"limited by {self.limited_by}"
+
+
+TIE_Z = 1.0  # crossings closer than this many combined standard deviations are tied
+
+
+def _log_sd(load: Estimate) -> float:
+    """The spread of a crossing in log load, read back from its interval."""
+    z = NormalDist().inv_cdf(0.5 + load.level / 2)
+    low, high = max(load.low, 1e-12), max(load.high, 1e-12)
+    return max((math.log(high) - math.log(low)) / (2 * z), 0.01)
 
 
 def max_load(
@@ -321,8 +448,11 @@ def max_load(
 ) -> MaxLoad:
     """The highest load at which every objective (name -> (curve, limit in ms)) holds.
 
-    The binding objective is the one whose crossing is lowest; the interval is the lowest of the
-    objectives' bounds (each bound is where one objective would bind).
+    The binding objective is the one whose crossing is lowest. Objectives whose crossings the
+    data cannot tell apart from the lowest (within `TIE_Z` combined standard deviations) are
+    tied: each estimates the same load, so the value is their precision-weighted mean in log
+    load rather than the lowest of several noisy estimates (which would sit low by the noise
+    alone). The interval is the lowest of the objectives' bounds.
     """
     if not curves:
         raise ValueError("no objective to plan for")
@@ -337,15 +467,34 @@ def max_load(
     binding = min(found, key=lambda c: c.load.value)
     low = min(c.load.low for c in found)
     high = min(c.load.high for c in found)
-    value = binding.load.value
     if all(c.status == BEYOND for c in found):
-        return MaxLoad(BEYOND, Estimate(value, low, value, level), None, tuple(found), x_max)
+        return MaxLoad(
+            BEYOND,
+            Estimate(binding.load.value, low, binding.load.value, level),
+            None,
+            tuple(found),
+            x_max,
+        )
+    lowest, spread = math.log(binding.load.value), _log_sd(binding.load)
+    tied = [
+        c
+        for c in found
+        if c.status == WITHIN
+        and math.log(c.load.value) - lowest <= TIE_Z * math.hypot(_log_sd(c.load), spread)
+    ] or [binding]
+    weights = [1 / _log_sd(c.load) ** 2 for c in tied]
+    value = math.exp(
+        sum(w * math.log(c.load.value) for w, c in zip(weights, tied, strict=True)) / sum(weights)
+    )
+    # The interval: each bound is where some objective would bind (the tied estimates come
+    # from the same runs, so pooling them does not narrow it).
     return MaxLoad(
         WITHIN,
         Estimate(value, min(low, value), max(high, value), level),
         binding.name,
         tuple(found),
         x_max,
+        tuple(c.name for c in tied if c is not binding),
     )
 
 

@@ -95,3 +95,18 @@ def test_throughput_interpolation_ignores_a_dip():
 def test_standard_error_of_a_p99_falls_with_the_square_root_of_requests():
     ratio = capacity.percentile_log_se(0.99, 100, 0.5) / capacity.percentile_log_se(0.99, 400, 0.5)
     assert ratio == pytest.approx(2.0) and math.isfinite(ratio)
+
+
+def test_objectives_binding_at_the_same_load_are_tied_not_the_lowest_of_both():
+    ttft = capacity.fit_curve(queue_points(XS, count=50), 0.99)
+    e2e = capacity.fit_curve(queue_points(XS, count=50, a=1000, b=4000), 0.99)
+    result = capacity.max_load({"ttft_p99_ms": (ttft, 200.0), "e2e_p99_ms": (e2e, 2000.0)})
+    assert "tied with" in result.message
+    assert result.load.value == pytest.approx(32, rel=0.05)
+
+
+def test_a_rate_sweep_near_saturation_is_fitted_by_a_filling_queue():
+    # latency = 100 + 20 / (1 - x / 10): the queue shape; the limit 300 ms is reached at 9.
+    points = [Point(x, 100 + 20 / (1 - x / 10), 1000) for x in (1, 2, 4, 6, 8, 9.5)]
+    curve = capacity.fit_curve([p for p in points if p.x != 9], 0.99)
+    assert capacity.crossing(curve, 300.0).load.value == pytest.approx(9, rel=0.03)
