@@ -33,6 +33,7 @@ from collectors.models import HOUR, ServiceMergedRollup
 from dossiers.models import Service
 from loadtests.models import LoadTest
 from loadtests.sweeps import CONCURRENCY, RATE, Sweep, sweeps_for_service
+from planning.goodput import RunGoodput, sweep_goodput
 from planning.objectives import Objective, service_objectives
 
 HOURS_PER_MONTH = 730.5  # 365.25 days x 24 h / 12
@@ -283,6 +284,7 @@ class Plan:
     cost_per_month: Estimate | None = None
     margin: Estimate | None = None
     notes: list[str] = field(default_factory=list)
+    goodput: list[RunGoodput] = field(default_factory=list)
     at_load: dict | None = None
     at_load_x: float | None = None
 
@@ -315,6 +317,7 @@ class Plan:
             "currency": self.currency,
             "margin": _d(self.margin),
             "runs": self.runs,
+            "goodput": [g.to_dict() for g in self.goodput],
             "notes": self.notes,
         }
         if self.at_load is not None:
@@ -363,6 +366,7 @@ def plan_for(
         else live_forecast(service, growth)
     )
     plan = Plan(service, sweep, objectives, per, forecast, spare)
+    plan.goodput = sweep_goodput(sweep, [o for o in objectives if o.name not in per.missing])
     if axis is not None:
         x = at_concurrency if axis == CONCURRENCY else at_rate
         if not (math.isfinite(x) and x > 0):

@@ -73,3 +73,11 @@ def test_a_bad_slo_exits_2_naming_it(swept):
     with pytest.raises(CommandError, match="ttft_p99_ms") as raised:
         call_command("plan_capacity", "--service", swept.slug, "--slo", "ttft_p99_ms=soon")
     assert raised.value.returncode == 2
+
+
+def test_goodput_per_run_falls_as_load_passes_the_objective(swept):
+    data = plan("--service", swept.slug, "--slo", "ttft_p99_ms=300", "--load", 1)
+    shares = [g["share_meeting_every"]["high"] for g in data["goodput"]]
+    assert len(shares) == 7
+    # TTFT P99 is 125 ms at c=1 and 714 ms at c=64: nearly all meet 300 ms at first, not at last
+    assert shares[0] > 0.98 and shares[-1] < 0.9
