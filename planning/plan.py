@@ -374,6 +374,13 @@ def plan_for(
         plan.at_load, plan.at_load_x = predict_at(per, x), x
     if per.result.status == BEYOND:
         plan.notes.append(per.result.message + " (replicas below are an upper bound)")
+        if forecast is not None and sweep.axis == RATE:
+            today = forecast.requests_per_s / service.replicas
+            if today > per.result.x_max:
+                plan.notes.append(
+                    f"measure up to {today:.3g} req/s first: the load each of today's "
+                    f"{service.replicas} replicas would carry"
+                )
     if per.result.status == BELOW:
         plan.notes.append(per.result.message)
         return plan
