@@ -3,7 +3,8 @@
 Query: `slo` (repeatable, `ttft_p99_ms=500`), `load` or `growth`, `headroom`,
 `at_concurrency` or `at_rate`. Answers 200 with the plan, 400 `{"detail": ...}` naming the bad
 field, 404 unknown service, 422 `{"detail": ...}` when the service has no usable sweep.
-Any logged-in user or token may read (plans are read-only, like the pages).
+Who reads: a logged-in user (as the pages), or a CI token scoped to the service (or its
+team); an agent token, or a CI token of another service, is refused (403 saying why).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dossiers.models import Service
+from loadtests.models import CIToken
 from planning.inputs import PlanInputError, plan_inputs
 from planning.plan import PlanError, plan_for
 
@@ -33,6 +36,7 @@ class PlanView(APIView):
     )
     def get(self, request, slug: str) -> Response:
         service = get_object_or_404(Service, slug=slug)
+        _authorize(request, service)
         try:
             options = plan_inputs(request.query_params)
         except PlanInputError as exc:
@@ -42,3 +46,18 @@ class PlanView(APIView):
         except PlanError as exc:
             return Response({"detail": str(exc)}, status=422)
         return Response(plan.to_dict())
+
+
+def _authorize(request, service: Service) -> None:
+    auth = request.auth
+    if auth is None:
+        return  # a session: every logged-in user reads plans, as the pages
+    if not isinstance(auth, CIToken):
+        raise PermissionDenied(
+            "Agent tokens only push metrics; read plans with a session or a CI token."
+        )
+    in_scope = auth.service_id == service.pk if auth.service_id else auth.team_id == service.team_id
+    if not in_scope:
+        raise PermissionDenied(
+            f"{auth.credential_label} is scoped to {auth.scope_label}, not {service.slug}."
+        )

@@ -1,8 +1,15 @@
-"""Reading a plan's options from a query string (the page and the API share it)."""
+"""A plan's options from a query string: one DRF serializer for the page and the API.
+
+`slo` (repeatable, or comma-separated `ttft_p99_ms=500`), `load` (req/s) or `growth` (a factor
+on the live peak), `headroom` (0 to below 1), `at_concurrency` or `at_rate`. Errors name the
+field; `plan_inputs` turns the valid data into keyword arguments of `planning.plan.plan_for`.
+"""
 
 from __future__ import annotations
 
 import math
+
+from rest_framework import serializers
 
 from planning.objectives import ObjectiveError, parse_objectives
 
@@ -11,50 +18,66 @@ class PlanInputError(ValueError):
     """A field that cannot be read; the message names it."""
 
 
-def _number(data, name: str) -> float | None:
-    raw = (data.get(name) or "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise PlanInputError(f"{name}: {raw[:40]!r} is not a number") from None
+def _positive(value: float) -> float:
     if not math.isfinite(value) or value <= 0:
-        raise PlanInputError(f"{name}: must be a positive number")
+        raise serializers.ValidationError("must be a positive number")
     return value
 
 
-def plan_inputs(data) -> dict:
-    """`slo` (repeatable, or comma-separated `ttft_p99_ms=500`), `load` (req/s), `growth`,
-    `headroom` (0-1), `at_concurrency` / `at_rate` -> keyword arguments of plan_for."""
-    slos = [
-        s for s in (data.getlist("slo") if hasattr(data, "getlist") else [data.get("slo")]) if s
-    ]
-    try:
-        objectives = parse_objectives(slos) if slos else None
-    except ObjectiveError as exc:
-        raise PlanInputError(str(exc)) from None
-    at_concurrency, at_rate = _number(data, "at_concurrency"), _number(data, "at_rate")
-    if at_concurrency is not None and at_rate is not None:
-        raise PlanInputError("at_concurrency, at_rate: give one of them, not both")
-    raw_headroom = (data.get("headroom") or "").strip()
-    spare = None
-    if raw_headroom:
+class PlanQuerySerializer(serializers.Serializer):
+    slo = serializers.ListField(
+        child=serializers.CharField(max_length=500, allow_blank=True), required=False
+    )
+    load = serializers.FloatField(required=False, validators=[_positive])
+    growth = serializers.FloatField(required=False, validators=[_positive])
+    headroom = serializers.FloatField(required=False, min_value=0)
+    at_concurrency = serializers.FloatField(required=False, validators=[_positive])
+    at_rate = serializers.FloatField(required=False, validators=[_positive])
+
+    def validate_headroom(self, value: float) -> float:
+        if not value < 1:
+            raise serializers.ValidationError("must be below 1 (a share of each replica)")
+        return value
+
+    def validate_slo(self, value: list[str]) -> list:
+        texts = [v for v in value if v.strip()]
         try:
-            spare = float(raw_headroom)
-        except ValueError:
-            raise PlanInputError(f"headroom: {raw_headroom[:40]!r} is not a number") from None
-        if not 0 <= spare < 1:
-            raise PlanInputError("headroom: must be at least 0 and below 1")
-    load = _number(data, "load")
-    growth = _number(data, "growth")
-    if load is not None and growth is not None:
-        raise PlanInputError("load, growth: give a load, or a growth of the live peak, not both")
+            return parse_objectives(texts) if texts else None
+        except ObjectiveError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def validate(self, data: dict) -> dict:
+        if data.get("load") is not None and data.get("growth") is not None:
+            raise serializers.ValidationError(
+                {"growth": "give a load, or a growth of the live peak, not both"}
+            )
+        if data.get("at_concurrency") is not None and data.get("at_rate") is not None:
+            raise serializers.ValidationError({"at_rate": "give at_concurrency or at_rate"})
+        return data
+
+
+def _blank_to_missing(data) -> dict:
+    """Empty form fields mean "not given" (a GET form sends every field)."""
+    out = {k: v for k, v in data.items() if k != "slo" and str(v).strip()}
+    getlist = getattr(data, "getlist", None)
+    slos = getlist("slo") if getlist else ([data["slo"]] if data.get("slo") else [])
+    if slos:
+        out["slo"] = slos
+    return out
+
+
+def plan_inputs(data) -> dict:
+    """Keyword arguments of plan_for from a query dict; PlanInputError naming the field."""
+    query = PlanQuerySerializer(data=_blank_to_missing(data))
+    if not query.is_valid():
+        field, messages = next(iter(query.errors.items()))
+        raise PlanInputError(f"{field}: {' '.join(str(m) for m in messages)}")
+    v = query.validated_data
     return {
-        "objectives": objectives,
-        "load": load,
-        "growth": growth or 1.0,
-        "spare": spare,
-        "at_concurrency": at_concurrency,
-        "at_rate": at_rate,
+        "objectives": v.get("slo"),
+        "load": v.get("load"),
+        "growth": v.get("growth") or 1.0,
+        "spare": v.get("headroom"),
+        "at_concurrency": v.get("at_concurrency"),
+        "at_rate": v.get("at_rate"),
     }
