@@ -61,6 +61,7 @@ bench: install
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/dashboard.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/alerts.py
 	$(BIN)/python bench/gate_quality.py
+	$(BIN)/python bench/planner.py --no-demo
 
 # Re-pin after changing pyproject.toml: runtime (the image) and dev (make install, CI).
 lock: install

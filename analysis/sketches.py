@@ -271,3 +271,22 @@ def summary(sketch: DDSketch) -> dict[str, float | int | None]:
         "min": None if empty else float(sketch._min),
         "max": None if empty else float(sketch._max),
     }
+
+
+def share_at_most(sketch: DDSketch, limit: float) -> float | None:
+    """The share of the sketch's values at or below `limit` (within the sketch's relative
+    accuracy), by bisection over its public quantile function; None for an empty sketch."""
+    if sketch.count == 0:
+        return None
+    low, high = 0.0, 1.0
+    if sketch.get_quantile_value(0.0) > limit:
+        return 0.0
+    if sketch.get_quantile_value(1.0) <= limit:
+        return 1.0
+    for _ in range(30):  # 2^-30 of the quantile range: far below any run's 1 / count
+        mid = (low + high) / 2
+        if sketch.get_quantile_value(mid) <= limit:
+            low = mid
+        else:
+            high = mid
+    return low

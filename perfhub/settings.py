@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "loadtests",
     "collectors",
     "alerts",
+    "planning",
     "dashboards",
 ]
 
@@ -343,6 +344,9 @@ PERFHUB_DOSSIER_FRAGMENTS = {
 # baseline older than this many days is stale.
 PERFHUB_CLAIMS_WINDOW_MINUTES = env_int("PERFHUB_CLAIMS_WINDOW_MINUTES", 60)
 PERFHUB_BASELINE_STALE_DAYS = env_int("PERFHUB_BASELINE_STALE_DAYS", 90)
+
+# Capacity planner: the share of each replica's measured capacity kept free in a plan.
+PERFHUB_PLANNER_HEADROOM = env_float("PERFHUB_PLANNER_HEADROOM", 0.2)
 
 # Collectors: per-host minute roll-ups are kept this long (hourly roll-ups are kept); pulls of
 # engine/exporter/agent URLs time out after this many seconds.

@@ -28,11 +28,13 @@ urlpatterns = [
     path("api/docs/", ApiDocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("loadtests.api_urls")),
     path("api/v1/", include("collectors.api_urls")),
+    path("api/v1/", include("planning.api_urls")),
     path("collectors/", include("collectors.urls")),
     path("alerts/", include("alerts.urls")),
     path("dashboards/", include("dashboards.urls")),
     path("", dashboards_views.home, name="home"),
     path("", include("loadtests.urls")),
+    path("", include("planning.urls")),
     path("", include("dossiers.urls")),
 ]
 

@@ -127,6 +127,12 @@ def _post_file(path: str) -> Callable:
     return act
 
 
+def _plan(client, world) -> str:
+    response = client.get("/api/v1/services/chat-7b/plan/", {"load": "1"})
+    # 422: authorized and answered; this world's service has one run, so no sweep to plan from.
+    return "yes" if response.status_code == 422 else outcome(response)
+
+
 def _ingest(client, world) -> str:
     return outcome(client.post("/api/v1/ingest/", make_batch(), content_type="application/json"))
 
@@ -157,6 +163,7 @@ ACTIONS: dict[str, Callable[[Client, dict], str]] = {
     "dossier-edit": _page("/services/chat-7b/narrative/edit/"),
     "ingest": _ingest,
     "metrics-read": _page("/api/v1/services/chat-7b/metrics/"),
+    "plan-read": _plan,
     "loadtest-import": _post_file("/api/v1/services/chat-7b/loadtests/"),
     "baseline-promote": _post_file("/api/v1/services/chat-7b/loadtests/?baseline=1"),
     "gate": _post_file("/api/v1/services/chat-7b/gate/"),

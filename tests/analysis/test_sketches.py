@@ -167,3 +167,10 @@ def test_loads_refuses_a_truncated_sketch():
     raw = zlib.decompress(sketches.dumps(sketches.from_values([1.0, 2.0, 3.0])))
     with pytest.raises(ValueError, match="truncated"):
         sketches.loads(zlib.compress(raw[:-4]))
+
+
+def test_share_at_most_a_limit_reads_the_sketch_cdf():
+    from analysis.sketches import from_values, share_at_most
+
+    sketch = from_values(range(1, 101))  # 1..100 ms
+    assert share_at_most(sketch, 50) == pytest.approx(0.50, abs=0.02)

@@ -1,0 +1,171 @@
+"""How well the capacity planner predicts the highest load meeting an SLO: leave-one-out.
+
+For every sweep in the corpus (tests/fixtures/sweeps/*.json: real published sweeps, see the
+README there; and the demo's vllm-bench sweep files), hold out each interior point in turn, fit
+the curves on the other points, set the SLO at the held-out point's measured percentiles, and
+compare the predicted highest load with the point's measured load. Printed for the planner
+(`analysis.capacity`) and for plain log-log interpolation between the held-out point's two
+neighbours, on the same trials:
+
+- within 10% / within 20%: the share of held-out points whose predicted load is that close;
+- coverage: the share whose measured load lies in the stated 80% interval (planner only).
+
+Two ways to set the SLO: "all" takes every percentile the point carries as one objective each
+(the planner's answer is the lowest crossing), "each" one objective at a time.
+
+    .venv/bin/python bench/planner.py                 # the table
+    .venv/bin/python bench/planner.py --calibrate     # also search the interval's factor
+    .venv/bin/python bench/planner.py --corpus DIR    # another folder of sweep JSON files
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from analysis import capacity
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "fixtures" / "sweeps"
+DEMO = ROOT / "demo" / "loadtests"
+METRICS = ("ttft", "tpot", "e2e")
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
+
+
+def _vllm_point(run: dict) -> dict:
+    point = {"completed": run.get("completed")}
+    if run.get("max_concurrency") and str(run.get("request_rate")) == "inf":
+        point["concurrency"] = run["max_concurrency"]
+    else:
+        point["request_rate"] = float(run["request_rate"])
+    for metric, key in (("ttft", "ttft"), ("tpot", "tpot"), ("e2e", "e2el")):
+        for p in QUANTILES:
+            value = run.get(f"{p}_{key}_ms") or (
+                run.get(f"median_{key}_ms") if p == "p50" else None
+            )
+            if value:
+                point[f"{metric}_{p}_ms"] = value
+    return point
+
+
+def load_corpus(folder: Path = CORPUS, demo: Path | None = DEMO) -> list[dict]:
+    """Sweeps as {name, axis, points: [{concurrency|request_rate, completed, <metric>_<p>_ms}]}."""
+    sweeps = []
+    for path in sorted(folder.glob("*.json")):
+        sweeps.extend(json.loads(path.read_text()))
+    if demo is not None:
+        for path in sorted(demo.glob("*/*sweep*.jsonl")):
+            runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            points = [_vllm_point(r) for r in runs]
+            axis = "concurrency" if "concurrency" in points[0] else "request_rate"
+            sweeps.append({"name": f"demo {path.name}", "axis": axis, "points": points})
+    return sweeps
+
+
+def curve_points(sweep: dict, metric: str, p: str, skip: int | None) -> list[capacity.Point]:
+    axis = sweep["axis"]
+    out = []
+    for i, point in enumerate(sweep["points"]):
+        value = point.get(f"{metric}_{p}_ms")
+        if i == skip or not value or value <= 0:
+            continue
+        p50 = point.get(f"{metric}_p50_ms")
+        sigma = None
+        if p50 and p50 > 0 and p != "p50" and value > p50:
+            sigma = math.log(value / p50) / capacity.percentile_z(QUANTILES[p])
+        count = point.get("completed")
+        out.append(capacity.Point(point[axis], value, int(count) if count else None, sigma))
+    return out
+
+
+def trials(sweeps: list[dict], mode: str):
+    """(sweep name, measured load, [(objective name, limit, held-out curve points, q)],
+    neighbours) for every interior point of every sweep."""
+    for sweep in sweeps:
+        axis = sweep["axis"]
+        pts = sorted(sweep["points"], key=lambda p: p[axis])
+        sweep = {**sweep, "points": pts}
+        for i in range(1, len(pts) - 1):
+            held = pts[i]
+            objectives = []
+            for metric in METRICS:
+                for p, q in QUANTILES.items():
+                    key = f"{metric}_{p}_ms"
+                    if not held.get(key) or held[key] <= 0:
+                        continue
+                    rest = curve_points(sweep, metric, p, skip=i)
+                    if len(rest) < 2 or not (pts[i - 1].get(key) and pts[i + 1].get(key)):
+                        continue
+                    neighbours = (
+                        (pts[i - 1][axis], pts[i - 1][key]),
+                        (pts[i + 1][axis], pts[i + 1][key]),
+                    )
+                    objectives.append((key, held[key], rest, q, neighbours))
+            if not objectives:
+                continue
+            if mode == "all":
+                yield sweep["name"], held[axis], objectives
+            else:
+                for objective in objectives:
+                    yield sweep["name"], held[axis], [objective]
+
+
+def run(sweeps: list[dict], mode: str, calibration: float) -> dict:
+    n = hit10 = hit20 = base10 = base20 = covered = 0
+    for _, measured, objectives in trials(sweeps, mode):
+        curves = {}
+        base = math.inf
+        for key, limit, rest, q, ((x0, y0), (x1, y1)) in objectives:
+            curves[key] = (capacity.fit_curve(rest, q), limit)
+            base = min(base, capacity.loglog_between(x0, y0, x1, y1, limit))
+        result = capacity.max_load(curves, calibration=calibration)
+        predicted = result.load.value if result.load else 0.0
+        n += 1
+        error = abs(predicted / measured - 1)
+        hit10 += error <= 0.10
+        hit20 += error <= 0.20
+        berror = abs(base / measured - 1)
+        base10 += berror <= 0.10
+        base20 += berror <= 0.20
+        if result.load and result.load.low <= measured <= result.load.high:
+            covered += 1
+    return {
+        "points": n,
+        "within10": hit10 / n,
+        "within20": hit20 / n,
+        "coverage": covered / n,
+        "loglog_within10": base10 / n,
+        "loglog_within20": base20 / n,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--no-demo", action="store_true", help="leave the demo's sweeps out")
+    parser.add_argument("--calibrate", action="store_true")
+    args = parser.parse_args()
+    sweeps = load_corpus(args.corpus, None if args.no_demo else DEMO)
+    print(f"{len(sweeps)} sweeps, {sum(len(s['points']) for s in sweeps)} points")
+    for mode in ("all", "each"):
+        r = run(sweeps, mode, capacity.CALIBRATION)
+        print(
+            f"SLO={mode:4} held-out points {r['points']:4}: planner within 10% "
+            f"{r['within10']:.0%}, within 20% {r['within20']:.0%}, 80% interval covers "
+            f"{r['coverage']:.0%} | log-log neighbours within 10% {r['loglog_within10']:.0%}, "
+            f"within 20% {r['loglog_within20']:.0%}"
+        )
+    if args.calibrate:
+        for factor in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0):
+            r = run(sweeps, "all", factor)
+            print(f"calibration {factor:4}: coverage {r['coverage']:.0%}")
+
+
+if __name__ == "__main__":
+    main()

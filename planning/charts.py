@@ -1,0 +1,105 @@
+"""The planner page's figure: each fitted percentile against load with its 80% band, the
+measured points, the SLO lines and the chosen operating point."""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from analysis import capacity
+from planning.plan import Plan
+
+COLORS = {"p50": "#1f77b4", "p90": "#ff7f0e", "p99": "#d62728"}
+TITLES = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "End-to-end"}
+
+
+def plan_figure(plan: Plan) -> go.Figure:
+    per = plan.per_replica
+    metrics = [m for m in ("ttft", "tpot", "e2e") if any(n.startswith(m) for n in per.curves)]
+    fig = make_subplots(
+        rows=len(metrics),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.06,
+        subplot_titles=[f"{TITLES[m]} (ms)" for m in metrics],
+    )
+    z = capacity.percentile_z(0.5 + capacity.LEVEL / 2)
+    limits = {o.name: o.limit_ms for o in plan.objectives}
+    for row, metric in enumerate(metrics, start=1):
+        for percentile, color in COLORS.items():
+            curve = per.curves.get(f"{metric}_{percentile}_ms")
+            if curve is None:
+                continue
+            xs = [curve.x_min * (curve.x_max / curve.x_min) ** (i / 60) for i in range(61)]
+            ys = [curve.predict(x) for x in xs]
+            spread = [math.exp(z * capacity.CALIBRATION * curve.noise_at(x)) for x in xs]
+            label = f"{TITLES[metric]} {percentile.upper()}"
+            fig.add_trace(
+                go.Scatter(
+                    x=xs + xs[::-1],
+                    y=[y * s for y, s in zip(ys, spread, strict=True)]
+                    + [y / s for y, s in zip(ys[::-1], spread[::-1], strict=True)],
+                    fill="toself",
+                    line={"width": 0},
+                    fillcolor=color,
+                    opacity=0.15,
+                    name=f"{label} 80% band",
+                    showlegend=False,
+                    hoverinfo="skip",
+                ),
+                row=row,
+                col=1,
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines",
+                    line={"color": color},
+                    name=f"{label} fit",
+                    hovertemplate="%{x:.3g}: %{y:,.0f} ms<extra>" + label + " fit</extra>",
+                ),
+                row=row,
+                col=1,
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=[p.x for p in curve.points],
+                    y=[p.value_ms for p in curve.points],
+                    mode="markers",
+                    marker={"color": color},
+                    name=f"{label} measured",
+                    hovertemplate="%{x:.3g}: %{y:,.0f} ms<extra>" + label + " measured</extra>",
+                ),
+                row=row,
+                col=1,
+            )
+            limit = limits.get(f"{metric}_{percentile}_ms")
+            if limit:
+                fig.add_hline(
+                    y=limit,
+                    line={"dash": "dash", "color": color},
+                    row=row,
+                    col=1,
+                    annotation_text=f"SLO {label} {limit:g} ms",
+                )
+        fig.update_yaxes(type="log", row=row, col=1)
+    if per.result.load is not None:
+        fig.add_vline(
+            x=per.result.load.value,
+            line={"color": "#2ca02c"},
+            annotation_text="operating limit",
+            annotation_position="top",
+        )
+        fig.add_vrect(
+            x0=per.result.load.low,
+            x1=per.result.load.high,
+            fillcolor="#2ca02c",
+            opacity=0.08,
+            line_width=0,
+        )
+    fig.update_xaxes(title_text=plan.sweep.axis_label, row=len(metrics), col=1)
+    fig.update_layout(height=260 * len(metrics) + 80, margin={"t": 40, "l": 60, "r": 20})
+    return fig

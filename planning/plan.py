@@ -1,0 +1,467 @@
+"""The capacity plan of a service: from its measured sweep to replicas, GPUs and money at an SLO.
+
+One function builds it (`plan_for`), and the page, the API and `manage.py plan_capacity` all
+show its `to_dict()` or its fields, so they agree. The maths is `analysis.capacity`; this module
+picks the sweep, turns runs into points, reads the forecast and does the arithmetic:
+
+    per-replica load   = highest load meeting every objective (80% interval), from the sweep
+    planned per replica = that rate x (1 - headroom)
+    replicas           = ceil(forecast req/s / planned per replica)
+    GPUs               = replicas x the service's GPUs per replica
+    GPU-hours / month  = GPUs x 730.5 h;  cost / month = GPU-hours x the service's GPU-hour price
+    margin             = 1 - cost / (forecast tokens per month / 1e6 x price per Mtok)
+
+Intervals carry through: the replicas' low uses the per-replica high and the other way round.
+Everything is "baseline" in the method's sense: one replica as measured in the sweep, the
+client's clock (the load-test tool's percentiles), not the engine's histograms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.utils import timezone
+
+from analysis import capacity
+from analysis.capacity import BELOW, BEYOND, WITHIN, Estimate
+from analysis.percentiles import QUANTILE_OF
+from collectors.models import HOUR, ServiceMergedRollup
+from dossiers.models import Service
+from loadtests.models import LoadTest
+from loadtests.sweeps import CONCURRENCY, RATE, Sweep, sweeps_for_service
+from planning.goodput import RunGoodput, sweep_goodput
+from planning.objectives import Objective, service_objectives
+
+HOURS_PER_MONTH = 730.5  # 365.25 days x 24 h / 12
+FORECAST_DAYS = 28
+FORECAST_QUANTILE = 0.95  # of the hourly request rates over FORECAST_DAYS
+
+
+def headroom() -> float:
+    """The share of each replica's capacity kept free (PERFHUB_PLANNER_HEADROOM, 0.2)."""
+    return float(getattr(settings, "PERFHUB_PLANNER_HEADROOM", 0.2))
+
+
+class PlanError(ValueError):
+    """The service cannot be planned (no usable sweep, bad input); one line saying why."""
+
+
+@dataclass(frozen=True)
+class Count:
+    """A whole number with its interval (replicas, GPUs)."""
+
+    value: int
+    low: int
+    high: int | None  # None: the per-replica interval reaches below the sweep (no upper bound)
+    level: float = capacity.LEVEL
+
+    def to_dict(self) -> dict:
+        return {"value": self.value, "low": self.low, "high": self.high, "level": self.level}
+
+
+@dataclass(frozen=True)
+class Forecast:
+    requests_per_s: float
+    source: str  # "given", or how it was read from live traffic
+    peak_requests_per_s: float | None = None  # the live 95th percentile before growth
+    growth: float = 1.0
+
+    def to_dict(self) -> dict:
+        return {
+            "requests_per_s": round(self.requests_per_s, 4),
+            "source": self.source,
+            "live_p95_hourly_requests_per_s": self.peak_requests_per_s,
+            "growth": self.growth,
+        }
+
+
+def live_forecast(service: Service, growth: float = 1.0) -> Forecast | None:
+    """The 95th percentile of the service's hourly request rates (summed over its hosts) over
+    the last 28 days, times `growth`; None without live traffic."""
+    since = timezone.now() - timedelta(days=FORECAST_DAYS)
+    rates = list(
+        ServiceMergedRollup.objects.filter(
+            service=service, resolution_s=HOUR, start__gte=since, qps__isnull=False
+        ).values_list("qps", flat=True)
+    )
+    if not rates:
+        return None
+    peak = float(np.quantile(rates, FORECAST_QUANTILE))
+    return Forecast(
+        peak * growth,
+        f"live: 95th percentile of {len(rates)} hourly request rates over the last "
+        f"{FORECAST_DAYS} days, x{growth:g} growth",
+        peak,
+        growth,
+    )
+
+
+# --- Curves from a sweep ------------------------------------------------------------------------
+
+
+def _runs(sweep: Sweep) -> list[LoadTest]:
+    return list(sweep.runs) + list(sweep.replicates)
+
+
+def curve_points(sweep: Sweep, metric: str, percentile: str) -> list[capacity.Point]:
+    """One point per run carrying the percentile: its load, value, request count and the
+    log-spread of its distribution (from its P50 of the same metric)."""
+    points = []
+    z = capacity.percentile_z(capacity_quantile(percentile))
+    for run in _runs(sweep):
+        value = run.latency(metric, percentile)
+        if not value or value <= 0:
+            continue
+        p50 = run.latency(metric, "p50")
+        sigma = math.log(value / p50) / z if p50 and 0 < p50 < value and z > 0 else None
+        points.append(capacity.Point(sweep.x(run), value, run.request_count, sigma))
+    return points
+
+
+def capacity_quantile(percentile: str) -> float:
+    return QUANTILE_OF[percentile]
+
+
+def fit(sweep: Sweep, metric: str, percentile: str) -> capacity.Curve | None:
+    points = curve_points(sweep, metric, percentile)
+    if len({p.x for p in points}) < 2:
+        return None
+    return capacity.fit_curve(points, capacity_quantile(percentile))
+
+
+def usable_sweeps(service: Service) -> list[Sweep]:
+    """The service's sweeps with a latency percentile at two loads or more, fullest first."""
+    found = []
+    for sweep in sweeps_for_service(service):
+        if any(fit(sweep, m, "p99") or fit(sweep, m, "p50") for m in ("ttft", "tpot", "e2e")):
+            found.append(sweep)
+    found.sort(key=lambda s: (-len(s.runs), -max(r.measured_at.timestamp() for r in s.runs)))
+    return found
+
+
+def choose_sweep(service: Service, axis: str | None = None) -> Sweep:
+    sweeps = usable_sweeps(service)
+    if axis is not None:
+        sweeps = [s for s in sweeps if s.axis == axis]
+    if not sweeps:
+        what = {None: "", CONCURRENCY: "concurrency ", RATE: "request-rate "}[axis]
+        raise PlanError(
+            f"{service.slug} has no usable {what}sweep: import load tests of one configuration "
+            "at two loads or more (concurrency or request rate) first"
+        )
+    return sweeps[0]
+
+
+# --- Per replica ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PerReplica:
+    axis: str
+    result: capacity.MaxLoad
+    max_concurrency: Estimate | None
+    max_request_rate: Estimate | None
+    curves: dict[str, capacity.Curve]
+    missing: tuple[str, ...]  # objectives the sweep's runs do not carry
+
+    @property
+    def limited_by(self) -> str | None:
+        return self.result.limited_by
+
+    def to_dict(self) -> dict:
+        return {
+            "axis": self.axis,
+            "status": self.result.status,
+            "message": self.result.message,
+            "max_request_rate": self.max_request_rate.to_dict() if self.max_request_rate else None,
+            "max_concurrency": self.max_concurrency.to_dict() if self.max_concurrency else None,
+            "limited_by": self.limited_by,
+            "objectives_not_measured": list(self.missing),
+            "measured_up_to": self.result.x_max,
+        }
+
+
+def _throughput_at(sweep: Sweep, load: Estimate) -> Estimate | None:
+    """Request rate a replica serves at a concurrency (monotone interpolation of measured QPS)."""
+    runs = [r for r in sweep.runs if r.qps]
+    if len(runs) < 2:
+        return None
+    xs = [sweep.x(r) for r in runs]
+    qps = [r.qps for r in runs]
+
+    def at(x: float) -> float:
+        return capacity.monotone_interpolate(xs, qps, x)
+
+    return Estimate(at(load.value), at(load.low), at(load.high), load.level)
+
+
+def _concurrency_at(curves: dict[str, capacity.Curve], load: Estimate) -> Estimate | None:
+    """Little's law: requests in flight = rate x latency, with the fitted median end-to-end."""
+    e2e = curves.get("e2e_p50_ms")
+    if e2e is None:
+        return None
+
+    def at(rate: float) -> float:
+        return rate * e2e.predict(rate) / 1000
+
+    return Estimate(at(load.value), at(load.low), at(load.high), load.level)
+
+
+def per_replica(sweep: Sweep, objectives: list[Objective]) -> PerReplica:
+    if not objectives:
+        raise PlanError("no objective to plan for: give --slo NAME=MS or set the service's SLO")
+    curves: dict[str, capacity.Curve] = {}
+    limits: dict[str, tuple[capacity.Curve, float]] = {}
+    missing = []
+    for objective in objectives:
+        curve = fit(sweep, objective.metric, objective.percentile)
+        if curve is None:
+            missing.append(objective.name)
+            continue
+        curves[objective.name] = curve
+        limits[objective.name] = (curve, objective.limit_ms)
+    for metric in ("ttft", "tpot", "e2e"):
+        for percentile in ("p50", "p90", "p99"):
+            name = f"{metric}_{percentile}_ms"
+            if name not in curves and (curve := fit(sweep, metric, percentile)) is not None:
+                curves[name] = curve
+    if not limits:
+        raise PlanError(
+            f"the sweep's runs carry none of the objectives ({', '.join(missing)}): "
+            "plan with an objective they measure"
+        )
+    result = capacity.max_load(limits)
+    rate = concurrency = None
+    if result.load is not None:
+        if sweep.axis == CONCURRENCY:
+            concurrency = result.load
+            rate = _throughput_at(sweep, result.load)
+        else:
+            rate = result.load
+            concurrency = _concurrency_at(curves, result.load)
+    return PerReplica(sweep.axis, result, concurrency, rate, curves, tuple(missing))
+
+
+def predict_at(per: PerReplica, x: float) -> dict[str, dict]:
+    """Each fitted percentile at load x, `{value, low, high, level}`; past the sweep: refused."""
+    z = capacity.percentile_z(0.5 + capacity.LEVEL / 2)
+    out = {}
+    for name, curve in sorted(per.curves.items()):
+        if x > curve.x_max or x < curve.x_min:
+            out[name] = {
+                "value": None,
+                "low": None,
+                "high": None,
+                "level": capacity.LEVEL,
+                "note": f"outside the measured loads {curve.x_min:g} to {curve.x_max:g}: "
+                f"measure up to {x:g} first",
+            }
+            continue
+        value = curve.predict(x)
+        spread = math.exp(z * capacity.CALIBRATION * curve.noise_at(x))
+        out[name] = Estimate(value, value / spread, value * spread).to_dict()
+    return out
+
+
+# --- The plan ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    service: Service
+    sweep: Sweep
+    objectives: list[Objective]
+    per_replica: PerReplica
+    forecast: Forecast | None
+    headroom: float
+    replicas: Count | None = None
+    gpus: Count | None = None
+    gpu_hours_per_month: Estimate | None = None
+    cost_per_month: Estimate | None = None
+    margin: Estimate | None = None
+    notes: list[str] = field(default_factory=list)
+    goodput: list[RunGoodput] = field(default_factory=list)
+    at_load: dict | None = None
+    at_load_x: float | None = None
+
+    @property
+    def runs(self) -> list[int]:
+        return sorted(r.pk for r in _runs(self.sweep))
+
+    @property
+    def currency(self) -> str:
+        return self.service.currency
+
+    def to_dict(self) -> dict:
+        data = {
+            "service": self.service.slug,
+            "sweep": {
+                "title": self.sweep.title,
+                "axis": self.sweep.axis,
+                "prompt_tokens": self.sweep.prompt_tokens,
+                "output_tokens": self.sweep.output_tokens,
+            },
+            "basis": "baseline: one replica as measured by the load-test tool (client clock)",
+            "objectives": [o.to_dict() for o in self.objectives],
+            "per_replica": self.per_replica.to_dict(),
+            "forecast": self.forecast.to_dict() if self.forecast else None,
+            "headroom": self.headroom,
+            "replicas": self.replicas.to_dict() if self.replicas else None,
+            "gpus": self.gpus.to_dict() if self.gpus else None,
+            "gpu_hours_per_month": _d(self.gpu_hours_per_month),
+            "cost_per_month": _d(self.cost_per_month),
+            "currency": self.currency,
+            "margin": _d(self.margin),
+            "runs": self.runs,
+            "goodput": [g.to_dict() for g in self.goodput],
+            "notes": self.notes,
+        }
+        if self.at_load is not None:
+            data["at"] = {self.sweep.axis: self.at_load_x, "percentiles": self.at_load}
+        return data
+
+
+def _d(value: Estimate | None) -> dict | None:
+    return value.to_dict() if value else None
+
+
+def _replicas(load: float, rate: Estimate, spare: float) -> Count:
+    def need(per: float) -> int | None:
+        usable = per * (1 - spare)
+        return max(1, math.ceil(load / usable - 1e-9)) if usable > 0 else None
+
+    return Count(need(rate.value), need(rate.high), need(rate.low), rate.level)
+
+
+def plan_for(
+    service: Service,
+    *,
+    objectives: list[Objective] | None = None,
+    load: float | None = None,
+    growth: float = 1.0,
+    spare: float | None = None,
+    at_concurrency: float | None = None,
+    at_rate: float | None = None,
+) -> Plan:
+    """The plan (module docstring). `objectives` default to the service's; `load` (req/s) to
+    the live forecast times `growth`. PlanError when there is no usable sweep."""
+    if load is not None and not (math.isfinite(load) and load > 0):
+        raise PlanError("load must be a positive number of requests per second")
+    if not (math.isfinite(growth) and growth > 0):
+        raise PlanError("growth must be a positive factor, e.g. 1.5")
+    spare = headroom() if spare is None else spare
+    if not 0 <= spare < 1:
+        raise PlanError("headroom must be between 0 and 1 (a share of each replica kept free)")
+    axis = CONCURRENCY if at_concurrency is not None else RATE if at_rate is not None else None
+    sweep = choose_sweep(service, axis)
+    objectives = service_objectives(service) if objectives is None else objectives
+    per = per_replica(sweep, objectives)
+    forecast = (
+        Forecast(load * growth, "given" + (f", x{growth:g} growth" if growth != 1 else ""))
+        if load is not None
+        else live_forecast(service, growth)
+    )
+    plan = Plan(service, sweep, objectives, per, forecast, spare)
+    plan.goodput = sweep_goodput(sweep, [o for o in objectives if o.name not in per.missing])
+    if axis is not None:
+        x = at_concurrency if axis == CONCURRENCY else at_rate
+        if not (math.isfinite(x) and x > 0):
+            raise PlanError("the load to predict at must be a positive number")
+        plan.at_load, plan.at_load_x = predict_at(per, x), x
+    if per.result.status == BEYOND:
+        plan.notes.append(per.result.message + " (replicas below are an upper bound)")
+        if forecast is not None and sweep.axis == RATE:
+            today = forecast.requests_per_s / service.replicas
+            if today > per.result.x_max:
+                plan.notes.append(
+                    f"measure up to {today:.3g} req/s first: the load each of today's "
+                    f"{service.replicas} replicas would carry"
+                )
+    if per.result.status == BELOW:
+        plan.notes.append(per.result.message)
+        return plan
+    if forecast is None:
+        plan.notes.append("no live traffic in the last 28 days: give a load to plan for")
+        return plan
+    rate = per.max_request_rate
+    if rate is None or rate.value <= 0:
+        plan.notes.append("the sweep's runs carry no request throughput: cannot size replicas")
+        return plan
+    plan.replicas = _replicas(forecast.requests_per_s, rate, spare)
+    g = service.gpus_per_replica
+    high = None if plan.replicas.high is None else plan.replicas.high * g
+    plan.gpus = Count(plan.replicas.value * g, plan.replicas.low * g, high)
+    if high is None:
+        plan.notes.append(
+            "the per-replica interval reaches below the lowest measured load: the high ends of "
+            "replicas, GPUs and cost are unknown until lower loads are measured"
+        )
+    plan.gpu_hours_per_month = Estimate(
+        plan.gpus.value * HOURS_PER_MONTH,
+        plan.gpus.low * HOURS_PER_MONTH,
+        math.inf if high is None else high * HOURS_PER_MONTH,
+    )
+    plan.cost_per_month = plan.gpu_hours_per_month.scaled(float(service.gpu_hour_price))
+    plan.margin = _margin(service, sweep, forecast.requests_per_s, plan.cost_per_month)
+    if per.result.status == WITHIN and (plan.replicas.high or math.inf) > plan.replicas.value * 2:
+        plan.notes.append("wide interval: the sweep is sparse or noisy near the limit")
+    return plan
+
+
+def _margin(service: Service, sweep: Sweep, load: float, cost: Estimate) -> Estimate | None:
+    """Margin at the service's price for the tokens the forecast load carries (token basis)."""
+    if service.price_per_mtok is None or not sweep.output_tokens:
+        return None
+    per_request = sweep.output_tokens
+    if service.token_basis == Service.TokenBasis.TOTAL:
+        if sweep.prompt_tokens is None:
+            return None
+        per_request += sweep.prompt_tokens
+    revenue = load * per_request * 3600 * HOURS_PER_MONTH / 1e6 * float(service.price_per_mtok)
+    if revenue <= 0:
+        return None
+    return Estimate(1 - cost.value / revenue, 1 - cost.high / revenue, 1 - cost.low / revenue)
+
+
+# --- Across services: the same model on other GPU types or configurations ------------------------
+
+
+@dataclass(frozen=True)
+class Alternative:
+    service: Service
+    plan: Plan | None
+    problem: str = ""
+
+    @property
+    def holds(self) -> bool:
+        return self.plan is not None and self.plan.cost_per_month is not None
+
+
+def alternatives(plan: Plan) -> list[Alternative]:
+    """Every service serving the same model, planned for this plan's load and objectives;
+    cheapest first (those that cannot hold the SLO, or have no sweep, last)."""
+    if plan.forecast is None:
+        return []
+    rows = []
+    others = Service.objects.filter(model_name__iexact=plan.service.model_name).order_by("slug")
+    for other in others:
+        try:
+            other_plan = plan_for(
+                other,
+                objectives=plan.objectives,
+                load=plan.forecast.requests_per_s,
+                spare=plan.headroom,
+            )
+        except PlanError as exc:
+            rows.append(Alternative(other, None, str(exc)))
+            continue
+        rows.append(Alternative(other, other_plan, "; ".join(other_plan.notes)))
+    rows.sort(key=lambda a: (not a.holds, a.plan.cost_per_month.value if a.holds else math.inf))
+    return rows
+
+
+__all__ = ["BELOW", "BEYOND", "WITHIN", "Plan", "PlanError", "alternatives", "plan_for"]

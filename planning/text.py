@@ -1,0 +1,47 @@
+"""The plan as plain text lines (the command's default output)."""
+
+from __future__ import annotations
+
+from analysis.capacity import Estimate
+from planning.plan import Plan
+
+
+def _e(estimate: Estimate | None, digits: int = 3, unit: str = "") -> str:
+    if estimate is None:
+        return "-"
+    d = estimate.to_dict(digits)
+    high = "unbounded" if d["high"] is None else f"{d['high']:,}"
+    return f"{d['value']:,}{unit} ({d['low']:,} to {high}, {d['level']:.0%} interval)"
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    per = plan.per_replica
+    lines = [
+        f"{plan.service.slug}: {plan.sweep.title} (runs {', '.join(map(str, plan.runs))})",
+        "objectives: " + (", ".join(o.label for o in plan.objectives) or "-"),
+        f"per replica: {per.result.message}",
+        f"  max request rate: {_e(per.max_request_rate, unit=' req/s')}",
+        f"  max concurrency:  {_e(per.max_concurrency)}",
+    ]
+    if plan.forecast:
+        lines.append(f"load: {plan.forecast.requests_per_s:,.3g} req/s ({plan.forecast.source})")
+    if plan.replicas:
+        r, g = plan.replicas, plan.gpus
+        lines += [
+            f"replicas: {r.value} ({r.low} to {r.high or '?'}) at {plan.headroom:.0%} headroom; "
+            f"GPUs: {g.value} ({g.low} to {g.high or '?'}) x {plan.service.gpu_model}",
+            f"cost per month: {_e(plan.cost_per_month, 4, ' ' + plan.currency)}",
+        ]
+    if plan.margin:
+        lines.append(f"margin at the service's price: {_e(plan.margin, 2)}")
+    if plan.at_load is not None:
+        lines.append(f"predicted at {plan.sweep.axis} {plan.at_load_x:g}:")
+        for name, value in plan.at_load.items():
+            shown = (
+                "-"
+                if value["value"] is None
+                else f"{value['value']:,} ms ({value['low']:,} to {value['high']:,})"
+            )
+            lines.append(f"  {name}: {shown}{' — ' + value['note'] if value.get('note') else ''}")
+    lines += [f"note: {n}" for n in plan.notes]
+    return lines

@@ -1,0 +1,112 @@
+"""analysis.capacity: curves across a sweep, the highest load meeting a limit, intervals."""
+
+import itertools
+import math
+
+import pytest
+
+from analysis import capacity
+from analysis.capacity import BELOW, BEYOND, WITHIN, Point
+
+
+def queue_points(xs, count=1000, a=100.0, b=400.0, k=2.0, x_scale=64.0):
+    return [Point(x, a + b * (x / x_scale) ** k, count) for x in xs]
+
+
+XS = [1, 2, 4, 8, 16, 32, 64]
+
+
+def test_the_highest_load_meeting_the_limit_is_where_a_clean_curve_reaches_it():
+    curve = capacity.fit_curve(queue_points(XS), 0.99)
+    found = capacity.crossing(curve, 200.0)  # 100 + 400 (x/64)^2 = 200 at x = 32
+    assert found.status == WITHIN
+    assert found.load.value == pytest.approx(32, rel=0.02)
+
+
+def test_the_fit_never_falls_with_load_even_when_a_point_dips():
+    points = queue_points(XS)
+    points[4] = Point(16, 60.0, 1000)  # a noisy dip below the unloaded latency
+    curve = capacity.fit_curve(points, 0.99)
+    values = [curve.predict(x) for x in range(1, 65)]
+    assert all(later >= earlier for earlier, later in itertools.pairwise(values))
+
+
+def test_a_limit_held_at_the_last_measured_load_is_not_extrapolated():
+    curve = capacity.fit_curve(queue_points(XS), 0.99)
+    result = capacity.max_load({"ttft_p99_ms": (curve, 10_000.0)})
+    assert result.status == BEYOND and result.load.value == 64 and result.load.high == 64
+    assert "measure beyond 64" in result.message
+
+
+def test_a_limit_broken_at_the_lowest_load_gives_no_number():
+    curve = capacity.fit_curve(queue_points(XS), 0.99)
+    result = capacity.max_load({"ttft_p99_ms": (curve, 50.0)})
+    assert result.status == BELOW and result.load is None
+    assert "lowest measured load" in result.message
+
+
+def test_the_objective_crossed_first_binds():
+    ttft = capacity.fit_curve(queue_points(XS), 0.99)
+    tpot = capacity.fit_curve(queue_points(XS, a=10, b=40), 0.99)
+    result = capacity.max_load({"ttft_p99_ms": (ttft, 400.0), "tpot_p99_ms": (tpot, 20.0)})
+    assert result.limited_by == "tpot_p99_ms"  # 20 ms is reached at x = 32, 400 ms at 55
+
+
+def test_the_interval_holds_the_value_and_states_its_level():
+    curve = capacity.fit_curve(queue_points(XS, count=50), 0.99)
+    load = capacity.crossing(curve, 200.0).load
+    assert load.low < load.value < load.high and load.level == 0.8
+
+
+def test_fewer_requests_per_point_widen_the_interval():
+    many = capacity.crossing(capacity.fit_curve(queue_points(XS, count=5000), 0.99), 300.0)
+    few = capacity.crossing(capacity.fit_curve(queue_points(XS, count=20), 0.99), 300.0)
+    assert few.load.high - few.load.low > many.load.high - many.load.low
+
+
+def test_a_percentile_over_few_requests_pulls_the_fit_less():
+    points = queue_points(XS)
+    outlier = Point(16, 400.0, 10)  # the true value is 125 ms; this P99 rests on 10 requests
+    curve = capacity.fit_curve([*points[:4], outlier, *points[5:]], 0.99)
+    assert curve.predict(16) < 200
+
+
+def test_repeated_runs_at_one_load_count_as_one_point_with_their_spread():
+    points = [*queue_points(XS), Point(16, 150.0, 1000)]
+    curve = capacity.fit_curve(points, 0.99)
+    assert len(curve.points) == len(XS)
+    assert curve.log_se[4] > curve.log_se[3]
+
+
+def test_a_bad_point_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"points\[1\]\.value_ms"):
+        capacity.fit_curve([Point(1, 10.0), Point(2, -1.0)], 0.99)
+
+
+def test_loglog_interpolation_between_neighbours():
+    # 100 ms at 10, 400 ms at 40: a straight line of slope 1 in log-log reaches 200 at 20.
+    assert capacity.loglog_between(10, 100, 40, 400, 200) == pytest.approx(20)
+
+
+def test_throughput_interpolation_ignores_a_dip():
+    assert capacity.monotone_interpolate([1, 2, 4], [10, 8, 20], 2) >= 8.9
+
+
+def test_standard_error_of_a_p99_falls_with_the_square_root_of_requests():
+    ratio = capacity.percentile_log_se(0.99, 100, 0.5) / capacity.percentile_log_se(0.99, 400, 0.5)
+    assert ratio == pytest.approx(2.0) and math.isfinite(ratio)
+
+
+def test_objectives_binding_at_the_same_load_are_tied_not_the_lowest_of_both():
+    ttft = capacity.fit_curve(queue_points(XS, count=50), 0.99)
+    e2e = capacity.fit_curve(queue_points(XS, count=50, a=1000, b=4000), 0.99)
+    result = capacity.max_load({"ttft_p99_ms": (ttft, 200.0), "e2e_p99_ms": (e2e, 2000.0)})
+    assert "tied with" in result.message
+    assert result.load.value == pytest.approx(32, rel=0.05)
+
+
+def test_a_rate_sweep_near_saturation_is_fitted_by_a_filling_queue():
+    # latency = 100 + 20 / (1 - x / 10): the queue shape; the limit 300 ms is reached at 9.
+    points = [Point(x, 100 + 20 / (1 - x / 10), 1000) for x in (1, 2, 4, 6, 8, 9.5)]
+    curve = capacity.fit_curve([p for p in points if p.x != 9], 0.99)
+    assert capacity.crossing(curve, 300.0).load.value == pytest.approx(9, rel=0.03)

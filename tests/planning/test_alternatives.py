@@ -1,0 +1,63 @@
+"""The same model on other GPU types: planned for the same load and objectives, cheapest first;
+and the fleet's plans page."""
+
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+
+from dossiers.models import Service
+from planning.plan import alternatives, plan_for
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def pricier_twin(swept, fixtures_dir):
+    """The same model and sweep on a GPU three times the price."""
+    twin = Service.objects.create(
+        slug="chat-7b-h100",
+        name="Chat 7B on H100",
+        team=swept.team,
+        model_name=swept.model_name,
+        model_params_b=swept.model_params_b,
+        engine="vllm",
+        gpu_model="NVIDIA H100 80GB",
+        gpu_hour_price=Decimal("30"),
+        price_per_mtok=Decimal("5"),
+        slo_p99_ttft_ms=500,
+    )
+    path = fixtures_dir / "loadtests" / "vllm-bench-concurrency-sweep.jsonl"
+    call_command("import_loadtest", str(path), "--service", twin.slug, stdout=None)
+    return twin
+
+
+def test_services_serving_the_same_model_are_ranked_by_cost(swept, pricier_twin):
+    from planning.objectives import parse_objectives
+
+    plan = plan_for(swept, objectives=parse_objectives(["ttft_p99_ms=300"]), load=10)
+    rows = alternatives(plan)
+    assert [r.service.slug for r in rows] == [swept.slug, pricier_twin.slug]
+    assert rows[1].plan.cost_per_month.value == pytest.approx(3 * rows[0].plan.cost_per_month.value)
+
+
+def test_a_service_without_a_sweep_is_listed_last_saying_why(swept, pricier_twin):
+    pricier_twin.load_tests.all().delete()
+    rows = alternatives(plan_for(swept, load=10))
+    assert rows[-1].service == pricier_twin and "no usable sweep" in rows[-1].problem
+
+
+def test_the_fleet_page_lists_every_service_with_its_plan_or_why_not(client, owner, swept):
+    client.force_login(owner)
+    Service.objects.create(
+        slug="no-sweep",
+        name="No Sweep",
+        team=swept.team,
+        model_name="m",
+        model_params_b=Decimal("1"),
+        engine="vllm",
+        gpu_model="L4",
+        gpu_hour_price=Decimal("1"),
+    )
+    page = client.get("/planner/").content.decode()
+    assert "Chat 7B" in page and "no usable sweep" in page

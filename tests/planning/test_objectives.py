@@ -1,0 +1,35 @@
+"""Objectives in the `ttft_p99_ms=500` form, and a service's default objectives."""
+
+import pytest
+
+from planning.objectives import ObjectiveError, parse_objectives, service_objectives
+
+
+def test_objectives_are_read_from_name_equals_milliseconds():
+    (objective,) = parse_objectives(["ttft_p99_ms=500"])
+    assert (objective.metric, objective.percentile, objective.limit_ms) == ("ttft", "p99", 500)
+
+
+def test_the_stricter_of_two_limits_on_one_percentile_stands():
+    (objective,) = parse_objectives(["tpot_p99_ms=50, tpot_p99_ms=40"])
+    assert objective.limit_ms == 40
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("ttft_p99_ms", "NAME=MS"),
+        ("latency_p99_ms=5", "metric must be one of"),
+        ("ttft_p42_ms=5", "percentile must be one of"),
+        ("ttft_p99_ms=fast", "'fast' is not a number"),
+        ("ttft_p99_ms=-5", "positive"),
+    ],
+)
+def test_a_bad_objective_is_refused_saying_what_is_wrong(text, names):
+    with pytest.raises(ObjectiveError, match=names):
+        parse_objectives([text])
+
+
+def test_a_service_plans_for_its_own_slo_by_default(service):
+    names = {o.name: o.limit_ms for o in service_objectives(service)}
+    assert names == {"ttft_p99_ms": 500, "tpot_p99_ms": 50, "e2e_p99_ms": 2000}
