@@ -16,6 +16,7 @@ from alerts.sources import ServiceWindow, baseline_costs
 from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
+from core.names import check_name
 from dossiers.templatetags.dossier_format import money, percent
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ KINDS: dict[str, RuleKind] = {}
 def register(cls: type[RuleKind]) -> type[RuleKind]:
     """Class decorator: add a kind to the registry (its `name` must be new)."""
     kind = cls()
+    check_name(kind.name, what="rule kind")
     if kind.name in KINDS:
         raise ValueError(f"rule kind {kind.name!r} is already registered")
     KINDS[kind.name] = kind

@@ -19,6 +19,7 @@ from django.urls import reverse
 from alerts import kinds
 from analysis.alerting import Direction, Health, State, Thresholds
 from collectors.models import validate_http_url
+from core.names import NAME_MAX_LENGTH
 from dossiers.models import Service, Team
 from dossiers.outbound import OutboundRefused, check_url
 from dossiers.templatetags.dossier_format import ms, percent
@@ -33,7 +34,7 @@ class Severity(models.TextChoices):
 class Rule(models.Model):
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="alert_rules")
     name = models.CharField(max_length=120)
-    kind = models.CharField(max_length=20, choices=kinds.kind_choices)
+    kind = models.CharField(max_length=NAME_MAX_LENGTH, choices=kinds.kind_choices)
     threshold = models.FloatField()
     resolve_threshold = models.FloatField(
         null=True,

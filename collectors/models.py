@@ -19,6 +19,7 @@ from django.utils.timesince import timesince
 
 from collectors.exposition import engines
 from collectors.exposition.promql import parse_selector
+from core.names import NAME_MAX_LENGTH
 from dossiers.models import Service
 from dossiers.outbound import OutboundRefused, check_url
 
@@ -74,7 +75,7 @@ class Host(models.Model):
     last_seen_at = models.DateTimeField(null=True, blank=True)
 
     pull_url = models.URLField(blank=True, help_text="Leave blank for hosts that push.")
-    pull_kind = models.CharField(max_length=10, choices=pull_kind_choices, blank=True)
+    pull_kind = models.CharField(max_length=NAME_MAX_LENGTH, choices=pull_kind_choices, blank=True)
     pull_service = models.ForeignKey(
         Service,
         null=True,
@@ -313,7 +314,7 @@ class ScrapeWindow(models.Model):
     id = models.BigAutoField(primary_key=True)
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
-    source = models.CharField(max_length=10)
+    source = models.CharField(max_length=NAME_MAX_LENGTH)  # an engine or exporter name
     start_ts = models.DateTimeField()
     ts = models.DateTimeField(help_text="End of the window (the later scrape).")
     seconds = models.FloatField()
@@ -348,7 +349,7 @@ class ScrapeState(models.Model):
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
-    source = models.CharField(max_length=10)
+    source = models.CharField(max_length=NAME_MAX_LENGTH)  # an engine or exporter name
     ts = models.DateTimeField()
     exposition = models.TextField()
 
@@ -518,7 +519,7 @@ class PrometheusSource(models.Model):
         help_text="e.g. http://prometheus:9090",
     )
     engine = models.CharField(
-        max_length=20,
+        max_length=NAME_MAX_LENGTH,
         choices=engine_choices,
         default="vllm",
         help_text="Which mapping table reads its series (the engine registry).",

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
+from core.names import NAME_MAX_LENGTH
 from dossiers.models import Baseline, MeasuredRun, Service, Team
 
 
@@ -109,7 +110,7 @@ class LoadTest(MeasuredRun):
 
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="load_tests")
     label = models.CharField(max_length=200)
-    format = models.CharField(max_length=20)
+    format = models.CharField(max_length=NAME_MAX_LENGTH)
     tool_version = models.CharField(max_length=40, blank=True)
     source_name = models.CharField("file name", max_length=255, blank=True)
     content_sha256 = models.CharField(max_length=64)

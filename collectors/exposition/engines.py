@@ -67,6 +67,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from core.names import check_name
+
 Kind = Literal["counter", "histogram", "gauge", "histogram_sum"]
 
 COUNTERS = (
@@ -238,7 +240,9 @@ EXPORTERS = ("dcgm",)  # GPU exporters: parsed by `collectors.exposition.dcgm`, 
 
 
 def register(engine: Engine) -> Engine:
-    """Add an engine (a new module calls this once); its name must be new."""
+    """Add an engine (a new module calls this once); its name must be new and fit the columns
+    that store it (`core.names`), so a bad name fails here, not on its first push."""
+    check_name(engine.name, what="engine")
     if engine.name in ENGINES or engine.name in EXPORTERS:
         raise ValueError(f"engine {engine.name!r} is already registered")
     ENGINES[engine.name] = engine

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from core.names import check_name
+
 from .base import Document, LoadTestFormatError, ParsedRun
 
 
 @dataclass(frozen=True)
 class LoadTestFormat:
-    name: str  # what `--format` takes and `LoadTest.format` stores (max 20 characters)
+    name: str  # what `--format` takes and `LoadTest.format` stores (`core.names`)
     label: str  # how people call the tool, for forms and docs
     parse: Callable[[list[Document]], list[ParsedRun]]
     # Top-level keys that mark the tool's files; detection scores a file by how many it has.
@@ -49,8 +51,7 @@ _FORMATS: dict[str, LoadTestFormat] = {}
 
 def register(fmt: LoadTestFormat) -> LoadTestFormat:
     """Add a format (or replace one of the same name); detection tries formats in this order."""
-    if not fmt.name or len(fmt.name) > 20:
-        raise ValueError(f"format name {fmt.name!r}: 1 to 20 characters")
+    check_name(fmt.name, what="load-test format")
     _FORMATS[fmt.name] = fmt
     return fmt
 

@@ -75,3 +75,34 @@ def test_a_registered_engine_is_a_pull_kind(toy_engine):
 def test_the_agent_takes_any_engine_name_and_leaves_the_check_to_the_server():
     target = parse_engine_spec("toyserve:chat=http://127.0.0.1:9/metrics", ["chat"])
     assert (target.source, target.service) == ("toyserve", "chat")
+
+
+@pytest.mark.postgres
+def test_an_engine_with_a_long_name_is_stored_on_postgresql(agent_client, service):
+    # "tensorrt-llm" is 12 characters: the scrape-window column used to hold 10 (an HTTP 500).
+    engines.register(
+        Engine(
+            "tensorrt-llm",
+            "TensorRT-LLM",
+            (Rule("e2e_seconds", "histogram", ("toy_latency_seconds",)),),
+        )
+    )
+    try:
+        start = recent_minute() - timedelta(minutes=1)
+        batch = make_batch(requests=[])
+        batch["scrapes"] = [
+            {"ts": rfc3339(start + timedelta(seconds=15 * i)), "service": service.slug,
+             "source": "tensorrt-llm", "exposition": TOY_EXPOSITION % (n, n, n, n)}
+            for i, n in enumerate((10, 25))
+        ]  # fmt: skip
+        response = agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+    finally:
+        engines.unregister("tensorrt-llm")
+    assert response.status_code == 202, response.json()
+    assert ScrapeWindow.objects.get().source == "tensorrt-llm"
+
+
+def test_an_engine_name_longer_than_its_columns_is_refused_at_registration():
+    with pytest.raises(ValueError, match="holds 20"):
+        engines.register(Engine("a-very-long-engine-name", "Long", ()))
+    assert "a-very-long-engine-name" not in engines.engine_names()
