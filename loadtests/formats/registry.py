@@ -1,10 +1,14 @@
 """The load-test formats PerfHub reads, in detection order.
 
-A format module describes itself with a `LoadTestFormat` and calls `register()` when imported;
-everything else (detection, `--format` choices, the upload form, the API, the docs list) asks
-this registry, so adding a format is adding a module:
+A format module in `loadtests/formats/` describes itself with a `LoadTestFormat` and calls
+`register()`; the package imports every module in its folder (`core.discovery`), and everything
+else (detection, `--format` choices, the upload form, the API, the docs list) asks this
+registry, so adding a format is adding a module:
 
     register(LoadTestFormat(name="locust", label="Locust", parse=parse, signature=("...",)))
+
+Detection order is `priority` (lower first), then the name: the built-in formats take 10-40,
+a new one defaults to 100.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class LoadTestFormat:
     looks_like: Callable[[dict], bool] | None = None
     # File-name fragments that break a tie between formats whose content both match.
     filename_hints: tuple[str, ...] = ()
+    # Detection order: lower first, then by name (built-ins 10-40).
+    priority: int = 100
 
     def score(self, data: dict) -> float:
         """Share of the signature keys the object has, 0 to 1."""
@@ -61,11 +67,12 @@ def unregister(name: str) -> None:
 
 
 def formats() -> tuple[LoadTestFormat, ...]:
-    return tuple(_FORMATS.values())
+    """The registered formats in detection order."""
+    return tuple(sorted(_FORMATS.values(), key=lambda fmt: (fmt.priority, fmt.name)))
 
 
 def format_names() -> tuple[str, ...]:
-    return tuple(_FORMATS)
+    return tuple(fmt.name for fmt in formats())
 
 
 def get_format(name: str) -> LoadTestFormat:
@@ -73,10 +80,10 @@ def get_format(name: str) -> LoadTestFormat:
         return _FORMATS[name]
     except KeyError:
         raise LoadTestFormatError(
-            f"unknown format {name!r}: expected one of {', '.join(_FORMATS)}"
+            f"unknown format {name!r}: expected one of {', '.join(format_names())}"
         ) from None
 
 
 def choices() -> list[tuple[str, str]]:
     """(name, label) pairs for forms and serializers."""
-    return [(fmt.name, f"{fmt.label} ({fmt.name})") for fmt in _FORMATS.values()]
+    return [(fmt.name, f"{fmt.label} ({fmt.name})") for fmt in formats()]

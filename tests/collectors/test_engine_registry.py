@@ -1,7 +1,6 @@
 """One registry of serving engines: a new entry needs no edit anywhere else."""
 
 import json
-from datetime import timedelta
 
 import pytest
 
@@ -10,7 +9,7 @@ from collectors.exposition import engines
 from collectors.exposition.engines import Engine, Rule
 from collectors.models import Host, ScrapeWindow
 from dossiers.forms import ServiceSettingsForm
-from tests.collectors.conftest import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.collectors.factories import INGEST_URL, make_batch, post_batch, scrape_batch
 
 pytestmark = pytest.mark.django_db
 
@@ -41,14 +40,8 @@ def toy_engine():
 
 
 def test_a_registered_engine_is_accepted_by_ingest(agent_client, service, toy_engine):
-    start = recent_minute() - timedelta(minutes=1)
-    batch = make_batch(requests=[])
-    batch["scrapes"] = [
-        {"ts": rfc3339(start + timedelta(seconds=15 * i)), "service": service.slug,
-         "source": "toyserve", "exposition": TOY_EXPOSITION % (n, n, n, n)}
-        for i, n in enumerate((10, 25))
-    ]  # fmt: skip
-    response = agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+    texts = [TOY_EXPOSITION % (n, n, n, n) for n in (10, 25)]
+    response = post_batch(agent_client, scrape_batch(service.slug, "toyserve", texts))
     assert response.status_code == 202, response.json()
     assert ScrapeWindow.objects.get().source == "toyserve"
 
@@ -88,14 +81,8 @@ def test_an_engine_with_a_long_name_is_stored_on_postgresql(agent_client, servic
         )
     )
     try:
-        start = recent_minute() - timedelta(minutes=1)
-        batch = make_batch(requests=[])
-        batch["scrapes"] = [
-            {"ts": rfc3339(start + timedelta(seconds=15 * i)), "service": service.slug,
-             "source": "tensorrt-llm", "exposition": TOY_EXPOSITION % (n, n, n, n)}
-            for i, n in enumerate((10, 25))
-        ]  # fmt: skip
-        response = agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+        texts = [TOY_EXPOSITION % (n, n, n, n) for n in (10, 25)]
+        response = post_batch(agent_client, scrape_batch(service.slug, "tensorrt-llm", texts))
     finally:
         engines.unregister("tensorrt-llm")
     assert response.status_code == 202, response.json()

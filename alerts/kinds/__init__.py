@@ -2,8 +2,9 @@
 service starts with, and how it observes a window. This registry is the one list of kinds: the
 model's choices, the form, evaluation, defaults and docs read it.
 
-A new kind is one class here (or in any module imported at start-up) decorated with `@register`;
-`docs/extending.md` walks through one.
+A new kind is a module in this folder (`alerts/kinds/`) with one class decorated with
+`@register`; the package imports every module here (`core.discovery`). `docs/extending.md`
+walks through one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from alerts.sources import ServiceWindow, baseline_costs
 from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
+from core.discovery import import_submodules
 from core.names import check_name
 from dossiers.templatetags.dossier_format import money, percent
 
@@ -492,3 +494,8 @@ class _Unknown:
 
 def for_rule(name: str) -> RuleKind | _Unknown:
     return KINDS.get(name) or _Unknown(name)
+
+
+# A new kind is a module in this folder with a `@register` class (docs/extending.md): every
+# module here is imported, in name order, after the built-ins above.
+import_submodules(__name__)

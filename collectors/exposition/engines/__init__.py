@@ -67,6 +67,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from core.discovery import import_submodules
 from core.names import check_name
 
 Kind = Literal["counter", "histogram", "gauge", "histogram_sum"]
@@ -271,3 +272,7 @@ register(Engine("vllm", "vLLM", VLLM))
 register(Engine("tgi", "TGI", TGI))
 register(Engine("sglang", "SGLang", SGLANG))
 register(Engine("triton", "Triton", TRITON))
+
+# A new engine is a module in this folder that calls `register()` (docs/extending.md): every
+# module here is imported, in name order, after the built-ins above.
+import_submodules(__name__)
