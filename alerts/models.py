@@ -18,11 +18,11 @@ from django.urls import reverse
 
 from alerts import kinds
 from analysis.alerting import Direction, Health, State, Thresholds
-from collectors.models import validate_http_url
 from core.names import NAME_MAX_LENGTH
+from core.outbound import OutboundRefused, check_url
+from core.templatetags.display import ms, percent
+from core.validators import validate_http_url
 from dossiers.models import Service, Team
-from dossiers.outbound import OutboundRefused, check_url
-from dossiers.templatetags.dossier_format import ms, percent
 
 
 class Severity(models.TextChoices):

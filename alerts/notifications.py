@@ -39,7 +39,7 @@ from alerts.models import (
 )
 from analysis.alerting import State
 from analysis.silences import all_match, parse_matchers
-from dossiers.outbound import OutboundRefused, outbound_request
+from core.outbound import OutboundRefused, outbound_request
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,6 @@ rows), never raw rows for long ranges (DESIGN.md sections 2 and 4).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -20,8 +19,9 @@ from django.utils.timesince import timesince
 from collectors.exposition import engines
 from collectors.exposition.promql import parse_selector
 from core.names import NAME_MAX_LENGTH
+from core.outbound import OutboundRefused, check_url
+from core.validators import validate_http_url
 from dossiers.models import Service
-from dossiers.outbound import OutboundRefused, check_url
 
 LATENCY_METRICS = ("e2e", "ttft", "tpot", "queue")
 MINUTE = 60
@@ -465,20 +465,6 @@ class GpuRollup(models.Model):
 
     def __str__(self) -> str:
         return f"GPU {self.gpu_index} host {self.host_id} {self.resolution_s}s {self.start:%H:%M}"
-
-
-def validate_http_url(value: str) -> None:
-    """An http(s) URL with a host. Unlike Django's URLValidator, single-label host names
-    (`http://prometheus:9090`, as in a compose network) are accepted."""
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018  (raises on a bad port)
-    except ValueError as exc:
-        raise ValidationError(f"Enter a valid URL ({exc}).") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError("Enter an http:// or https:// URL with a host.")
-    if any(ch.isspace() for ch in value):
-        raise ValidationError("A URL has no spaces.")
 
 
 def _validate_selector(value: str) -> None:

@@ -24,8 +24,8 @@ from rest_framework import exceptions, serializers
 from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
+from core.api import flatten_errors
 from dossiers.models import Service
-from webapi.core import flatten_errors
 
 __all__ = ["flatten_errors"]  # re-exported: callers flatten errors the way the API does
 

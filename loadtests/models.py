@@ -18,7 +18,7 @@ from dossiers.models import Baseline, MeasuredRun, Service, Team
 class CIToken(models.Model):
     """A CI machine's credential: one service, or every service of a team (`service` blank),
     with the permissions it was given. The plaintext (`phc_<prefix>_<secret>`) is shown once;
-    we keep the prefix and a SHA-256 (dossiers.credentials), so SECRET_KEY plays no part."""
+    we keep the prefix and a SHA-256 (core.credentials), so SECRET_KEY plays no part."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="ci_tokens")
     service = models.ForeignKey(

@@ -19,7 +19,7 @@ from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
 from core.discovery import import_submodules
 from core.names import check_name
-from dossiers.templatetags.dossier_format import money, percent
+from core.templatetags.display import money, percent
 
 if TYPE_CHECKING:
     from alerts.models import Rule
