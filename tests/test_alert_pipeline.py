@@ -106,9 +106,7 @@ class Run:
 def _service(receiver_url: str) -> Service:
     """A team with a webhook receiver, and its service with a 2 s P99 end-to-end SLO."""
     team = Team.objects.create(slug="inference", name="Inference Platform")
-    Receiver.objects.create(
-        team=team, name="test-receiver", kind=Receiver.Kind.WEBHOOK, url=receiver_url
-    )
+    Receiver.objects.create(team=team, name="test-receiver", kind="webhook", url=receiver_url)
     return Service.objects.create(
         slug="chat-7b",
         name="Chat 7B",

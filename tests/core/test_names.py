@@ -15,6 +15,7 @@ REGISTRY_COLUMNS = [
     ("collectors", "ScrapeWindow", "source"),
     ("collectors", "ScrapeState", "source"),
     ("collectors", "PrometheusSource", "engine"),
+    ("alerts", "Receiver", "kind"),
     ("dossiers", "Service", "engine"),
     ("alerts", "Rule", "kind"),
     ("loadtests", "LoadTest", "format"),
