@@ -185,7 +185,10 @@ class StrictFloatField(serializers.FloatField):
     def to_internal_value(self, data) -> float:
         if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
-        value = float(data)
+        try:
+            value = float(data)
+        except OverflowError:  # a JSON integer past a double's range (10**400): not a 500
+            self.fail("not_finite")
         if not math.isfinite(value):
             self.fail("not_finite")
         return value
