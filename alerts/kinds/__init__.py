@@ -18,7 +18,7 @@ from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
 from core.discovery import import_submodules
-from core.names import check_name
+from core.registry import Registry
 from core.templatetags.display import money, percent
 
 if TYPE_CHECKING:
@@ -72,29 +72,18 @@ class RuleKind:
         raise NotExportable("Prometheus has no series for it")
 
 
-KINDS: dict[str, RuleKind] = {}
+KINDS: Registry[RuleKind] = Registry("rule kind")
+register = KINDS.register  # class decorator: `@register class MyKind(RuleKind)`
+unregister = KINDS.unregister
 
 
-def register(cls: type[RuleKind]) -> type[RuleKind]:
-    """Class decorator: add a kind to the registry (its `name` must be new)."""
-    kind = cls()
-    check_name(kind.name, what="rule kind")
-    if kind.name in KINDS:
-        raise ValueError(f"rule kind {kind.name!r} is already registered")
-    KINDS[kind.name] = kind
-    return cls
-
-
-def unregister(name: str) -> None:
-    KINDS.pop(name, None)
+def kind_choices() -> list[tuple[str, str]]:
+    """The model field's choices (a function: migrations name it)."""
+    return KINDS.choices()
 
 
 def get(name: str) -> RuleKind | None:
     return KINDS.get(name)
-
-
-def kind_choices() -> list[tuple[str, str]]:
-    return [(k.name, k.label) for k in KINDS.values()]
 
 
 # --- Latency ----------------------------------------------------------------------------------

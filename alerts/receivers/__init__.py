@@ -17,8 +17,8 @@ import requests
 from django.core.exceptions import ValidationError
 
 from core.discovery import import_submodules
-from core.names import check_name
 from core.outbound import OutboundRefused, check_url, outbound_request
+from core.registry import Registry
 
 if TYPE_CHECKING:
     from alerts.models import AlertInstance, Receiver, Rule
@@ -72,21 +72,14 @@ class ReceiverKind:
         raise NotImplementedError
 
 
-KINDS: dict[str, ReceiverKind] = {}
+KINDS: Registry[ReceiverKind] = Registry("receiver kind")
+register = KINDS.register  # class decorator: `@register class MyKind(ReceiverKind)`
+unregister = KINDS.unregister
 
 
-def register(cls: type[ReceiverKind]) -> type[ReceiverKind]:
-    """Class decorator: add a receiver kind (its `name` must be new and fit the column)."""
-    kind = cls()
-    check_name(kind.name, what="receiver kind")
-    if kind.name in KINDS:
-        raise ValueError(f"receiver kind {kind.name!r} is already registered")
-    KINDS[kind.name] = kind
-    return cls
-
-
-def unregister(name: str) -> None:
-    KINDS.pop(name, None)
+def kind_choices() -> list[tuple[str, str]]:
+    """The model field's choices (a function: migrations name it)."""
+    return KINDS.choices()
 
 
 def get(name: str) -> ReceiverKind:
@@ -95,10 +88,6 @@ def get(name: str) -> ReceiverKind:
         return KINDS[name]
     except KeyError:
         raise DeliveryError(f"unknown receiver kind {name!r} (no module registers it)") from None
-
-
-def kind_choices() -> list[tuple[str, str]]:
-    return [(kind.name, kind.label) for kind in KINDS.values()]
 
 
 def post_json(url: str, payload: dict | list) -> None:
