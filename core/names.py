@@ -10,9 +10,10 @@ import re
 
 # Every column that stores a registry name is this long (tests/core/test_names.py checks them).
 NAME_MAX_LENGTH = 20
-# Lower case, digits, '-', '_' or '.', starting with a letter: safe in URLs, CLI flags, metric
+# Lower case, digits, "-" or "_", starting with a letter (as the agent checks engine names,
+# collectors/agent/config.py, which cannot import this): safe in URLs, CLI flags, metric
 # labels and file names.
-NAME_PATTERN = re.compile(r"[a-z][a-z0-9_.-]*")
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_-]*")
 
 
 def check_name(name: object, *, what: str, max_length: int = NAME_MAX_LENGTH) -> str:
@@ -20,7 +21,7 @@ def check_name(name: object, *, what: str, max_length: int = NAME_MAX_LENGTH) ->
     ValueError saying which `what` (e.g. "engine") and why."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise ValueError(
-            f"{what} name {name!r}: lower-case letters, digits, '-', '_' or '.', "
+            f"{what} name {name!r}: lower-case letters, digits, '-' or '_', "
             "starting with a letter"
         )
     if len(name) > max_length:

@@ -31,7 +31,7 @@ def test_a_name_that_fits_is_returned():
     assert check_name("tensorrt-llm", what="engine") == "tensorrt-llm"
 
 
-@pytest.mark.parametrize("name", ["", "Upper", "has space", "9lives", None])
+@pytest.mark.parametrize("name", ["", "Upper", "has space", "9lives", "dotted.name", None])
 def test_a_misspelt_name_is_refused_naming_what(name):
     with pytest.raises(ValueError, match="engine name"):
         check_name(name, what="engine")
