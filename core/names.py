@@ -21,8 +21,7 @@ def check_name(name: object, *, what: str, max_length: int = NAME_MAX_LENGTH) ->
     ValueError saying which `what` (e.g. "engine") and why."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise ValueError(
-            f"{what} name {name!r}: lower-case letters, digits, '-' or '_', "
-            "starting with a letter"
+            f"{what} name {name!r}: lower-case letters, digits, '-' or '_', starting with a letter"
         )
     if len(name) > max_length:
         raise ValueError(
