@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from alerts.models import Receiver, Rule
 from analysis.silences import parse_matcher_text
-from collectors.models import validate_http_url
+from core.validators import validate_http_url
 from dossiers.models import Team
 
 

@@ -7,7 +7,6 @@ notification per receiver + group + evaluation time, one log row per receiver + 
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -16,12 +15,12 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from alerts import kinds
+from alerts import kinds, receivers
 from analysis.alerting import Direction, Health, State, Thresholds
-from collectors.models import validate_http_url
+from core.names import NAME_MAX_LENGTH
+from core.templatetags.display import ms, percent
+from core.validators import validate_http_url
 from dossiers.models import Service, Team
-from dossiers.outbound import OutboundRefused, check_url
-from dossiers.templatetags.dossier_format import ms, percent
 
 
 class Severity(models.TextChoices):
@@ -33,7 +32,7 @@ class Severity(models.TextChoices):
 class Rule(models.Model):
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="alert_rules")
     name = models.CharField(max_length=120)
-    kind = models.CharField(max_length=20, choices=kinds.kind_choices)
+    kind = models.CharField(max_length=NAME_MAX_LENGTH, choices=kinds.kind_choices)
     threshold = models.FloatField()
     resolve_threshold = models.FloatField(
         null=True,
@@ -268,18 +267,12 @@ class AlertEvent(models.Model):
 
 
 class Receiver(models.Model):
-    """Where a team's alerts go: an Alertmanager-style webhook, an Alertmanager, or email."""
-
-    class Kind(models.TextChoices):
-        WEBHOOK = "webhook", "webhook (Alertmanager body)"
-        ALERTMANAGER = "alertmanager", "Alertmanager (API v2; URL: its base URL)"
-        EMAIL = "email", "email"
-
-    URL_KINDS = (Kind.WEBHOOK, Kind.ALERTMANAGER)
+    """Where a team's alerts go: a webhook, an Alertmanager, email, or any kind a module in
+    `alerts/receivers/` registers (the kind says how it is validated, told and sent)."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alert_receivers")
     name = models.CharField(max_length=100)
-    kind = models.CharField(max_length=12, choices=Kind.choices)
+    kind = models.CharField(max_length=NAME_MAX_LENGTH, choices=receivers.kind_choices)
     url = models.CharField(blank=True, max_length=500, validators=[validate_http_url])
     emails = models.CharField(max_length=500, blank=True, help_text="Comma-separated addresses.")
     send_resolved = models.BooleanField(default=True)
@@ -314,29 +307,20 @@ class Receiver(models.Model):
 
     @property
     def target(self) -> str:
-        return self.url if self.kind == self.Kind.WEBHOOK else self.emails
+        kind = receivers.KINDS.get(self.kind)
+        return getattr(self, kind.target_field) if kind else self.url or self.emails
 
     @property
     def target_masked(self) -> str:
-        """The target without its secrets, for people outside the team: a webhook's scheme
-        and host (paths and query strings often carry tokens), an address's domain."""
-        if self.kind == self.Kind.WEBHOOK:
-            parts = urlsplit(self.url)
-            return f"{parts.scheme}://{parts.hostname or ''}/…"
-        return ", ".join("…@" + e.rpartition("@")[2] for e in self.email_list)
+        """The target without its secrets, for people outside the team (the kind says how)."""
+        kind = receivers.KINDS.get(self.kind)
+        return kind.target_masked(self) if kind else "…"
 
     def clean(self) -> None:
-        if self.kind == self.Kind.WEBHOOK and not self.url:
-            raise ValidationError({"url": "A webhook receiver needs a URL."})
-        if self.kind == self.Kind.ALERTMANAGER and not self.url:
-            raise ValidationError({"url": "An Alertmanager receiver needs its base URL."})
-        if self.kind in (self.Kind.WEBHOOK, self.Kind.ALERTMANAGER) and self.url:
-            try:
-                check_url(self.url, unresolved_ok=True)
-            except OutboundRefused as exc:
-                raise ValidationError({"url": str(exc)}) from None
-        if self.kind == self.Kind.EMAIL and not self.email_list:
-            raise ValidationError({"emails": "An email receiver needs at least one address."})
+        kind = receivers.KINDS.get(self.kind)
+        if kind is None:
+            raise ValidationError({"kind": f"Unknown receiver kind {self.kind!r}."})
+        kind.clean(self)
 
 
 class Silence(models.Model):

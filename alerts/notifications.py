@@ -1,4 +1,4 @@
-"""Notifications: grouping, dedup against the notification log, silences, the webhook body, sending.
+"""Notifications: grouping, dedup against the notification log, silences, planning, sending.
 
 Planning runs inside the evaluation's transaction, for the rules that evaluation claimed, so a
 doubled evaluation plans nothing (and `Notification` is unique per receiver, group and
@@ -9,25 +9,27 @@ interval has passed with alerts still firing. Silenced alerts are neither sent a
 as resolved. An Alertmanager receiver is told about every firing alert at every evaluation, as
 Prometheus does (Alertmanager deduplicates, groups and silences), and about a resolved one once,
 with its `endsAt`. Sending happens after commit, in a task that claims the row with a conditional
-update, so two workers never send the same notification.
+update, so two workers never send the same notification. What a message says and how it
+travels is the receiver's kind (`alerts.receivers`; bodies in `alerts.payloads`).
+
+Planning reads in `_read_state`, builds each rule's group (`_group`: firing and silenced), then
+asks each receiver of the team (`_plan_receiver`) whether it is owed a message now.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
-import requests
 from celery.exceptions import Retry
-from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F, Q
-from django.urls import reverse
 from django.utils import timezone
 
-from alerts import bulk
+from alerts import bulk, receivers
 from alerts.instruments import NOTIFICATIONS
 from alerts.models import (
     AlertInstance,
@@ -37,93 +39,42 @@ from alerts.models import (
     Rule,
     Silence,
 )
+from alerts.payloads import group_key
+from alerts.receivers import DeliveryError
 from analysis.alerting import State
 from analysis.silences import all_match, parse_matchers
-from dossiers.outbound import OutboundRefused, outbound_request
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_TIMEOUT_S = 10
-ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's endsAt for an alert still firing
+
+# ----------------------------------------------------------------------------------- planning
 
 
-class DeliveryError(Exception):
-    """A receiver could not be reached or refused the message; the task retries."""
+@dataclass
+class _State:
+    """What planning reads for the claimed rules, fetched once per evaluation."""
+
+    receivers: dict[int, list[Receiver]]  # team id -> its enabled receivers
+    firing: dict[int, list[AlertInstance]]  # rule id -> its firing instances
+    keys: dict[int, str]  # rule id -> group key
+    logs: dict[tuple[int, str], NotificationLog]  # (receiver id, group key) -> what it was told
+    resolved_by_fp: dict[str, AlertInstance]  # fingerprint -> its latest resolved instance
+    silencers: dict[int, list]  # team id -> the matcher lists of its active silences
 
 
-def group_key(rule: Rule) -> str:
-    return f'{{}}:{{alertname="{rule.name}", service="{rule.service.slug}"}}'
+@dataclass
+class _Planned:
+    """The rows planning writes: new notifications, new logs, logs changed in place."""
 
+    notifications: list[Notification] = field(default_factory=list)
+    new_logs: list[NotificationLog] = field(default_factory=list)
+    changed_logs: list[NotificationLog] = field(default_factory=list)
 
-def _rfc3339(ts: datetime | None) -> str:
-    if ts is None:
-        return ZERO_TIME
-    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.notifications), len(self.new_logs), len(self.changed_logs)
 
-
-def _site(path: str) -> str:
-    return settings.SITE_URL.rstrip("/") + path
-
-
-def _alert_body(inst: AlertInstance, status: str) -> dict:
-    return {
-        "status": status,
-        "labels": dict(inst.labels),
-        "annotations": dict(inst.annotations),
-        "startsAt": _rfc3339(inst.fired_at or inst.pending_since),
-        "endsAt": _rfc3339(inst.resolved_at) if status == "resolved" else ZERO_TIME,
-        "generatorURL": _site(inst.get_absolute_url()),
-        "fingerprint": inst.fingerprint,
-    }
-
-
-def _common(dicts: list[dict]) -> dict:
-    if not dicts:
-        return {}
-    common = dict(dicts[0])
-    for d in dicts[1:]:
-        common = {k: v for k, v in common.items() if d.get(k) == v}
-    return common
-
-
-def webhook_body(
-    *, receiver: Receiver, rule: Rule, firing: list[AlertInstance], resolved: list[AlertInstance]
-) -> dict:
-    """The Alertmanager webhook body (version 4), plus the dossier URL."""
-    alerts = [_alert_body(i, "firing") for i in firing]
-    alerts += [_alert_body(i, "resolved") for i in resolved]
-    dossier_url = _site(rule.service.get_absolute_url())
-    return {
-        "version": "4",
-        "groupKey": group_key(rule),
-        "truncatedAlerts": 0,
-        "status": "firing" if firing else "resolved",
-        "receiver": receiver.name,
-        "groupLabels": {"alertname": rule.name, "service": rule.service.slug},
-        "commonLabels": _common([a["labels"] for a in alerts]),
-        "commonAnnotations": _common([a["annotations"] for a in alerts]),
-        "externalURL": _site(reverse("alerts:alert_list")),
-        "alerts": alerts,
-        "dossierURL": dossier_url,
-    }
-
-
-def alertmanager_body(*, firing: list[AlertInstance], resolved: list[AlertInstance]) -> dict:
-    """Alertmanager API v2 postable alerts. A firing alert's `endsAt` is set when it is sent
-    (see `_post_alertmanager`): it says how long Alertmanager may trust it without news."""
-    alerts = []
-    for inst, status in [(i, "firing") for i in firing] + [(i, "resolved") for i in resolved]:
-        alert = _alert_body(inst, status)
-        alerts.append(
-            {
-                "labels": alert["labels"],
-                "annotations": alert["annotations"],
-                "startsAt": alert["startsAt"],
-                "endsAt": alert["endsAt"] if status == "resolved" else None,
-                "generatorURL": alert["generatorURL"],
-            }
-        )
-    return {"alerts": alerts, "status": "firing" if firing else "resolved"}
+    def undo_to(self, mark: tuple[int, int, int]) -> None:
+        del self.notifications[mark[0] :], self.new_logs[mark[1] :], self.changed_logs[mark[2] :]
 
 
 def _silencers(team_ids: set[int], t: datetime) -> dict[int, list]:
@@ -133,16 +84,19 @@ def _silencers(team_ids: set[int], t: datetime) -> dict[int, list]:
     return out
 
 
-def plan(claimed: list[Rule], t: datetime) -> list[int]:
-    """Create the notifications this evaluation owes; enqueue them after commit. Returns ids."""
+def _read_state(claimed: list[Rule], t: datetime) -> _State | None:
+    """Everything planning needs, in a fixed number of queries; None when no team of the
+    claimed rules has a receiver."""
     by_rule = {r.pk: r for r in claimed}
     team_ids = {r.service.team_id for r in claimed}
-    receivers: dict[int, list[Receiver]] = defaultdict(list)
+    by_team: dict[int, list[Receiver]] = defaultdict(list)
     for receiver in Receiver.objects.filter(team_id__in=team_ids, enabled=True):
-        receivers[receiver.team_id].append(receiver)
-    if not receivers:
-        return []
-
+        if receiver.kind not in receivers.KINDS:  # its module is gone: the others still hear
+            log.warning("receiver %s: unknown kind %r, not notified", receiver.pk, receiver.kind)
+            continue
+        by_team[receiver.team_id].append(receiver)
+    if not by_team:
+        return None
     firing: dict[int, list[AlertInstance]] = defaultdict(list)
     for inst in AlertInstance.objects.filter(
         service_id__in={r.service_id for r in claimed}, state=State.FIRING
@@ -165,97 +119,119 @@ def plan(claimed: list[Rule], t: datetime) -> list[int]:
             fingerprint__in=gone, state=State.RESOLVED
         ).order_by("fingerprint", "-resolved_at"):
             resolved_by_fp.setdefault(inst.fingerprint, inst)
-    silencers = _silencers(team_ids, t)
+    return _State(by_team, firing, keys, logs, resolved_by_fp, _silencers(team_ids, t))
 
-    notifications: list[Notification] = []
-    new_logs: list[NotificationLog] = []
-    changed_logs: list[NotificationLog] = []
-    for rule in claimed:
-        # A rule whose notification cannot be planned (a bad label, a template error) is
-        # logged and skipped; the other rules' notifications still go out.
-        team_id = rule.service.team_id
-        if not receivers.get(team_id):
-            continue
-        staged = (len(notifications), len(new_logs), len(changed_logs))
-        try:
-            matchers = silencers.get(team_id, [])
 
-            def silenced(inst: AlertInstance, matchers=matchers) -> bool:
-                return any(all_match(m, inst.labels) for m in matchers)
+@dataclass
+class _Group:
+    """One rule's group at this evaluation: its firing alerts, and those not silenced."""
 
-            all_firing = firing.get(rule.pk, [])
-            loud = [i for i in all_firing if not silenced(i)]
-            quiet_fps = {i.fingerprint for i in all_firing} - {i.fingerprint for i in loud}
-            key = keys[rule.pk]
-            for receiver in receivers[team_id]:
-                lg = logs.get((receiver.pk, key))
-                seen = set(lg.firing) if lg else set()
-                gone_fps = seen - {i.fingerprint for i in all_firing}
-                resolved = [
-                    resolved_by_fp[fp]
-                    for fp in sorted(gone_fps)
-                    if fp in resolved_by_fp and not silenced(resolved_by_fp[fp])
-                ]
-                if not receiver.send_resolved:
-                    resolved = []
-                to_alertmanager = receiver.kind == Receiver.Kind.ALERTMANAGER
-                if to_alertmanager:
-                    # Alertmanager needs the resolution (its own config decides whether to tell).
-                    resolved = [
-                        resolved_by_fp[fp]
-                        for fp in sorted(gone_fps)
-                        if fp in resolved_by_fp and not silenced(resolved_by_fp[fp])
-                    ]
-                new_firing = {i.fingerprint for i in loud} - seen
-                repeat_due = bool(loud) and (
-                    to_alertmanager  # re-sent every evaluation, as Prometheus does
-                    or lg is None
-                    or lg.last_sent_at is None
-                    or t - lg.last_sent_at >= timedelta(seconds=receiver.repeat_interval_s)
+    rule: Rule
+    key: str
+    firing: list[AlertInstance]
+    loud: list[AlertInstance]
+    silenced: Callable[[AlertInstance], bool]
+
+
+def _group(state: _State, rule: Rule) -> _Group:
+    matchers = state.silencers.get(rule.service.team_id, [])
+
+    def silenced(inst: AlertInstance) -> bool:
+        return any(all_match(m, inst.labels) for m in matchers)
+
+    firing = state.firing.get(rule.pk, [])
+    loud = [i for i in firing if not silenced(i)]
+    return _Group(rule, state.keys[rule.pk], firing, loud, silenced)
+
+
+def _plan_receiver(
+    planned: _Planned, state: _State, group: _Group, receiver: Receiver, t: datetime
+) -> None:
+    """Decide whether `receiver` is told about the group now, and what it will remember.
+
+    It is told when an alert it has not seen fires, when one it saw resolves (if it wants
+    resolutions), or when its repeat interval has passed with alerts still firing; a kind
+    told `every_evaluation` (Alertmanager) hears every firing alert each time, and every
+    resolution. Silenced alerts are told neither way.
+    """
+    kind = receivers.get(receiver.kind)
+    lg = state.logs.get((receiver.pk, group.key))
+    seen = set(lg.firing) if lg else set()
+    loud_fps = {i.fingerprint for i in group.loud}
+    gone_fps = seen - {i.fingerprint for i in group.firing}
+    resolved = []
+    if receiver.send_resolved or kind.every_evaluation:
+        resolved = [
+            state.resolved_by_fp[fp]
+            for fp in sorted(gone_fps)
+            if fp in state.resolved_by_fp and not group.silenced(state.resolved_by_fp[fp])
+        ]
+    repeat_due = bool(group.loud) and (
+        kind.every_evaluation
+        or lg is None
+        or lg.last_sent_at is None
+        or t - lg.last_sent_at >= timedelta(seconds=receiver.repeat_interval_s)
+    )
+    send = bool((loud_fps - seen) or resolved or repeat_due)
+    # What the receiver knows is firing after this: the loud ones, and any it saw that are
+    # now silenced (so lifting a silence does not count as news).
+    quiet_fps = {i.fingerprint for i in group.firing} - loud_fps
+    remembered = sorted(loud_fps | (seen & quiet_fps))
+    if send:
+        planned.notifications.append(
+            Notification(
+                receiver=receiver,
+                service_id=group.rule.service_id,
+                rule=group.rule,
+                group_key=group.key,
+                evaluated_at=t,
+                alert_status="firing" if group.loud else "resolved",
+                payload=kind.payload(
+                    receiver=receiver, rule=group.rule, firing=group.loud, resolved=resolved
+                ),
+            )
+        )
+    if lg is None:
+        if remembered or send:
+            planned.new_logs.append(
+                NotificationLog(
+                    receiver=receiver,
+                    group_key=group.key,
+                    firing=remembered,
+                    last_sent_at=t if send else None,
                 )
-                send = bool(new_firing or resolved or repeat_due)
-                # What the receiver knows is firing after this: the loud ones, and any it saw
-                # that are now silenced (so lifting a silence does not count as news).
-                remembered = sorted({i.fingerprint for i in loud} | (seen & quiet_fps))
-                if send:
-                    notifications.append(
-                        Notification(
-                            receiver=receiver,
-                            service_id=rule.service_id,
-                            rule=rule,
-                            group_key=key,
-                            evaluated_at=t,
-                            alert_status="firing" if loud else "resolved",
-                            payload=alertmanager_body(firing=loud, resolved=resolved)
-                            if to_alertmanager
-                            else webhook_body(
-                                receiver=receiver, rule=rule, firing=loud, resolved=resolved
-                            ),
-                        )
-                    )
-                if lg is None:
-                    if remembered or send:
-                        new_logs.append(
-                            NotificationLog(
-                                receiver=receiver,
-                                group_key=key,
-                                firing=remembered,
-                                last_sent_at=t if send else None,
-                            )
-                        )
-                elif send or remembered != sorted(seen):
-                    lg.firing = remembered
-                    if send:
-                        lg.last_sent_at = t
-                    changed_logs.append(lg)
+            )
+    elif send or remembered != sorted(seen):
+        lg.firing = remembered
+        if send:
+            lg.last_sent_at = t
+        planned.changed_logs.append(lg)
+
+
+def plan(claimed: list[Rule], t: datetime) -> list[int]:
+    """Create the notifications this evaluation owes; enqueue them after commit. Returns ids."""
+    state = _read_state(claimed, t)
+    if state is None:
+        return []
+    planned = _Planned()
+    for rule in claimed:
+        if not state.receivers.get(rule.service.team_id):
+            continue
+        # A rule whose notification cannot be planned (a bad label, a template error, a kind
+        # no module registers) is logged and skipped; the other rules' still go out.
+        mark = planned.mark()
+        try:
+            group = _group(state, rule)
+            for receiver in state.receivers[rule.service.team_id]:
+                _plan_receiver(planned, state, group, receiver, t)
         except Exception:
             log.exception("planning notifications for rule %s failed", rule.pk)
-            del notifications[staged[0] :], new_logs[staged[1] :], changed_logs[staged[2] :]
+            planned.undo_to(mark)
 
-    NotificationLog.objects.bulk_create(new_logs)
-    bulk.update_rows(changed_logs, ["firing", "last_sent_at"])
-    Notification.objects.bulk_create(notifications)
-    ids = [n.pk for n in notifications]
+    NotificationLog.objects.bulk_create(planned.new_logs)
+    bulk.update_rows(planned.changed_logs, ["firing", "last_sent_at"])
+    Notification.objects.bulk_create(planned.notifications)
+    ids = [n.pk for n in planned.notifications]
     if ids:
         transaction.on_commit(lambda: enqueue(ids), robust=True)
     return ids
@@ -310,12 +286,7 @@ def deliver(notification_id: int, *, final_attempt: bool = False) -> str:
     if n is None:
         return "skipped"
     try:
-        if n.receiver.kind == Receiver.Kind.WEBHOOK:
-            _post_webhook(n.receiver.url, n.payload)
-        elif n.receiver.kind == Receiver.Kind.ALERTMANAGER:
-            _post_alertmanager(n.receiver.url, n.payload)
-        else:
-            _send_email(n)
+        receivers.get(n.receiver.kind).send(n.receiver, n.payload)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"[:2000]
         status = Notification.Status.FAILED if final_attempt else Notification.Status.RETRYING
@@ -353,47 +324,3 @@ def requeue_stuck(now: datetime | None = None) -> list[int]:
         )
         enqueue(ids)
     return ids
-
-
-def _post_webhook(url: str, payload: dict | list) -> None:
-    try:
-        response = outbound_request("POST", url, json=payload, timeout=WEBHOOK_TIMEOUT_S)
-    except (requests.RequestException, OutboundRefused) as exc:
-        raise DeliveryError(f"{url}: {exc}") from exc
-    if response.status_code >= 300:
-        raise DeliveryError(f"{url} answered {response.status_code}: {response.text[:200]}")
-
-
-def _post_alertmanager(base_url: str, payload: dict) -> None:
-    """POST the alerts to Alertmanager's API v2. Firing alerts stay valid for
-    PERFHUB_ALERTMANAGER_VALID_FOR_S past the send, so Alertmanager resolves them itself if
-    PerfHub stops evaluating (Prometheus sends 4 evaluation intervals the same way)."""
-    valid_for = timedelta(seconds=settings.PERFHUB_ALERTMANAGER_VALID_FOR_S)
-    ends = _rfc3339(timezone.now() + valid_for)
-    alerts = [{**a, "endsAt": a["endsAt"] or ends} for a in payload["alerts"]]
-    _post_webhook(base_url.rstrip("/") + "/api/v2/alerts", alerts)
-
-
-def _send_email(n: Notification) -> None:
-    body = n.payload
-    alerts = body["alerts"]
-    firing = sum(1 for a in alerts if a["status"] == "firing")
-    name = body["groupLabels"].get("alertname", "alert")
-    service = body["groupLabels"].get("service", "")
-    subject = (
-        f"[FIRING:{firing}] {name} ({service})" if firing else f"[RESOLVED] {name} ({service})"
-    )
-    lines = [subject, ""]
-    for a in alerts:
-        lines.append(f"- {a['status'].upper()}: {a['annotations'].get('summary', '')}")
-        if a["annotations"].get("description"):
-            lines.append(f"  {a['annotations']['description']}")
-        lines.append(f"  since {a['startsAt']}  {a['generatorURL']}")
-    lines += ["", f"Dossier: {body['dossierURL']}", f"Alerts: {body['externalURL']}"]
-    send_mail(
-        subject,
-        "\n".join(lines),
-        settings.DEFAULT_FROM_EMAIL,
-        n.receiver.email_list,
-        fail_silently=False,
-    )

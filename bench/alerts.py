@@ -181,7 +181,7 @@ def seed(
         )
         Receiver.objects.bulk_create(
             [
-                Receiver(team=t, name="oncall", kind=Receiver.Kind.WEBHOOK, url=url,
+                Receiver(team=t, name="oncall", kind="webhook", url=url,
                          repeat_interval_s=4 * 3600)
                 for t in team_objs
             ]

@@ -23,9 +23,9 @@ from collectors.serializers import (
     MetricsQuerySerializer,
 )
 from collectors.services import ingest
+from core.api import DetailSerializer, flatten_errors, read_limited
+from core.throttling import CredentialScopedThrottle
 from dossiers.models import Service
-from dossiers.throttling import CredentialScopedThrottle
-from webapi.core import DetailSerializer, flatten_errors, read_limited
 
 
 class IngestThrottle(CredentialScopedThrottle):

@@ -13,7 +13,7 @@ from rest_framework import permissions
 
 from collectors.models import AgentToken, Host
 from collectors.services.tokens import TOKEN_SCHEME, token_authenticate
-from dossiers.credentials import MachinePrincipal, SchemeTokenAuthentication
+from core.credentials import MachinePrincipal, SchemeTokenAuthentication
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from collectors.serializers import (
     acceptance_window,
     parse_rfc3339,
 )
-from webapi.core import check_depth, flatten_errors, loads_limited
+from core.api import check_depth, flatten_errors, loads_limited
 
 # Finite (JSON has no NaN; an exponent past float's range is refused by the decoder).
 Number = Annotated[float, msgspec.Meta(ge=0, le=sys.float_info.max)]

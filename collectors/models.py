@@ -9,7 +9,6 @@ rows), never raw rows for long ranges (DESIGN.md sections 2 and 4).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -19,8 +18,10 @@ from django.utils.timesince import timesince
 
 from collectors.exposition import engines
 from collectors.exposition.promql import parse_selector
+from core.names import NAME_MAX_LENGTH
+from core.outbound import OutboundRefused, check_url
+from core.validators import validate_http_url
 from dossiers.models import Service
-from dossiers.outbound import OutboundRefused, check_url
 
 # Each a statistic of its own: tpot per request, itl per token gap; queue, prefill and decode
 # are the engine-side layers. New metrics go at the end (stored quantile arrays are in this
@@ -77,7 +78,7 @@ class Host(models.Model):
     last_seen_at = models.DateTimeField(null=True, blank=True)
 
     pull_url = models.URLField(blank=True, help_text="Leave blank for hosts that push.")
-    pull_kind = models.CharField(max_length=10, choices=pull_kind_choices, blank=True)
+    pull_kind = models.CharField(max_length=NAME_MAX_LENGTH, choices=pull_kind_choices, blank=True)
     pull_service = models.ForeignKey(
         Service,
         null=True,
@@ -316,7 +317,7 @@ class ScrapeWindow(models.Model):
     id = models.BigAutoField(primary_key=True)
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
-    source = models.CharField(max_length=10)
+    source = models.CharField(max_length=NAME_MAX_LENGTH)  # an engine or exporter name
     start_ts = models.DateTimeField()
     ts = models.DateTimeField(help_text="End of the window (the later scrape).")
     seconds = models.FloatField()
@@ -351,7 +352,7 @@ class ScrapeState(models.Model):
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
-    source = models.CharField(max_length=10)
+    source = models.CharField(max_length=NAME_MAX_LENGTH)  # an engine or exporter name
     ts = models.DateTimeField()
     exposition = models.TextField()
 
@@ -476,20 +477,6 @@ class GpuRollup(models.Model):
         return f"GPU {self.gpu_index} host {self.host_id} {self.resolution_s}s {self.start:%H:%M}"
 
 
-def validate_http_url(value: str) -> None:
-    """An http(s) URL with a host. Unlike Django's URLValidator, single-label host names
-    (`http://prometheus:9090`, as in a compose network) are accepted."""
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018  (raises on a bad port)
-    except ValueError as exc:
-        raise ValidationError(f"Enter a valid URL ({exc}).") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError("Enter an http:// or https:// URL with a host.")
-    if any(ch.isspace() for ch in value):
-        raise ValidationError("A URL has no spaces.")
-
-
 def _validate_selector(value: str) -> None:
     try:
         parse_selector(value)
@@ -528,7 +515,7 @@ class PrometheusSource(models.Model):
         help_text="e.g. http://prometheus:9090",
     )
     engine = models.CharField(
-        max_length=20,
+        max_length=NAME_MAX_LENGTH,
         choices=engine_choices,
         default="vllm",
         help_text="Which mapping table reads its series (the engine registry).",

@@ -24,8 +24,8 @@ from rest_framework import exceptions, serializers
 from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
+from core.api import flatten_errors
 from dossiers.models import Service
-from webapi.core import flatten_errors
 
 __all__ = ["flatten_errors"]  # re-exported: callers flatten errors the way the API does
 
@@ -185,7 +185,10 @@ class StrictFloatField(serializers.FloatField):
     def to_internal_value(self, data) -> float:
         if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
-        value = float(data)
+        try:
+            value = float(data)
+        except OverflowError:  # a JSON integer past a double's range (10**400): not a 500
+            self.fail("not_finite")
         if not math.isfinite(value):
             self.fail("not_finite")
         return value

@@ -492,7 +492,7 @@ class Smoke:
 
     def agent_cmd(self, slug: str, host: str) -> list[str]:
         return [
-            sys.executable, "-m", "collectors.agent", "--simulate", "--gpus", "1",
+            sys.executable, "-m", "demo.agent", "--gpus", "1",
             "--service", slug, "--host", host, "--interval", str(AGENT_INTERVAL_S),
             "--spool-dir", str(self.tmp / "spool" / host),
         ]  # fmt: skip

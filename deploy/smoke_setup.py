@@ -38,7 +38,7 @@ rule = Rule.objects.create(
 Receiver.objects.create(
     team=pushed.team,
     name="smoke-webhook",
-    kind=Receiver.Kind.WEBHOOK,
+    kind="webhook",
     url=os.environ["SMOKE_WEBHOOK_URL"],
 )
 _, token = token_issue_for_host_name(host_name=os.environ["SMOKE_PUSH_HOST"], label="smoke")

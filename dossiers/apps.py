@@ -5,4 +5,4 @@ class DossiersConfig(AppConfig):
     name = "dossiers"
 
     def ready(self) -> None:
-        from dossiers import checks, schema  # noqa: F401  (register the deploy check, OpenAPI)
+        from dossiers import checks  # noqa: F401  (register the deploy check)

@@ -19,6 +19,7 @@ from django.urls import reverse
 from analysis import configdiff, cost
 from analysis.percentiles import LATENCY_FIELDS, LATENCY_METRICS, PERCENTILE_LABELS
 from analysis.runs import ENVIRONMENT_FIELDS, RESOURCE_FIELDS, THROUGHPUT_FIELDS, WORKLOAD_FIELDS
+from core.names import NAME_MAX_LENGTH
 
 
 class Team(models.Model):
@@ -107,7 +108,7 @@ class Service(models.Model):
     quantization = models.CharField(
         max_length=10, choices=Quantization.choices, default=Quantization.NONE
     )
-    engine = models.CharField(max_length=20, choices=engine_choices)
+    engine = models.CharField(max_length=NAME_MAX_LENGTH, choices=engine_choices)
     engine_version = models.CharField(max_length=40, blank=True)
 
     gpu_model = models.CharField(max_length=80)

@@ -30,8 +30,8 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.throttling import CredentialScopedThrottle
 from dossiers.models import Service
-from dossiers.throttling import CredentialScopedThrottle
 from loadtests import formats
 from loadtests.gate import GateInputError, run_gate
 from loadtests.importing import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dossiers.credentials import MachinePrincipal, SchemeTokenAuthentication
+from core.credentials import MachinePrincipal, SchemeTokenAuthentication
 from loadtests.models import CIToken
 from loadtests.tokens import TOKEN_SCHEME, ci_token_authenticate
 

@@ -22,6 +22,7 @@ from analysis.percentiles import LATENCY_FIELDS
 from dossiers import services
 from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
 from loadtests.formats import LoadTestFormatError, ParsedRun, parse_loadtest
+from loadtests.formats.per_request import sample_statistics
 from loadtests.models import CIToken, LoadTest, LoadTestSketch
 
 # Larger files are refused before parsing: even a long sweep with per-request arrays is smaller.
@@ -168,26 +169,23 @@ def _store_run(
     except ValidationError as exc:
         raise LoadTestImportError(_validation_message(exc, index + 1)) from exc
     run.save()
-    sketch_rows = []
-    for family, values in parsed.samples.items():
-        if family not in LoadTestSketch.Family.values or not values:
-            continue
-        try:
-            sketch = sketches.from_values(values)
-        except ValueError as exc:
-            raise LoadTestImportError(f"run {index + 1}: {family} samples: {exc}") from exc
-        stats = sketches.summary(sketch)
-        sketch_rows.append(
-            LoadTestSketch(
-                load_test=run,
-                family=family,
-                sketch=sketches.dumps(sketch),
-                count=int(stats["count"]),
-                sum_ms=stats["sum"],
-                min_ms=stats["min"],
-                max_ms=stats["max"],
-            )
+    try:
+        stats = sample_statistics(parsed.samples)
+    except ValueError as exc:
+        raise LoadTestImportError(f"run {index + 1}: {exc}") from exc
+    sketch_rows = [
+        LoadTestSketch(
+            load_test=run,
+            family=family,
+            sketch=sketches.dumps(stat.sketch),
+            count=stat.count,
+            sum_ms=stat.sum_ms,
+            min_ms=stat.min_ms,
+            max_ms=stat.max_ms,
         )
+        for family, stat in stats.items()
+        if family in LoadTestSketch.Family.values
+    ]
     LoadTestSketch.objects.bulk_create(sketch_rows)
     return run
 

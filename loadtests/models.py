@@ -13,13 +13,14 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
+from core.names import NAME_MAX_LENGTH
 from dossiers.models import Baseline, MeasuredRun, Service, Team
 
 
 class CIToken(models.Model):
     """A CI machine's credential: one service, or every service of a team (`service` blank),
     with the permissions it was given. The plaintext (`phc_<prefix>_<secret>`) is shown once;
-    we keep the prefix and a SHA-256 (dossiers.credentials), so SECRET_KEY plays no part."""
+    we keep the prefix and a SHA-256 (core.credentials), so SECRET_KEY plays no part."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="ci_tokens")
     service = models.ForeignKey(
@@ -111,7 +112,7 @@ class LoadTest(MeasuredRun):
 
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="load_tests")
     label = models.CharField(max_length=200)
-    format = models.CharField(max_length=20)
+    format = models.CharField(max_length=NAME_MAX_LENGTH)
     tool_version = models.CharField(max_length=40, blank=True)
     source_name = models.CharField("file name", max_length=255, blank=True)
     content_sha256 = models.CharField(max_length=64)

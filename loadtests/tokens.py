@@ -1,4 +1,4 @@
-"""CI tokens: issue (shown once), authenticate, revoke. Storage as dossiers.credentials says."""
+"""CI tokens: issue (shown once), authenticate, revoke. Storage as core.credentials says."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from dossiers.credentials import (
+from core.credentials import (
     digest_matches,
     token_digest,
     token_new,

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "csp",
+    "core",
     "dossiers",
     "loadtests",
     "collectors",
@@ -81,7 +82,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "perfhub.logs.RequestLogMiddleware",  # first: its line times everything below
     "django.middleware.security.SecurityMiddleware",
-    "webapi.core.ApiBodyMiddleware",
+    "core.api.ApiBodyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -181,18 +182,18 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "collectors.authentication.AgentTokenAuthentication",
         "loadtests.authentication.CITokenAuthentication",
-        "dossiers.credentials.UnrecognizedTokenAuthentication",
+        "core.credentials.UnrecognizedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
-        "webapi.core.LimitedJSONParser",
+        "core.api.LimitedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "EXCEPTION_HANDLER": "webapi.core.exception_handler",
-    # Rate limits (dossiers.throttling), counted on the cache below: per token for the CI
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
+    # Rate limits (core.throttling), counted on the cache below: per token for the CI
     # endpoints, per client address for login attempts (ingest: PERFHUB_INGEST_RATE, per
     # host). Over the rate: 429 + Retry-After.
     "DEFAULT_THROTTLE_RATES": {
@@ -238,7 +239,7 @@ CONTENT_SECURITY_POLICY = {
 
 # Outbound requests (webhooks, pulls, Prometheus sources) refuse loopback, private,
 # link-local, metadata and other non-global addresses, after DNS resolution and on every
-# redirect (dossiers.outbound), except inside these CIDR blocks (e.g. "10.0.0.0/8").
+# redirect (core.outbound), except inside these CIDR blocks (e.g. "10.0.0.0/8").
 PERFHUB_OUTBOUND_ALLOW_CIDRS = env_list("PERFHUB_OUTBOUND_ALLOW_CIDRS")
 
 # Celery: REDIS_URL selects the broker; unset, tasks run eagerly in-process.

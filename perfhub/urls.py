@@ -4,9 +4,9 @@ from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.urls import include, path
 
+from core.accounts import LoginView
+from core.api_docs import ApiDocsView, ApiSchemaView
 from dashboards import views as dashboards_views
-from dossiers.accounts import LoginView
-from dossiers.api_docs import ApiDocsView, ApiSchemaView
 from perfhub import health
 from perfhub.metrics import metrics_view
 
@@ -38,7 +38,7 @@ urlpatterns = [
     path("", include("dossiers.urls")),
 ]
 
-# Errors under /api/ are JSON (webapi.core); other paths keep Django's pages.
-handler400 = "webapi.core.handler400"
-handler404 = "webapi.core.handler404"
-handler500 = "webapi.core.handler500"
+# Errors under /api/ are JSON (core.api); other paths keep Django's pages.
+handler400 = "core.api.handler400"
+handler404 = "core.api.handler404"
+handler500 = "core.api.handler500"

@@ -126,7 +126,7 @@ def browser_login(page, base_url: str, username: str, password: str) -> None:
 
 
 # The tests' own HTTP servers listen on loopback, which the outbound guard refuses unless
-# allow-listed (dossiers.outbound); tests that call them allow-list it, as a deployment would.
+# allow-listed (core.outbound); tests that call them allow-list it, as a deployment would.
 LOOPBACK_CIDRS = ["127.0.0.0/8", "::1/128"]
 
 

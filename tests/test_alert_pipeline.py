@@ -30,9 +30,9 @@ from alerts.models import AlertEvent, AlertInstance, Receiver, Rule
 from alerts.services import default_rule_specs, ensure_default_rules, evaluate_all
 from collectors.agent.agent import Agent
 from collectors.agent.config import build_config
-from collectors.agent.simulate import EngineProfile, Simulator
 from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue_for_host_name
+from demo.simulator import EngineProfile, Simulator
 from dossiers.models import Service, Team
 from perfhub.celery import app as celery_app
 from tests.conftest import LOOPBACK_CIDRS
@@ -106,9 +106,7 @@ class Run:
 def _service(receiver_url: str) -> Service:
     """A team with a webhook receiver, and its service with a 2 s P99 end-to-end SLO."""
     team = Team.objects.create(slug="inference", name="Inference Platform")
-    Receiver.objects.create(
-        team=team, name="test-receiver", kind=Receiver.Kind.WEBHOOK, url=receiver_url
-    )
+    Receiver.objects.create(team=team, name="test-receiver", kind="webhook", url=receiver_url)
     return Service.objects.create(
         slug="chat-7b",
         name="Chat 7B",
@@ -158,10 +156,10 @@ def _drive(receiver: ThreadingHTTPServer) -> Run:
             seed=5,
         )
         config = build_config(
-            {"host": HOST, "simulate": True, "services": [service.slug], "dry_run": True},
+            {"host": HOST, "services": [service.slug], "dry_run": True},
             environ={},
         )
-        agent = Agent(config, simulator=simulator)
+        agent = Agent(config, source=simulator)
         for i in range(1, MINUTES + 1):
             traveller.move_to(T0 + timedelta(minutes=i, seconds=5))
             answer = client.post("/api/v1/ingest/", agent.collect(), format="json")

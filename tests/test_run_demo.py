@@ -19,10 +19,10 @@ import pytest
 import requests
 from django.core.management import CommandError, call_command
 
-from collectors.agent.cli import build_parser
 from collectors.agent.config import build_config
-from collectors.agent.simulate import Simulator
 from dashboards.management.commands.run_demo import SLO_HEADROOM, agent_command, demo_profile
+from demo.agent import SIMULATION, build_parser, simulator
+from demo.simulator import Simulator
 from dossiers.services import baseline_record
 from tests.demo_values import measured
 
@@ -149,11 +149,15 @@ def test_the_first_agent_gets_the_profile_and_the_bounded_slowdown(service, tmp_
         host="demo-gpu-01", service=service, addr="127.0.0.1:8000", interval=5.0,
         spool=tmp_path, slowdown=(120.0, 600.0),
     )  # fmt: skip
-    config = build_config(vars(build_parser().parse_args(argv[3:])), {"PERFHUB_TOKEN": "t"})
+    assert argv[1:3] == ["-m", "demo.agent"]
+    args = vars(build_parser().parse_args(argv[3:]))
+    settings = {name: args.pop(name) for name in SIMULATION}
+    sim = simulator(build_config(args, {"PERFHUB_TOKEN": "t"}), settings)
 
-    assert config.simulate_profiles == {"chat-7b": demo_profile(service)}
-    assert (config.simulate_slowdown_after, config.simulate_slowdown_for) == (120.0, 600.0)
-    assert config.gpus == service.total_gpus
+    assert sim.engines[0].profile == demo_profile(service)
+    assert sim.planned is not None
+    assert sim.planned.end - sim.planned.start == 600.0
+    assert len(sim.step()[0]) == service.total_gpus
 
 
 def test_other_agents_get_no_slowdown(service, tmp_path):

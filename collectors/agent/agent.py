@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from . import __version__
 from .batch import new_batch
@@ -18,10 +18,16 @@ from .nvml import NvmlReader
 from .push import Delivery, Outcome, Pusher
 from .scrape import Scraper
 from .serve import BatchServer, LatestBatch
-from .simulate import Simulator
 from .spool import Spool
 
 log = logging.getLogger(__name__)
+
+
+class Source(Protocol):
+    """Something that observes instead of NVML (the demo's simulated host, `demo.agent`):
+    each step returns this interval's GPU rows, scrapes and per-request rows."""
+
+    def step(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]: ...
 
 
 class Agent:
@@ -31,18 +37,16 @@ class Agent:
         *,
         nvml: NvmlReader | None = None,
         scraper: Scraper | None = None,
-        simulator: Simulator | None = None,
+        source: Source | None = None,
         delivery: Delivery | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.clock = clock
         self.scraper = scraper or Scraper(timeout=config.scrape_timeout)
-        if config.simulate and simulator is None:
-            simulator = Simulator.from_config(config)
-        self.simulator = simulator
-        # Simulated GPUs replace NVML: a demo host has no GPU to read.
-        self.nvml = None if simulator is not None else (nvml or NvmlReader())
+        self.source = source
+        # A source replaces NVML: a demo host has no GPU to read.
+        self.nvml = None if source is not None else (nvml or NvmlReader())
         if delivery is None and config.push_enabled:
             assert config.spool_dir is not None and config.token
             delivery = Delivery(
@@ -58,8 +62,8 @@ class Agent:
         gpus: list[dict[str, Any]] = []
         scrapes: list[dict[str, Any]] = []
         requests: list[dict[str, Any]] = []
-        if self.simulator is not None:
-            gpus, scrapes, requests = self.simulator.step()
+        if self.source is not None:
+            gpus, scrapes, requests = self.source.step()
         elif self.nvml is not None:
             gpus = self.nvml.read()
         targets = [*self.config.engines, *([self.config.dcgm] if self.config.dcgm else [])]
@@ -107,7 +111,7 @@ class Agent:
             interval,
             len(self.config.engines),
             ", dcgm" if self.config.dcgm else "",
-            f", simulating {self.config.gpus} GPU(s)" if self.simulator else "",
+            f", observed by {type(self.source).__name__}" if self.source else "",
             f", pushing to {self.config.server}" if self.delivery else ", not pushing",
         )
         try:

@@ -16,8 +16,8 @@ import threading
 from typing import Any
 
 from . import __version__
-from .agent import Agent
-from .config import ConfigError, build_config
+from .agent import Agent, Source
+from .config import AgentConfig, ConfigError, build_config
 from .push import Outcome
 
 log = logging.getLogger("collectors.agent")
@@ -88,52 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
         const=True,
         help="print batches as JSON instead of pushing",
     )
-    g = p.add_argument_group("simulation (demo and tests)")
-    g.add_argument(
-        "--simulate",
-        action="store_const",
-        const=True,
-        help="fake H100s and a fake vLLM per --service",
-    )
-    g.add_argument("--gpus", type=int, metavar="N", help="simulated GPUs (default 2)")
-    g.add_argument(
-        "--simulate-qps",
-        type=float,
-        metavar="QPS",
-        help="mean request rate per service (default 12)",
-    )
-    g.add_argument(
-        "--simulate-profile",
-        dest="simulate_profiles",
-        action="append",
-        metavar="[SLUG:]KEY=VALUE,...",
-        help="what a service's fake engine serves: qps, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, "
-        "tpot_p99_ms, e2e_p99_ms, prompt_tokens, output_tokens; repeatable, one per service",
-    )
-    g.add_argument(
-        "--simulate-slowdown-after",
-        type=float,
-        metavar="SECONDS",
-        help="inject a P99 regression this long after start",
-    )
-    g.add_argument(
-        "--simulate-slowdown-for",
-        type=float,
-        metavar="SECONDS",
-        help="end the regression after this long (default: it lasts)",
-    )
-    g.add_argument(
-        "--simulate-slowdown-factor",
-        type=float,
-        metavar="X",
-        help="how much slower the slowed requests are (default 4)",
-    )
-    g.add_argument(
-        "--simulate-slowdown-share",
-        type=float,
-        metavar="P",
-        help="share of requests slowed, 0-1 (default 0.1: the tail moves)",
-    )
     p.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO (default), WARNING, ERROR")
     p.add_argument(
         "-v",
@@ -152,8 +106,18 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     try:
         config = build_config(args, environ)
     except ConfigError as exc:
-        print(f"perfhub-agent: error: {exc}", file=sys.stderr)
-        return 2
+        return config_error(exc)
+    return run(config)
+
+
+def config_error(exc: ConfigError) -> int:
+    print(f"perfhub-agent: error: {exc}", file=sys.stderr)
+    return 2
+
+
+def run(config: AgentConfig, *, source: Source | None = None) -> int:
+    """Run the agent `config` describes (`source` observes instead of NVML when given) until
+    a signal stops it, or once with `--once`; returns the exit code."""
     level = getattr(logging, config.log_level.upper(), None)
     if not isinstance(level, int):
         print(
@@ -163,7 +127,7 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    agent = Agent(config)
+    agent = Agent(config, source=source)
 
     if config.once:
         return _once(agent)

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .simulate import EngineProfile, ProfileError
-
 # The agent does not keep a list of engines: the server owns parsing and names the engines it
 # knows (400 naming the source otherwise), so an old agent scrapes a newly supported engine.
 ENGINE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,19}$")
@@ -55,14 +53,6 @@ class AgentConfig:
     serve: tuple[str, int] | None = None
     once: bool = False
     dry_run: bool = False
-    simulate: bool = False
-    gpus: int = 2
-    simulate_qps: float = 12.0
-    simulate_profiles: dict[str, EngineProfile] = field(default_factory=dict)
-    simulate_slowdown_after: float | None = None
-    simulate_slowdown_for: float | None = None
-    simulate_slowdown_factor: float = 4.0
-    simulate_slowdown_share: float = 0.1
     log_level: str = "INFO"
 
     @property
@@ -89,18 +79,9 @@ _SCALARS: dict[str, type] = {
     "serve": str,
     "once": bool,
     "dry_run": bool,
-    "simulate": bool,
-    "gpus": int,
-    "simulate_qps": float,
-    "simulate_slowdown_after": float,
-    "simulate_slowdown_for": float,
-    "simulate_slowdown_factor": float,
-    "simulate_slowdown_share": float,
     "log_level": str,
 }
-_LISTS = ("engines", "services", "simulate_profiles")
-# A profile spec holds commas, so lists of them are separated by semicolons or spaces.
-_PROFILE_LIST_SEP = re.compile(r"[;\s]+")
+_LISTS = ("engines", "services")
 
 
 def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
@@ -126,7 +107,6 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
         name = {
             "engine": "engines",
             "service": "services",
-            "simulate_profile": "simulate_profiles",
         }.get(name, name)
         if name not in _SCALARS and name not in _LISTS:
             raise ConfigError(f"config file {path}: unknown setting {key!r}")
@@ -135,16 +115,13 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def settings_from_env(environ: dict[str, str]) -> dict[str, Any]:
-    """`PERFHUB_<SETTING>` variables; lists (ENGINES, SERVICES) are comma- or space-separated,
-    SIMULATE_PROFILES semicolon- or space-separated (each profile holds commas)."""
+    """`PERFHUB_<SETTING>` variables; lists (ENGINES, SERVICES) are comma- or space-separated."""
     settings: dict[str, Any] = {}
     for name in (*_SCALARS, *_LISTS):
         value = environ.get(f"PERFHUB_{name.upper()}")
         if value is None or value == "":
             continue
-        if name == "simulate_profiles":
-            settings[name] = [v for v in _PROFILE_LIST_SEP.split(value) if v]
-        elif name in _LISTS:
+        if name in _LISTS:
             settings[name] = value.replace(",", " ").split()
         else:
             settings[name] = value
@@ -168,7 +145,7 @@ def parse_engine_spec(spec: str, services: list[str]) -> ScrapeTarget:
             f"engine {spec!r}: SOURCE must be an engine's name as PerfHub knows it"
             " (e.g. vllm); dcgm-exporter goes with --dcgm"
         )
-    service = _service_for(slug.strip(), services, what=f"engine {spec!r}")
+    service = service_for(slug.strip(), services, what=f"engine {spec!r}")
     return ScrapeTarget(
         source=source, service=service, url=_check_url(url.strip(), f"engine {spec!r}")
     )
@@ -184,7 +161,7 @@ def parse_dcgm_spec(spec: str, services: list[str]) -> ScrapeTarget:
         if not sep:
             raise ConfigError(f"dcgm {spec!r}: expected URL or SLUG=URL")
     if slug:
-        service = _service_for(slug.strip(), services, what=f"dcgm {spec!r}")
+        service = service_for(slug.strip(), services, what=f"dcgm {spec!r}")
     elif services:
         service = services[0]
     else:
@@ -192,27 +169,6 @@ def parse_dcgm_spec(spec: str, services: list[str]) -> ScrapeTarget:
     return ScrapeTarget(
         source="dcgm", service=service, url=_check_url(url.strip(), f"dcgm {spec!r}")
     )
-
-
-def parse_profile_spec(spec: str, services: list[str]) -> tuple[str, EngineProfile]:
-    """`[SLUG:]KEY=VALUE,...`, e.g. `chat-7b:ttft_p50_ms=85,tpot_p50_ms=12.5,qps=24`.
-
-    Without `SLUG:` the profile belongs to the only `--service`.
-    """
-    head, sep, rest = spec.partition(":")
-    if sep and "=" not in head:
-        slug, body = head.strip(), rest
-    else:
-        slug, body = "", spec
-    service = _service_for(slug, services, what=f"simulate_profile {spec!r}")
-    if service not in services:
-        raise ConfigError(
-            f"simulate_profile {spec!r}: {service!r} is not one of the --service slugs"
-        )
-    try:
-        return service, EngineProfile.parse(body)
-    except ProfileError as exc:
-        raise ConfigError(f"simulate_profile {spec!r}: {exc}") from None
 
 
 def parse_serve_addr(value: str) -> tuple[str, int]:
@@ -253,14 +209,6 @@ def build_config(cli: dict[str, Any], environ: dict[str, str] | None = None) -> 
     config = AgentConfig(host=host, services=services)
     engines_raw = _as_list("engines", merged.get("engines", []))
     config.engines = [_engine_from_raw(item, services) for item in engines_raw]
-    profiles_raw = merged.get("simulate_profiles", [])
-    if isinstance(profiles_raw, str):
-        profiles_raw = [v for v in _PROFILE_LIST_SEP.split(profiles_raw) if v]
-    for item in _as_list("simulate_profiles", profiles_raw):
-        slug, profile = _profile_from_raw(item, services)
-        if slug in config.simulate_profiles:
-            raise ConfigError(f"simulate_profiles: {slug!r} has two profiles")
-        config.simulate_profiles[slug] = profile
     if "dcgm" in values:
         config.dcgm = parse_dcgm_spec(values.pop("dcgm"), services)
     if "serve" in values:
@@ -292,25 +240,6 @@ def _validate(config: AgentConfig) -> None:
         raise ConfigError("spool_max_bytes: must be more than 0")
     if config.scrape_timeout <= 0 or config.push_timeout <= 0:
         raise ConfigError("scrape_timeout/push_timeout: must be more than 0 seconds")
-    if not 0 <= config.gpus <= 64:
-        raise ConfigError("gpus: between 0 and 64")
-    if config.simulate_qps <= 0:
-        raise ConfigError("simulate_qps: must be more than 0")
-    if config.simulate_slowdown_factor <= 0:
-        raise ConfigError("simulate_slowdown_factor: must be more than 0")
-    if not 0 <= config.simulate_slowdown_share <= 1:
-        raise ConfigError("simulate_slowdown_share: between 0 and 1")
-    if config.simulate_slowdown_after is not None and config.simulate_slowdown_after < 0:
-        raise ConfigError("simulate_slowdown_after: must be 0 seconds or more")
-    if config.simulate_slowdown_for is not None:
-        if config.simulate_slowdown_for <= 0:
-            raise ConfigError("simulate_slowdown_for: must be more than 0 seconds")
-        if config.simulate_slowdown_after is None:
-            raise ConfigError(
-                "simulate_slowdown_for: needs simulate_slowdown_after (when the regression starts)"
-            )
-    if config.simulate and not config.services:
-        raise ConfigError("simulate: needs at least one --service SLUG for the fake vLLM engine")
     if not config.dry_run and config.serve is None and not config.server:
         raise ConfigError(
             "server: required (--server URL or PERFHUB_SERVER) unless --dry-run or --serve"
@@ -335,20 +264,8 @@ def _engine_from_raw(item: Any, services: list[str]) -> ScrapeTarget:
     raise ConfigError(f"engines: expected a string SOURCE[:SLUG]=URL or a table, got {item!r}")
 
 
-def _profile_from_raw(item: Any, services: list[str]) -> tuple[str, EngineProfile]:
-    if isinstance(item, str):
-        return parse_profile_spec(item, services)
-    if isinstance(item, dict):
-        values = {str(k).replace("-", "_"): v for k, v in item.items()}
-        slug = str(values.pop("service", ""))
-        body = ",".join(f"{k}={v}" for k, v in values.items())
-        return parse_profile_spec(f"{slug}:{body}" if slug else body, services)
-    raise ConfigError(
-        f"simulate_profiles: expected a string [SLUG:]KEY=VALUE,... or a table, got {item!r}"
-    )
-
-
-def _service_for(slug: str, services: list[str], *, what: str) -> str:
+def service_for(slug: str, services: list[str], *, what: str) -> str:
+    """The service a spec names, or the only `--service`; `what` names the spec in errors."""
     if slug:
         _check_slug(slug, what)
         return slug

@@ -21,7 +21,7 @@ from rest_framework.exceptions import APIException
 from collectors.instruments import PULL_ERRORS, record_ingest
 from collectors.models import Host
 from collectors.services.ingest import IngestResult, ingest_document
-from dossiers.outbound import OutboundRefused, outbound_request
+from core.outbound import OutboundRefused, outbound_request
 
 MAX_ERROR_CHARS = 2000
 log = logging.getLogger(__name__)

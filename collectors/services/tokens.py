@@ -1,6 +1,6 @@
 """Agent tokens: issued once, stored as a public prefix plus a SHA-256 of the whole token.
 
-The plaintext looks like `pha_<prefix>_<secret>` (format and hashing: dossiers.credentials).
+The plaintext looks like `pha_<prefix>_<secret>` (format and hashing: core.credentials).
 Tokens issued before that were stored as an HMAC keyed with SECRET_KEY; they keep working:
 the first use verifies the old HMAC (with SECRET_KEY or one of SECRET_KEY_FALLBACKS) and
 re-stores the digest as SHA-256, after which SECRET_KEY no longer matters to them. Re-keying
@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from collectors.models import AgentToken, Host
-from dossiers.credentials import (
+from core.credentials import (
     digest_matches,
     token_digest,
     token_new,

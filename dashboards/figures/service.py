@@ -14,6 +14,7 @@ import numpy as np
 from analysis.percentiles import STANDARD_QUANTILES, label, minimum_count
 from collectors.selectors import GpuSeriesPoint
 from collectors.services.rollups import METHODS
+from core.templatetags.display import money
 from dashboards.figures.common import (
     BASELINE_FILL,
     BASELINE_LINE,
@@ -34,7 +35,6 @@ from dashboards.figures.common import (
 )
 from dashboards.selectors import ServiceDashboard
 from dossiers.models import Service
-from dossiers.templatetags.dossier_format import money
 
 LATENCY_LABELS = {"e2e": "End-to-end latency", "ttft": "Time to first token (TTFT)"}
 LATENCY_LABELS["tpot"] = "Time per output token (TPOT, per request)"

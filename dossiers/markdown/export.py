@@ -16,6 +16,15 @@ from typing import Any
 
 import yaml
 
+from core.templatetags.display import (
+    change_with_percent,
+    gigabytes,
+    metric_label,
+    metric_value,
+    ms,
+    num,
+    ratio,
+)
 from dossiers import selectors
 from dossiers.markdown import schema
 from dossiers.models import (
@@ -26,15 +35,6 @@ from dossiers.models import (
     ConfigVersion,
     Experiment,
     Service,
-)
-from dossiers.templatetags.dossier_format import (
-    change_with_percent,
-    gigabytes,
-    metric_label,
-    metric_value,
-    ms,
-    num,
-    ratio,
 )
 
 PERCENTILE_TITLES = {"p50": "P50", "p90": "P90", "p95": "P95", "p99": "P99", "p999": "P99.9"}

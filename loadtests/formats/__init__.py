@@ -3,7 +3,8 @@
     runs = parse_loadtest(path.read_bytes(), filename=path.name)
     runs = parse_loadtest(content, format="guidellm")
 
-Formats live in the registry (`registry.register`), in detection order: `vllm bench serve` JSON,
+Formats live in the registry (`registry.register`), one module each in this folder, imported by
+`core.discovery` below; detection order is each format's `priority`: `vllm bench serve` JSON,
 JSON lists and JSON lines, GenAI-Perf / AIPerf profile exports, guidellm reports, ray llmperf
 `*_summary.json`. A file that fails anywhere raises `LoadTestFormatError` and yields nothing, so
 a caller stores all of a file or none of it. docs/loadtest-formats.md maps every key.
@@ -11,11 +12,8 @@ a caller stores all of a file or none of it. docs/loadtest-formats.md maps every
 
 from __future__ import annotations
 
-# Importing a format module registers it; the order of these imports is the detection order.
-from . import vllm_bench  # noqa: F401  isort: skip
-from . import genai_perf  # noqa: F401  isort: skip
-from . import guidellm  # noqa: F401  isort: skip
-from . import llmperf  # noqa: F401  isort: skip
+from core.discovery import import_submodules
+
 from .base import (
     FIELD_NAMES,
     LATENCY_FIELDS,
@@ -35,6 +33,9 @@ from .registry import (
     register,
     unregister,
 )
+
+# Every module in this folder is imported, and a format module registers itself on import.
+import_submodules(__name__)
 
 
 def parse_loadtest(

@@ -16,6 +16,8 @@ from typing import Any
 from analysis.percentiles import LATENCY_FIELDS, PERCENTILE_LABELS
 from analysis.runs import RESOURCE_FIELDS, THROUGHPUT_FIELDS, WORKLOAD_FIELDS
 
+from . import per_request
+
 # The MeasuredRun percentile columns, and the label each is stored under.
 PERCENTILES = PERCENTILE_LABELS
 
@@ -101,8 +103,16 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 def finish(run: ParsedRun) -> ParsedRun:
     """What every parser's run goes through (built-in or registered): finite fields, a JSON
-    `extra`, and the failed-run rule."""
+    `extra`, latency columns the file left empty taken from its per-request samples
+    (`per_request`), and the failed-run rule."""
     run.extra = plain(run.extra)
+    try:
+        stats = per_request.sample_statistics(run.samples)
+    except ValueError as exc:
+        raise LoadTestFormatError(f"{run.format}: {exc}") from None
+    for name, (value, source) in per_request.missing_latency_fields(run.fields, stats).items():
+        run.fields[name] = value
+        run.sources[name] = source
     return mark_failed(run)
 
 

@@ -297,6 +297,7 @@ def _model(config: dict) -> str | None:
 register(
     LoadTestFormat(
         name=FORMAT,
+        priority=20,
         label="GenAI-Perf / AIPerf",
         parse=parse,
         looks_like=looks_like,

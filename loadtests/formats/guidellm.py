@@ -278,6 +278,7 @@ def _request_totals(ctx: Ctx, benchmark: dict, metrics: dict) -> tuple[dict[str,
 register(
     LoadTestFormat(
         name=FORMAT,
+        priority=30,
         label="guidellm",
         parse=parse,
         looks_like=looks_like,

@@ -162,6 +162,7 @@ def _first(*values: float | None) -> float | None:
 register(
     LoadTestFormat(
         name=FORMAT,
+        priority=40,
         label="ray-project llmperf",
         parse=parse,
         looks_like=looks_like,

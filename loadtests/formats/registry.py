@@ -1,10 +1,14 @@
 """The load-test formats PerfHub reads, in detection order.
 
-A format module describes itself with a `LoadTestFormat` and calls `register()` when imported;
-everything else (detection, `--format` choices, the upload form, the API, the docs list) asks
-this registry, so adding a format is adding a module:
+A format module in `loadtests/formats/` describes itself with a `LoadTestFormat` and calls
+`register()`; the package imports every module in its folder (`core.discovery`), and everything
+else (detection, `--format` choices, the upload form, the API, the docs list) asks this
+registry, so adding a format is adding a module:
 
     register(LoadTestFormat(name="locust", label="Locust", parse=parse, signature=("...",)))
+
+Detection order is `priority` (lower first), then the name: the built-in formats take 10-40,
+a new one defaults to 100.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from core.names import check_name
+
 from .base import Document, LoadTestFormatError, ParsedRun
 
 
 @dataclass(frozen=True)
 class LoadTestFormat:
-    name: str  # what `--format` takes and `LoadTest.format` stores (max 20 characters)
+    name: str  # what `--format` takes and `LoadTest.format` stores (`core.names`)
     label: str  # how people call the tool, for forms and docs
     parse: Callable[[list[Document]], list[ParsedRun]]
     # Top-level keys that mark the tool's files; detection scores a file by how many it has.
@@ -28,6 +34,8 @@ class LoadTestFormat:
     looks_like: Callable[[dict], bool] | None = None
     # File-name fragments that break a tie between formats whose content both match.
     filename_hints: tuple[str, ...] = ()
+    # Detection order: lower first, then by name (built-ins 10-40).
+    priority: int = 100
 
     def score(self, data: dict) -> float:
         """Share of the signature keys the object has, 0 to 1."""
@@ -49,8 +57,7 @@ _FORMATS: dict[str, LoadTestFormat] = {}
 
 def register(fmt: LoadTestFormat) -> LoadTestFormat:
     """Add a format (or replace one of the same name); detection tries formats in this order."""
-    if not fmt.name or len(fmt.name) > 20:
-        raise ValueError(f"format name {fmt.name!r}: 1 to 20 characters")
+    check_name(fmt.name, what="load-test format")
     _FORMATS[fmt.name] = fmt
     return fmt
 
@@ -60,11 +67,12 @@ def unregister(name: str) -> None:
 
 
 def formats() -> tuple[LoadTestFormat, ...]:
-    return tuple(_FORMATS.values())
+    """The registered formats in detection order."""
+    return tuple(sorted(_FORMATS.values(), key=lambda fmt: (fmt.priority, fmt.name)))
 
 
 def format_names() -> tuple[str, ...]:
-    return tuple(_FORMATS)
+    return tuple(fmt.name for fmt in formats())
 
 
 def get_format(name: str) -> LoadTestFormat:
@@ -72,10 +80,10 @@ def get_format(name: str) -> LoadTestFormat:
         return _FORMATS[name]
     except KeyError:
         raise LoadTestFormatError(
-            f"unknown format {name!r}: expected one of {', '.join(_FORMATS)}"
+            f"unknown format {name!r}: expected one of {', '.join(format_names())}"
         ) from None
 
 
 def choices() -> list[tuple[str, str]]:
     """(name, label) pairs for forms and serializers."""
-    return [(fmt.name, f"{fmt.label} ({fmt.name})") for fmt in _FORMATS.values()]
+    return [(fmt.name, f"{fmt.label} ({fmt.name})") for fmt in formats()]

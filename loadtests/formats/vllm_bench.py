@@ -359,6 +359,7 @@ def _date(ctx: Ctx, data: dict) -> datetime | None:
 register(
     LoadTestFormat(
         name=FORMAT,
+        priority=10,
         label="vLLM benchmark_serving.py / vllm bench serve",
         parse=parse,
         looks_like=looks_like,

@@ -169,7 +169,7 @@ def webhook(team, webhook_server) -> Receiver:
     return Receiver.objects.create(
         team=team,
         name="oncall-webhook",
-        kind=Receiver.Kind.WEBHOOK,
+        kind="webhook",
         url=webhook_server.url,
         repeat_interval_s=3600,
     )

@@ -45,9 +45,7 @@ def to_alertmanager(team, alertmanager, settings, outbound_loopback) -> Receiver
     # The timeline evaluates in 2026-03 (frozen clock); keep its firing alerts valid until now.
     settings.PERFHUB_ALERTMANAGER_VALID_FOR_S = 3600 * 24 * 400
     am, _ = alertmanager
-    return Receiver.objects.create(
-        team=team, name="alertmanager", kind=Receiver.Kind.ALERTMANAGER, url=am.url
-    )
+    return Receiver.objects.create(team=team, name="alertmanager", kind="alertmanager", url=am.url)
 
 
 def statuses(hook: Loopback) -> list[str]:

@@ -1,7 +1,6 @@
 """One registry of serving engines: a new entry needs no edit anywhere else."""
 
 import json
-from datetime import timedelta
 
 import pytest
 
@@ -10,7 +9,7 @@ from collectors.exposition import engines
 from collectors.exposition.engines import Engine, Rule
 from collectors.models import Host, ScrapeWindow
 from dossiers.forms import ServiceSettingsForm
-from tests.collectors.conftest import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.collectors.factories import INGEST_URL, make_batch, post_batch, scrape_batch
 
 pytestmark = pytest.mark.django_db
 
@@ -41,14 +40,8 @@ def toy_engine():
 
 
 def test_a_registered_engine_is_accepted_by_ingest(agent_client, service, toy_engine):
-    start = recent_minute() - timedelta(minutes=1)
-    batch = make_batch(requests=[])
-    batch["scrapes"] = [
-        {"ts": rfc3339(start + timedelta(seconds=15 * i)), "service": service.slug,
-         "source": "toyserve", "exposition": TOY_EXPOSITION % (n, n, n, n)}
-        for i, n in enumerate((10, 25))
-    ]  # fmt: skip
-    response = agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+    texts = [TOY_EXPOSITION % (n, n, n, n) for n in (10, 25)]
+    response = post_batch(agent_client, scrape_batch(service.slug, "toyserve", texts))
     assert response.status_code == 202, response.json()
     assert ScrapeWindow.objects.get().source == "toyserve"
 
@@ -75,3 +68,28 @@ def test_a_registered_engine_is_a_pull_kind(toy_engine):
 def test_the_agent_takes_any_engine_name_and_leaves_the_check_to_the_server():
     target = parse_engine_spec("toyserve:chat=http://127.0.0.1:9/metrics", ["chat"])
     assert (target.source, target.service) == ("toyserve", "chat")
+
+
+@pytest.mark.postgres
+def test_an_engine_with_a_long_name_is_stored_on_postgresql(agent_client, service):
+    # "tensorrt-llm" is 12 characters: the scrape-window column used to hold 10 (an HTTP 500).
+    engines.register(
+        Engine(
+            "tensorrt-llm",
+            "TensorRT-LLM",
+            (Rule("e2e_seconds", "histogram", ("toy_latency_seconds",)),),
+        )
+    )
+    try:
+        texts = [TOY_EXPOSITION % (n, n, n, n) for n in (10, 25)]
+        response = post_batch(agent_client, scrape_batch(service.slug, "tensorrt-llm", texts))
+    finally:
+        engines.unregister("tensorrt-llm")
+    assert response.status_code == 202, response.json()
+    assert ScrapeWindow.objects.get().source == "tensorrt-llm"
+
+
+def test_an_engine_name_longer_than_its_columns_is_refused_at_registration():
+    with pytest.raises(ValueError, match="holds 20"):
+        engines.register(Engine("a-very-long-engine-name", "Long", ()))
+    assert "a-very-long-engine-name" not in engines.engine_names()

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from collectors.models import GpuSample, IngestBatch, RequestSample, ScrapeWindow
-from tests.collectors.conftest import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
 

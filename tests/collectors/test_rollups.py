@@ -8,7 +8,7 @@ from collectors.models import HOUR, MINUTE, GpuRollup, IngestBatch, ServiceRollu
 from collectors.selectors import latency_percentiles
 from collectors.services.ingest import epoch_minute
 from collectors.services.rollups import Traffic, rollup_host_minutes, rollup_pending
-from tests.collectors.conftest import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from django.db import connection
 from collectors.models import Host, IngestBatch, ServiceRollup
 from collectors.services.tokens import token_issue
 from perfhub.celery import app
-from tests.collectors.conftest import make_batch, recent_minute
+from tests.collectors.factories import make_batch, recent_minute
 from tests.collectors.test_celery_pull import _drop_cached_connections
 from tests.collectors.test_rollups import push
 

@@ -117,7 +117,7 @@ def test_the_demo_console_drops_accepted_pushes_only():
 
 def _agent(*flags: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "collectors.agent", "--simulate", "--service", "chat-7b",
+        [sys.executable, "-m", "demo.agent", "--service", "chat-7b",
          "--host", "h", "--once", "--dry-run", *flags],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -2,7 +2,8 @@
 
 Serves the site with Django's server, runs the periodic jobs (pulls, roll-ups, pruning, alert
 evaluation) in a background thread instead of Celery beat, and starts simulated GPU agents
-(`python -m collectors.agent --simulate`) that push to this server through the real ingest API.
+(`python -m demo.agent`: the real agent fed by the simulator) that push to this server through
+the real ingest API.
 
 Each simulated engine follows its service's current baseline (`demo_profile`), with its P99s
 kept under the SLOs, so the live charts agree with the dossier and the default alert rules stay
@@ -11,7 +12,7 @@ agent's service for D seconds, long enough (say 600) for its P99 rule to fire, t
 
 `--prometheus` (needs Debian's `prometheus`) feeds the first vLLM service through a Prometheus
 source instead of an agent: a simulated engine scraped by a real Prometheus, read back through
-its HTTP API (see `collectors.demo_prometheus`).
+its HTTP API (see `demo.prometheus`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
-from collectors.agent.simulate import EngineProfile, ProfileError
-from collectors.demo_prometheus import DemoPrometheus, DemoPrometheusError
 from collectors.services.periodic import run_periodic_jobs
 from collectors.services.tokens import token_issue_for_host_name
+from demo.prometheus import DemoPrometheus, DemoPrometheusError
+from demo.simulator import EngineProfile, ProfileError
 from dossiers.models import Service
 from dossiers.selectors import current_baseline
 
@@ -130,7 +131,7 @@ def agent_command(
     (`slowdown` = (after, for) seconds) an injected regression."""
     gpus = min(MAX_AGENT_GPUS, max(1, service.total_gpus))
     cmd = [
-        sys.executable, "-m", "collectors.agent", "--simulate", "--gpus", str(gpus),
+        sys.executable, "-m", "demo.agent", "--gpus", str(gpus),
         "--service", service.slug, "--server", f"http://{addr}", "--host", host,
         "--interval", str(interval), "--spool-dir", str(spool), "--log-level", "WARNING",
     ]  # fmt: skip

@@ -11,7 +11,7 @@ while one of those passwords still works (dossiers.checks).
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboards.demo_history import backfill_fleet
+from demo.history import backfill_fleet
 from dossiers import demo
 from loadtests.demo import add_demo_loadtests
 

@@ -135,3 +135,11 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+def simulated(config, gpus: int = 2):
+    """A source for the agent's loop in tests: the demo's simulated host for the config's
+    services (the agent itself never imports the demo)."""
+    from demo.simulator import Simulator
+
+    return Simulator(host=config.host, services=config.services, gpus=gpus)

@@ -6,7 +6,7 @@ from collectors.agent.config import build_config
 from collectors.agent.push import Delivery, Pusher
 from collectors.agent.spool import Spool
 
-from .conftest import TOKEN
+from .conftest import TOKEN, simulated
 from .contract import contract_errors
 
 
@@ -37,8 +37,8 @@ def test_its_loop_delivers_every_batch_in_order_through_an_outage(ingest, tmp_pa
     url, state = ingest
     state.fail_first = 3
     config = build_config(
-        {"host": "gpu-01", "server": url, "token": TOKEN, "interval": 0.02, "simulate": True,
-         "services": ["chat-7b"], "gpus": 1, "spool_dir": str(tmp_path)},
+        {"host": "gpu-01", "server": url, "token": TOKEN, "interval": 0.02,
+         "services": ["chat-7b"], "spool_dir": str(tmp_path)},
         {},
     )  # fmt: skip
     delivery = Delivery(
@@ -48,7 +48,7 @@ def test_its_loop_delivers_every_batch_in_order_through_an_outage(ingest, tmp_pa
         backoff_max_s=0.05,
     )
     collected: list[str] = []
-    agent = Agent(config, delivery=delivery)
+    agent = Agent(config, delivery=delivery, source=simulated(config, gpus=1))
 
     agent.run(threading.Event(), on_batch=lambda b: collected.append(b["batch_id"]), max_ticks=8)
     delivery.drain()
@@ -61,7 +61,7 @@ def test_its_loop_delivers_every_batch_in_order_through_an_outage(ingest, tmp_pa
 
 def test_its_loop_stops_when_asked(tmp_path):
     config = build_config(
-        {"host": "gpu-01", "dry_run": True, "interval": 0.01, "simulate": True,
+        {"host": "gpu-01", "dry_run": True, "interval": 0.01,
          "services": ["chat-7b"]},
         {},
     )  # fmt: skip
@@ -73,7 +73,7 @@ def test_its_loop_stops_when_asked(tmp_path):
         if len(ticks) == 3:
             stop.set()
 
-    Agent(config).run(stop, on_batch=on_batch)
+    Agent(config, source=simulated(config)).run(stop, on_batch=on_batch)
 
     assert len(ticks) == 3
 
@@ -98,14 +98,16 @@ class FlakyDelivery:
 
 def test_its_loop_survives_a_failing_tick_and_logs_it(caplog):
     config = build_config(
-        {"host": "gpu-01", "dry_run": True, "interval": 0.01, "simulate": True,
+        {"host": "gpu-01", "dry_run": True, "interval": 0.01,
          "services": ["chat-7b"]},
         {},
     )  # fmt: skip
     delivery = FlakyDelivery()
 
     with caplog.at_level(logging.ERROR, logger="collectors.agent"):
-        Agent(config, delivery=delivery).run(threading.Event(), max_ticks=3)
+        Agent(config, delivery=delivery, source=simulated(config)).run(
+            threading.Event(), max_ticks=3
+        )
 
     assert len(delivery.submitted) == 3
     assert "collecting or delivering a batch failed" in caplog.records[0].getMessage()

@@ -113,7 +113,6 @@ def test_it_keeps_a_spool_per_host_under_the_state_directory():
         ({"host": "h"}, "server: required"),
         ({"host": "h", "server": "http://p"}, "token: required"),
         ({**BASE, "interval": 0.0}, "interval: must be more than 0"),
-        ({**BASE, "simulate": True}, "simulate: needs at least one --service"),
         ({**BASE, "server": "perfhub:8000"}, "server: 'perfhub:8000' is not an http"),
     ],
 )

@@ -9,6 +9,8 @@ from collectors.agent.batch import new_batch
 from collectors.agent.config import build_config
 from collectors.agent.serve import BatchServer, LatestBatch
 
+from .conftest import simulated
+
 
 @pytest.fixture
 def served():
@@ -50,10 +52,9 @@ def test_it_answers_404_elsewhere(served):
 
 def test_an_agent_with_serve_and_no_server_serves_what_it_collects():
     config = build_config(
-        {"host": "demo-gpu-01", "serve": "127.0.0.1:0", "simulate": True, "services": ["chat-7b"]},
-        {},
+        {"host": "demo-gpu-01", "serve": "127.0.0.1:0", "services": ["chat-7b"]}, {}
     )
-    agent = Agent(config)
+    agent = Agent(config, source=simulated(config))
     assert agent.delivery is None
     server = agent.start_server()
     try:

@@ -28,12 +28,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .batch import rfc3339
 
-if TYPE_CHECKING:
-    from .config import AgentConfig
+def rfc3339(moment: datetime) -> str:
+    """As the agent writes times: UTC, millisecond precision, `Z` suffix."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
 
 log = logging.getLogger(__name__)
 
@@ -522,21 +523,6 @@ class Simulator:
                 start=begin,
                 end=math.inf if slowdown_for is None else begin + slowdown_for,
             )
-
-    @classmethod
-    def from_config(cls, config: AgentConfig) -> Simulator:
-        """The simulator `--simulate` and its `--simulate-*` settings describe."""
-        return cls(
-            host=config.host,
-            services=config.services,
-            gpus=config.gpus,
-            qps=config.simulate_qps,
-            profiles=config.simulate_profiles,
-            slowdown_after=config.simulate_slowdown_after,
-            slowdown_for=config.simulate_slowdown_for,
-            slowdown_factor=config.simulate_slowdown_factor,
-            slowdown_share=config.simulate_slowdown_share,
-        )
 
     def set_slowdown(
         self, factor: float, share: float = 0.1, *, duration: float | None = None

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import requests
 
-from collectors.agent.simulate import EngineProfile, FakeVllmEngine
 from collectors.models import PrometheusSource
 from collectors.services.prometheus import source_create
+from demo.simulator import EngineProfile, FakeVllmEngine
 from dossiers.models import Service
 
 SOURCE_NAME = "demo-prometheus"

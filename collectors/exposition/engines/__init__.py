@@ -89,6 +89,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from core.discovery import import_submodules
+from core.names import check_name
+
 Kind = Literal["counter", "histogram", "gauge", "histogram_sum"]
 
 COUNTERS = (
@@ -276,7 +279,9 @@ EXPORTERS = ("dcgm",)  # GPU exporters: parsed by `collectors.exposition.dcgm`, 
 
 
 def register(engine: Engine) -> Engine:
-    """Add an engine (a new module calls this once); its name must be new."""
+    """Add an engine (a new module calls this once); its name must be new and fit the columns
+    that store it (`core.names`), so a bad name fails here, not on its first push."""
+    check_name(engine.name, what="engine")
     if engine.name in ENGINES or engine.name in EXPORTERS:
         raise ValueError(f"engine {engine.name!r} is already registered")
     ENGINES[engine.name] = engine
@@ -305,3 +310,7 @@ register(Engine("vllm", "vLLM", VLLM))
 register(Engine("tgi", "TGI", TGI))
 register(Engine("sglang", "SGLang", SGLANG))
 register(Engine("triton", "Triton", TRITON))
+
+# A new engine is a module in this folder that calls `register()` (docs/extending.md): every
+# module here is imported, in name order, after the built-ins above.
+import_submodules(__name__)

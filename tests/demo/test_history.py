@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from alerts.models import AlertEvent
-from dashboards.demo_history import Regression, backfill_service
 from dashboards.selectors import service_dashboard
+from demo.history import Regression, backfill_service
 from tests.dashboards.conftest import make_baseline, make_service
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import math
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 
-from dossiers.throttling import LoginThrottle
+from core.throttling import LoginThrottle
 
 
 class LoginView(auth_views.LoginView):

@@ -2,8 +2,9 @@
 service starts with, and how it observes a window. This registry is the one list of kinds: the
 model's choices, the form, evaluation, defaults and docs read it.
 
-A new kind is one class here (or in any module imported at start-up) decorated with `@register`;
-`docs/extending.md` walks through one.
+A new kind is a module in this folder (`alerts/kinds/`) with one class decorated with
+`@register`; the package imports every module here (`core.discovery`). `docs/extending.md`
+walks through one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from alerts.sources import ServiceWindow, baseline_costs
 from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
-from dossiers.templatetags.dossier_format import money, percent
+from core.discovery import import_submodules
+from core.registry import Registry
+from core.templatetags.display import money, percent
 
 if TYPE_CHECKING:
     from alerts.models import Rule
@@ -70,28 +73,18 @@ class RuleKind:
         raise NotExportable("Prometheus has no series for it")
 
 
-KINDS: dict[str, RuleKind] = {}
+KINDS: Registry[RuleKind] = Registry("rule kind")
+register = KINDS.register  # class decorator: `@register class MyKind(RuleKind)`
+unregister = KINDS.unregister
 
 
-def register(cls: type[RuleKind]) -> type[RuleKind]:
-    """Class decorator: add a kind to the registry (its `name` must be new)."""
-    kind = cls()
-    if kind.name in KINDS:
-        raise ValueError(f"rule kind {kind.name!r} is already registered")
-    KINDS[kind.name] = kind
-    return cls
-
-
-def unregister(name: str) -> None:
-    KINDS.pop(name, None)
+def kind_choices() -> list[tuple[str, str]]:
+    """The model field's choices (a function: migrations name it)."""
+    return KINDS.choices()
 
 
 def get(name: str) -> RuleKind | None:
     return KINDS.get(name)
-
-
-def kind_choices() -> list[tuple[str, str]]:
-    return [(k.name, k.label) for k in KINDS.values()]
 
 
 # --- Latency ----------------------------------------------------------------------------------
@@ -547,3 +540,8 @@ class _Unknown:
 
 def for_rule(name: str) -> RuleKind | _Unknown:
     return KINDS.get(name) or _Unknown(name)
+
+
+# A new kind is a module in this folder with a `@register` class (docs/extending.md): every
+# module here is imported, in name order, after the built-ins above.
+import_submodules(__name__)

@@ -5,9 +5,8 @@ from datetime import datetime
 
 import pytest
 
-from collectors.agent.simulate import EngineProfile, ProfileError, Simulator
-
-from .test_simulate import StepClock
+from demo.simulator import EngineProfile, ProfileError, Simulator
+from tests.demo.test_simulator import StepClock
 
 # Shaped like the demo's support-chat-7b baseline.
 CHAT = EngineProfile(

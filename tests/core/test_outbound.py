@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.core.checks import run_checks
 
-from dossiers.outbound import OutboundRefused, Unresolved, check_url, outbound_request
+from core.outbound import OutboundRefused, Unresolved, check_url, outbound_request
 
 
 class _Handler(BaseHTTPRequestHandler):

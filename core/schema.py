@@ -4,7 +4,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
 class UnrecognizedTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "dossiers.credentials.UnrecognizedTokenAuthentication"
+    target_class = "core.credentials.UnrecognizedTokenAuthentication"
     name: list = []  # adds no security scheme; the token kinds describe themselves
 
     def get_security_requirement(self, auto_schema):

@@ -9,10 +9,10 @@ import pytest
 import requests
 from django.utils import timezone
 
-from collectors.demo_prometheus import DemoPrometheus
 from collectors.selectors import service_metrics
 from collectors.services.prometheus import due_sources, source_sync
 from collectors.services.rollups import rollup_pending
+from demo.prometheus import DemoPrometheus
 from tests.promstack import binary, wait_until
 
 pytestmark = pytest.mark.django_db

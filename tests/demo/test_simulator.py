@@ -3,9 +3,8 @@ import statistics
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.agent.simulate import Simulator
-
-from .contract import GPU, REQUEST
+from demo.simulator import Simulator
+from tests.collectors.agent.contract import GPU, REQUEST
 
 LABELS = (("engine", "0"), ("model_name", "meta-llama/Llama-3.1-8B-Instruct"))
 

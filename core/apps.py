@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    name = "core"
+    verbose_name = "Platform (credentials, outbound guard, API behaviour, display)"
+
+    def ready(self) -> None:
+        from core import schema  # noqa: F401  (registers the OpenAPI extension)
