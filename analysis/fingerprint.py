@@ -1,0 +1,241 @@
+"""A run's workload fingerprint, and whether two fingerprints describe the same workload.
+
+Two runs with the same mean output length can still apply different workloads (every request
+200 tokens, or half 20 and half 380): latency percentiles move with the length distribution, not
+with its mean. So a fingerprint keeps length *quantiles* (P25, P50, P75, P90) of prompts and
+outputs, beside the load (concurrency or rate), the dataset, `ignore_eos` and streaming.
+
+Comparisons go through `differences` (one sentence per difference, empty = compatible) and
+`distance` (the largest log-ratio between matching length statistics, the number the threshold
+applies to). docs/lint.md gives the thresholds and why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+LENGTH_QUANTILES = {"p25": 0.25, "p50": 0.5, "p75": 0.75, "p90": 0.9}
+
+# Two length statistics match when their ratio is within this factor (|ln ratio| <= ln 1.2):
+# run-to-run sampling noise of a P90 over 400 requests of a realistic dataset is ~5%, and the
+# quantiles of a fixed-length and a spread workload with one mean differ by 40% or more.
+QUANTILE_RATIO = 1.20
+# The old rule (means within 10%) stays as a floor: a fingerprint never allows more than it did.
+MEAN_TOLERANCE = 0.10
+# Differences below this many tokens are rounding, whatever the ratio (16 vs 18 tokens).
+ABSOLUTE_SLACK_TOKENS = 2.0
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A token-count distribution: quantiles (tokens) and the mean and standard deviation."""
+
+    quantiles: dict[str, float] = field(default_factory=dict)
+    mean: float | None = None
+    std: float | None = None
+    basis: str = ""  # "per request", "reported quantiles", "mean and std"
+
+    @classmethod
+    def from_values(cls, values: Sequence[float]) -> Lengths | None:
+        data = sorted(float(v) for v in values if v is not None and math.isfinite(v))
+        if not data:
+            return None
+        mean = sum(data) / len(data)
+        std = math.sqrt(sum((v - mean) ** 2 for v in data) / len(data))
+        return cls(
+            quantiles={name: quantile(data, q) for name, q in LENGTH_QUANTILES.items()},
+            mean=mean,
+            std=std,
+            basis="per request",
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "quantiles": dict(self.quantiles),
+            "mean": self.mean,
+            "std": self.std,
+            "basis": self.basis,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> Lengths | None:
+        if not data:
+            return None
+        return cls(
+            quantiles={k: float(v) for k, v in (data.get("quantiles") or {}).items()},
+            mean=data.get("mean"),
+            std=data.get("std"),
+            basis=data.get("basis") or "",
+        )
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) of already sorted values."""
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    position = q * (len(sorted_values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    prompt: Lengths | None = None
+    output: Lengths | None = None
+    concurrency: int | None = None
+    request_rate: float | None = None  # req/s; math.inf = as fast as possible (closed loop)
+    dataset: str | None = None
+    ignore_eos: bool | None = None
+    streaming: bool | None = None
+
+    def to_dict(self) -> dict:
+        rate = self.request_rate
+        return {
+            "prompt": self.prompt.to_dict() if self.prompt else None,
+            "output": self.output.to_dict() if self.output else None,
+            "concurrency": self.concurrency,
+            "request_rate": "inf" if rate is not None and math.isinf(rate) else rate,
+            "dataset": self.dataset,
+            "ignore_eos": self.ignore_eos,
+            "streaming": self.streaming,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> Fingerprint:
+        data = data or {}
+        rate = data.get("request_rate")
+        return cls(
+            prompt=Lengths.from_dict(data.get("prompt")),
+            output=Lengths.from_dict(data.get("output")),
+            concurrency=data.get("concurrency"),
+            request_rate=math.inf if rate == "inf" else rate,
+            dataset=data.get("dataset"),
+            ignore_eos=data.get("ignore_eos"),
+            streaming=data.get("streaming"),
+        )
+
+    def summary(self) -> str:
+        """One line for pages and tables: "c=16, output P25/P50/P90 180/200/240 tokens"."""
+        parts = []
+        if self.concurrency is not None:
+            parts.append(f"c={self.concurrency}")
+        if self.request_rate is not None:
+            rate = self.request_rate
+            parts.append("rate unlimited" if math.isinf(rate) else f"{rate:g} req/s")
+        for what, lengths in (("prompt", self.prompt), ("output", self.output)):
+            if lengths is None:
+                continue
+            qs = [lengths.quantiles.get(n) for n in ("p25", "p50", "p90")]
+            if all(q is not None for q in qs):
+                parts.append(f"{what} P25/P50/P90 {'/'.join(f'{q:.0f}' for q in qs)} tokens")
+            elif lengths.mean is not None:
+                parts.append(f"{what} mean {lengths.mean:.0f} tokens")
+        for name, value in (
+            ("dataset", self.dataset),
+            ("ignore_eos", self.ignore_eos),
+            ("streaming", self.streaming),
+        ):
+            if value is not None:
+                parts.append(f"{name} {value}")
+        return ", ".join(parts) or "not recorded"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    quantile_ratio: float = QUANTILE_RATIO
+    mean_tolerance: float = MEAN_TOLERANCE
+    absolute_slack: float = ABSOLUTE_SLACK_TOKENS
+
+
+def _ratio_apart(a: float, b: float, ratio: float, slack: float) -> bool:
+    if abs(a - b) <= slack:
+        return False
+    if a <= 0 or b <= 0:
+        return True
+    return abs(math.log(a / b)) > math.log(ratio)
+
+
+def length_differences(
+    what: str, base: Lengths | None, cand: Lengths | None, tol: Tolerance = Tolerance()
+) -> list[str]:
+    """Sentences naming where two length distributions part (empty: compatible)."""
+    if base is None and cand is None:
+        return []
+    if base is None or cand is None:
+        side = "baseline" if base is None else "candidate"
+        return [f"{what} length not recorded for the {side}"]
+    reasons = []
+    means = base.mean is not None and cand.mean is not None
+    if means and abs(cand.mean - base.mean) > max(
+        tol.mean_tolerance * base.mean, tol.absolute_slack
+    ):
+        reasons.append(
+            f"{what} length mean {base.mean:.0f} -> {cand.mean:.0f} tokens "
+            f"(tolerance {tol.mean_tolerance:.0%})"
+        )
+    for name in LENGTH_QUANTILES:
+        b, c = base.quantiles.get(name), cand.quantiles.get(name)
+        if b is None or c is None:
+            continue
+        if _ratio_apart(b, c, tol.quantile_ratio, tol.absolute_slack):
+            reasons.append(
+                f"{what} length {name.upper()} {b:.0f} -> {c:.0f} tokens "
+                f"(x{c / b if b else math.inf:.2f}; tolerance x{tol.quantile_ratio:g})"
+            )
+    return reasons
+
+
+def differences(base: Fingerprint, cand: Fingerprint, tol: Tolerance = Tolerance()) -> list[str]:
+    """Why `cand` does not apply `base`'s workload, one sentence each; empty means compatible.
+
+    Load must match exactly (concurrency, rate); lengths by quantiles and mean; dataset,
+    `ignore_eos` and streaming when both sides record them (a tool that does not write them
+    cannot be held to them).
+    """
+    reasons = []
+    if base.concurrency != cand.concurrency:
+        reasons.append(f"concurrency {_text(base.concurrency)} -> {_text(cand.concurrency)}")
+    b_rate, c_rate = base.request_rate, cand.request_rate
+    if (b_rate is None) != (c_rate is None) or (
+        b_rate is not None and c_rate is not None and not math.isclose(b_rate, c_rate, rel_tol=1e-6)
+    ):
+        reasons.append(f"request rate {_rate(b_rate)} -> {_rate(c_rate)}")
+    reasons += length_differences("prompt", base.prompt, cand.prompt, tol)
+    reasons += length_differences("output", base.output, cand.output, tol)
+    for name in ("dataset", "ignore_eos", "streaming"):
+        b, c = getattr(base, name), getattr(cand, name)
+        if b is not None and c is not None and b != c:
+            reasons.append(f"{name} {b} -> {c}")
+    return reasons
+
+
+def distance(base: Fingerprint, cand: Fingerprint) -> float:
+    """The largest |ln ratio| between matching length statistics (quantiles and means); inf when
+    the load, dataset, ignore_eos or streaming differ. Compatible means <= ln(QUANTILE_RATIO)."""
+    if any(
+        not r.startswith(("prompt", "output")) for r in differences(base, cand)
+    ):  # load or a setting differs
+        return math.inf
+    worst = 0.0
+    for b, c in ((base.prompt, cand.prompt), (base.output, cand.output)):
+        if b is None or c is None:
+            continue
+        pairs = [(b.quantiles.get(n), c.quantiles.get(n)) for n in LENGTH_QUANTILES]
+        pairs.append((b.mean, c.mean))
+        for x, y in pairs:
+            if x is not None and y is not None and x > 0 and y > 0:
+                worst = max(worst, abs(math.log(y / x)))
+    return worst
+
+
+def _text(value: object) -> str:
+    return "not recorded" if value is None else str(value)
+
+
+def _rate(rate: float | None) -> str:
+    if rate is None:
+        return "not recorded"
+    return "unlimited" if math.isinf(rate) else f"{rate:g} req/s"
