@@ -165,16 +165,19 @@ def length_differences(
     if base is None and cand is None:
         return []
     if base is None or cand is None:
-        side = "baseline" if base is None else "candidate"
-        return [f"{what} length not recorded for the {side}"]
+        return [
+            f"{what} length recorded on one side only: baseline {_tokens(base)}, "
+            f"candidate {_tokens(cand)}"
+        ]
     reasons = []
     means = base.mean is not None and cand.mean is not None
     if means and abs(cand.mean - base.mean) > max(
         tol.mean_tolerance * base.mean, tol.absolute_slack
     ):
         reasons.append(
-            f"{what} length mean {base.mean:.0f} -> {cand.mean:.0f} tokens "
-            f"(tolerance {tol.mean_tolerance:.0%})"
+            f"different mean {what} length: baseline {base.mean:.0f} tokens, candidate "
+            f"{cand.mean:.0f} tokens ({cand.mean / base.mean - 1:+.0%}), tolerance "
+            f"{tol.mean_tolerance:.0%}"
         )
     for name in LENGTH_QUANTILES:
         b, c = base.quantiles.get(name), cand.quantiles.get(name)
@@ -182,8 +185,9 @@ def length_differences(
             continue
         if _ratio_apart(b, c, tol.quantile_ratio, tol.absolute_slack):
             reasons.append(
-                f"{what} length {name.upper()} {b:.0f} -> {c:.0f} tokens "
-                f"(x{c / b if b else math.inf:.2f}; tolerance x{tol.quantile_ratio:g})"
+                f"different {what} length {name.upper()}: baseline {b:.0f} tokens, candidate "
+                f"{c:.0f} tokens (x{c / b if b else math.inf:.2f}), tolerance "
+                f"x{tol.quantile_ratio:g}"
             )
     return reasons
 
@@ -197,28 +201,39 @@ def differences(base: Fingerprint, cand: Fingerprint, tol: Tolerance = Tolerance
     """
     reasons = []
     if base.concurrency != cand.concurrency:
-        reasons.append(f"concurrency {_text(base.concurrency)} -> {_text(cand.concurrency)}")
+        reasons.append(
+            f"different concurrency: baseline {_text(base.concurrency)}, "
+            f"candidate {_text(cand.concurrency)}"
+        )
     b_rate, c_rate = base.request_rate, cand.request_rate
     if (b_rate is None) != (c_rate is None) or (
         b_rate is not None and c_rate is not None and not math.isclose(b_rate, c_rate, rel_tol=1e-6)
     ):
-        reasons.append(f"request rate {_rate(b_rate)} -> {_rate(c_rate)}")
+        reasons.append(
+            f"different request rate: baseline {_rate(b_rate)}, candidate {_rate(c_rate)}"
+        )
     reasons += length_differences("prompt", base.prompt, cand.prompt, tol)
     reasons += length_differences("output", base.output, cand.output, tol)
     for name in ("dataset", "ignore_eos", "streaming"):
         b, c = getattr(base, name), getattr(cand, name)
         if b is not None and c is not None and b != c:
-            reasons.append(f"{name} {b} -> {c}")
+            reasons.append(f"different {name}: baseline {b}, candidate {c}")
     return reasons
 
 
 def distance(base: Fingerprint, cand: Fingerprint) -> float:
     """The largest |ln ratio| between matching length statistics (quantiles and means); inf when
     the load, dataset, ignore_eos or streaming differ. Compatible means <= ln(QUANTILE_RATIO)."""
-    if any(
-        not r.startswith(("prompt", "output")) for r in differences(base, cand)
-    ):  # load or a setting differs
-        return math.inf
+    lengths = (
+        "different mean prompt",
+        "different mean output",
+        "different prompt",
+        "different output",
+        "prompt",
+        "output",
+    )
+    if any(not r.startswith(lengths) for r in differences(base, cand)):
+        return math.inf  # the load, dataset, ignore_eos or streaming differ
     worst = 0.0
     for b, c in ((base.prompt, cand.prompt), (base.output, cand.output)):
         if b is None or c is None:
@@ -229,6 +244,12 @@ def distance(base: Fingerprint, cand: Fingerprint) -> float:
             if x is not None and y is not None and x > 0 and y > 0:
                 worst = max(worst, abs(math.log(y / x)))
     return worst
+
+
+def _tokens(lengths: Lengths | None) -> str:
+    if lengths is None or lengths.mean is None:
+        return "not recorded"
+    return f"{lengths.mean:g} tokens"
 
 
 def _text(value: object) -> str:

@@ -37,7 +37,7 @@ from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Se
 from dossiers.selectors import FleetRow, current_baseline, fleet_rows
 from loadtests.gate import shape_of, shape_text
 from loadtests.history import HistoryChange, history_changes
-from loadtests.models import GateRun, LoadTest, LoadTestSketch
+from loadtests.models import GateRun, LoadTest, LoadTestSketch, source_run
 
 # Alert history kinds worth a line on a chart; the timeline lists every transition but these
 # are the ones a reader of a latency chart needs ("it fired here, it resolved there").
@@ -143,11 +143,23 @@ def _baseline_markers(baselines: list[Baseline], slug: str) -> list[Marker]:
             kind="baseline",
             at=b.promoted_at,
             title=f"Baseline “{b.label}” made current",
-            detail=_by(b.promoted_by, b.promoted_via),
+            detail=_by(b.promoted_by, b.promoted_via) + _lint_override_text(b),
             url=reverse("dossiers:baseline", args=[slug, b.pk]),
         )
         for b in baselines
     ]
+
+
+def _lint_override_text(baseline: Baseline) -> str:
+    """A promotion that overrode refusing lint findings says so, with its reason."""
+    run = source_run(baseline)
+    override = run.lint_override if run is not None else None
+    if not override:
+        return ""
+    return (
+        f"; promoted despite lint findings ({', '.join(override.get('checks', []))}): "
+        f"{override.get('reason', '')}"
+    )
 
 
 def _gate_markers(runs: list[GateRun]) -> list[Marker]:
@@ -243,7 +255,7 @@ def timeline(*, service: Service, limit: int = 50, since: datetime | None = None
     )
     promotions = list(
         Baseline.objects.filter(service=service, promoted_at__isnull=False)
-        .select_related("promoted_by")
+        .select_related("promoted_by", "source_load_test")
         .order_by("-promoted_at")[:limit]
     )
     markers = (

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from analysis import cost, kvcache
+from analysis.fingerprint import Fingerprint
 from dossiers.models import Baseline
 from dossiers.permissions import service_for_editing, service_for_reading
 from dossiers.selectors import economics_view, latency_table
@@ -99,6 +100,9 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "gate_runs": list(run.gate_runs.select_related("service", "baseline")[:20]),
             "can_edit": service.can_edit(request.user),
             "sources": pages.source_rows(run),
+            "fingerprint_text": Fingerprint.from_dict(run.fingerprint).summary()
+            if run.fingerprint
+            else "not recorded (imported before fingerprints)",
         },
     )
 
@@ -109,7 +113,11 @@ def promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     service = service_for_editing(request.user, slug)
     run = get_object_or_404(LoadTest, service=service, pk=pk)
     try:
-        baseline = promote_load_test(load_test=run, user=request.user)
+        baseline = promote_load_test(
+            load_test=run,
+            user=request.user,
+            override_lint=request.POST.get("override_lint", "")[:500],
+        )
     except PromotionError as exc:
         messages.error(request, str(exc))
     else:

@@ -27,7 +27,7 @@ def run(views: list[RunView], t: Thresholds) -> list[list[Finding]]:
         for name in ("dataset", "ignore_eos"):
             a, b = getattr(reference, name), getattr(fp, name)
             if a is not None and b is not None and a != b:
-                reasons.append(f"{name} {a} -> {b}")
+                reasons.append(f"different {name}: run 1 {a}, this run {b}")
         if reasons:
             out[view.index].append(
                 Finding(
