@@ -302,7 +302,8 @@ def read_guidellm(documents: list[Document], runs: list[ParsedRun]) -> list[RunV
     for index, (benchmark, run) in enumerate(zip(benchmarks, runs, strict=True)):
         config = benchmark.get("config") if isinstance(benchmark.get("config"), dict) else {}
         data_spec = (
-            _text(_dig(config, "requests", "data"))
+            _text(_dig(config, "requests", "data"))  # 0.4+
+            or _text(_dig(benchmark, "request_loader", "data"))  # 0.2/0.3
             or _text(args.get("data"))
             or _text(_dig(benchmark, "args", "data"))
         )
@@ -314,22 +315,27 @@ def read_guidellm(documents: list[Document], runs: list[ParsedRun]) -> list[RunV
         prompt = _dig(metrics, "prompt_token_count", "successful") or {}
         requests = _dig(benchmark, "requests", "successful")
         timings, ttfts, prompt_lens, output_lens = _guidellm_requests(requests)
+        # guidellm may keep only a sample of the requests: per-request values stand for the
+        # run only when they are all of them.
+        complete = run.fields.get("request_count") or 0
+        whole = bool(timings) and len(timings) >= complete
+        per_request_lengths = len(output_lens) >= complete > 0
         view = RunView(
             run=run,
             index=index,
             prompt=(
                 Lengths.from_values(prompt_lens)
-                if prompt_lens
+                if per_request_lengths and prompt_lens
                 else summary_lengths(_flat_percentiles(prompt))
             ),
             output=(
                 Lengths.from_values(output_lens)
-                if output_lens
+                if per_request_lengths
                 else summary_lengths(_flat_percentiles(output))
             ),
-            output_min=min(output_lens) if output_lens else num(output.get("min")),
-            output_max=max(output_lens) if output_lens else num(output.get("max")),
-            ttft_in_start_order_ms=ttfts or None,
+            output_min=min(output_lens) if per_request_lengths else num(output.get("min")),
+            output_max=max(output_lens) if per_request_lengths else num(output.get("max")),
+            ttft_in_start_order_ms=(ttfts or None) if whole else None,
             timings=timings or None,
             e2e_mean_ms=_seconds_to_ms(num(_dig(metrics, "request_latency", "successful", "mean"))),
             requested_output_tokens=spec.get("output_tokens"),
