@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 from dossiers.models import Service
 from dossiers.throttling import CredentialScopedThrottle
 from loadtests import formats
-from loadtests.gate import GateInputError, run_gate
+from loadtests.gate import GateInputError, current_reference, reference_leavers, run_gate
 from loadtests.importing import (
     MAX_FILE_BYTES,
     LoadTestImportError,
@@ -237,8 +237,10 @@ class LoadTestImportView(_FileEndpoint):
         content, filename, options, error = self.upload(request)
         if error is not None:
             return error
-        if options["baseline"] or options.get("run"):
+        promoting = bool(options["baseline"] or options.get("run"))
+        if promoting:
             authorize(request, service, CIToken.Action.PROMOTE)
+        before = current_reference(service) if promoting else []
         try:
             runs = import_loadtest_file(
                 service=service,
@@ -261,6 +263,8 @@ class LoadTestImportView(_FileEndpoint):
             "created": created,
             "runs": LoadTestSerializer(runs, many=True, context={"request": request}).data,
         }
+        if promoting:
+            body["reference_set"] = reference_leavers(service, before)
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

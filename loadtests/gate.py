@@ -23,7 +23,7 @@ import numpy as np
 from ddsketch import DDSketch
 from django.db import transaction
 
-from analysis import gate, sketches
+from analysis import gate, regime, sketches
 from analysis.fingerprint import Fingerprint, Lengths
 from analysis.fingerprint import differences as fingerprint_differences
 from dossiers.models import Baseline, ConfigVersion, Service
@@ -236,13 +236,14 @@ class RegimeBreak:
 def regime_boundary(anchor: Baseline, baselines: Sequence[Baseline]) -> RegimeBreak | None:
     """Where the anchor's regime starts among the older compatible baselines: the newest older
     baseline separated from the anchor by a config change or by a step the gate's own test
-    sees (either way), unless it was promoted together with the anchor."""
+    sees (`analysis.regime`), unless it was promoted together with the anchor."""
     older = [
         b
         for b in _compatible(anchor, baselines)
         if b.pk != anchor.pk and (b.measured_at, b.pk) < (anchor.measured_at, anchor.pk)
     ]
     older.sort(key=lambda b: (b.measured_at, b.pk), reverse=True)
+    anchor_data = None
     for b in older:
         if _together(anchor, b):
             continue
@@ -257,7 +258,8 @@ def regime_boundary(anchor: Baseline, baselines: Sequence[Baseline]) -> RegimeBr
         )
         if config is not None:
             return RegimeBreak(b, f"config v{config.version} was deployed after it")
-        step = _step(b, anchor)
+        anchor_data = anchor_data or run_data(anchor)
+        step = regime.step_between(run_data(b), anchor_data)
         if step:
             return RegimeBreak(b, step)
     return None
@@ -276,24 +278,35 @@ def regime_set(anchor: Baseline, baselines: Sequence[Baseline]) -> list[Baseline
     ]
 
 
+def current_reference(service: Service) -> list[Baseline]:
+    """The baseline set the gate would use now for the current baseline's workload."""
+    baselines = _baselines(service)
+    if not baselines:
+        return []
+    return regime_set(baselines[0], baselines)[:BASELINE_WINDOW]
+
+
+def reference_leavers(service: Service, before: Sequence[Baseline]) -> str:
+    """After a promotion: which baselines of the set before it left the gate's reference set,
+    and why (a new regime, or another workload); "" when none did."""
+    after = {b.pk for b in current_reference(service)}
+    gone = [b for b in before if b.pk not in after]
+    if not gone:
+        return ""
+    baselines = _baselines(service)
+    boundary = regime_boundary(baselines[0], baselines) if baselines else None
+    if boundary is not None:
+        why = f"a new regime: {boundary.reason} (“{boundary.baseline.label}”)"
+    else:
+        why = "the new baseline applies another workload"
+    names = ", ".join(f"“{b.label}” (#{b.pk})" for b in gone)
+    return f"leaving the gate's reference set: {names}; {why}"
+
+
 def _together(a: Baseline, b: Baseline) -> bool:
     if a.promoted_at is None or b.promoted_at is None:
         return False
     return abs((a.promoted_at - b.promoted_at).total_seconds()) <= PROMOTED_TOGETHER
-
-
-def _step(older: Baseline, newer: Baseline) -> str:
-    """A significant change between two baselines by the gate's test, in either direction."""
-    old_data, new_data = run_data(older), run_data(newer)
-    for base, cand, word in ((old_data, new_data, "worse"), (new_data, old_data, "better")):
-        try:
-            result = gate.compare_runs([base], [cand])
-        except ValueError:
-            return ""
-        if not result.passed:
-            rows = ", ".join(row.label for row in result.regressions)
-            return f"a step between them: the newer baseline is significantly {word} in {rows}"
-    return ""
 
 
 def match_baseline(candidates: Sequence[LoadTest], baselines: Sequence[Baseline]) -> Match:

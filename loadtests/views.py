@@ -20,6 +20,7 @@ from dossiers.selectors import economics_view, latency_table
 from loadtests import charts, pages, tokens
 from loadtests import diagnosis as diag
 from loadtests.forms import CITokenForm, CostForm, KvCacheForm, LoadTestUploadForm
+from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     PromotionError,
@@ -112,6 +113,7 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     service = service_for_editing(request.user, slug)
     run = get_object_or_404(LoadTest, service=service, pk=pk)
+    before = current_reference(service)
     try:
         baseline = promote_load_test(
             load_test=run,
@@ -122,6 +124,8 @@ def promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"“{baseline.label}” is now the current baseline.")
+        if leavers := reference_leavers(service, before):
+            messages.info(request, leavers[0].upper() + leavers[1:] + ".")
     return redirect(run)
 
 

@@ -24,6 +24,7 @@ from django.db import transaction
 
 from dossiers.models import Service
 from loadtests.formats import format_names
+from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
@@ -86,6 +87,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         service = service_named(options["service"])
         refusing = 0
+        promoting = options["baseline"] or options["run"] is not None
+        before = current_reference(service) if promoting else []
         with transaction.atomic():  # several files: all of them or none
             for path in options["files"]:
                 refusing += self._import(service, path, options)
@@ -96,6 +99,8 @@ class Command(BaseCommand):
                     "(listed above); nothing was stored",
                     returncode=2,
                 )
+        if promoting and (leavers := reference_leavers(service, before)):
+            self.stdout.write(leavers)
 
     def _import(self, service: Service, path: str, options: dict) -> int:
         """Import one file and print its runs and their findings; the refusing findings' count."""
