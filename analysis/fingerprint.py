@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 
 LENGTH_QUANTILES = {"p25": 0.25, "p50": 0.5, "p75": 0.75, "p90": 0.9}
 
-# Two length statistics match when their ratio is within this factor (|ln ratio| <= ln 1.2):
-# run-to-run sampling noise of a P90 over 400 requests of a realistic dataset is ~5%, and the
-# quantiles of a fixed-length and a spread workload with one mean differ by 40% or more.
+# Two length statistics match when their ratio is within this factor (|ln ratio| <= ln 1.2), or
+# within SAMPLING_Z standard errors of sampling noise when that is wider (short runs of a
+# realistic dataset: a P25 over 100 requests moves ~8% run to run). The quantiles of a
+# fixed-length and a spread workload with one mean differ by 40% or more.
 QUANTILE_RATIO = 1.20
-# The old rule (means within 10%) stays as a floor: a fingerprint never allows more than it did.
+# Means within 10% (the rule before fingerprints), or SAMPLING_Z standard errors when wider.
 MEAN_TOLERANCE = 0.10
+SAMPLING_Z = 4.0
 # Differences below this many tokens are rounding, whatever the ratio (16 vs 18 tokens).
 ABSOLUTE_SLACK_TOKENS = 2.0
 
@@ -36,6 +38,7 @@ class Lengths:
     mean: float | None = None
     std: float | None = None
     basis: str = ""  # "per request", "reported quantiles", "mean and std"
+    count: int | None = None  # requests the statistics rest on (their sampling noise)
 
     @classmethod
     def from_values(cls, values: Sequence[float]) -> Lengths | None:
@@ -49,6 +52,7 @@ class Lengths:
             mean=mean,
             std=std,
             basis="per request",
+            count=len(data),
         )
 
     def to_dict(self) -> dict:
@@ -57,6 +61,7 @@ class Lengths:
             "mean": self.mean,
             "std": self.std,
             "basis": self.basis,
+            "count": self.count,
         }
 
     @classmethod
@@ -68,7 +73,38 @@ class Lengths:
             mean=data.get("mean"),
             std=data.get("std"),
             basis=data.get("basis") or "",
+            count=data.get("count"),
         )
+
+    def log_se(self, name: str) -> float:
+        """Standard error of ln(quantile `name`) from sampling: the slope of ln(length) against
+        the quantile level, read off the neighbouring stored quantiles, times sqrt(p(1-p)/n).
+        0 when the count or the neighbours are unknown (the fixed tolerance then applies)."""
+        if not self.count or name not in self.quantiles:
+            return 0.0
+        points = sorted(
+            (LENGTH_QUANTILES[n], math.log(v))
+            for n, v in self.quantiles.items()
+            if n in LENGTH_QUANTILES and v > 0
+        )
+        p = LENGTH_QUANTILES[name]
+        lower = [pt for pt in points if pt[0] < p]
+        upper = [pt for pt in points if pt[0] > p]
+        here = next((pt for pt in points if pt[0] == p), None)
+        if here is None:
+            return 0.0
+        left = lower[-1] if lower else here
+        right = upper[0] if upper else here
+        if right[0] == left[0]:
+            return 0.0
+        slope = (right[1] - left[1]) / (right[0] - left[0])
+        return slope * math.sqrt(p * (1 - p) / self.count)
+
+    def mean_se(self) -> float:
+        """Standard error of the mean, relative to it; 0 when unknown."""
+        if not self.count or not self.mean or self.std is None:
+            return 0.0
+        return self.std / self.mean / math.sqrt(self.count)
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -148,14 +184,16 @@ class Tolerance:
     quantile_ratio: float = QUANTILE_RATIO
     mean_tolerance: float = MEAN_TOLERANCE
     absolute_slack: float = ABSOLUTE_SLACK_TOKENS
+    z: float = SAMPLING_Z
 
 
-def _ratio_apart(a: float, b: float, ratio: float, slack: float) -> bool:
+def _ratio_apart(a: float, b: float, ratio: float, slack: float, noise: float = 0.0) -> bool:
+    """Whether a and b differ beyond `ratio`, `slack` tokens and `noise` (in ln units)."""
     if abs(a - b) <= slack:
         return False
     if a <= 0 or b <= 0:
         return True
-    return abs(math.log(a / b)) > math.log(ratio)
+    return abs(math.log(a / b)) > max(math.log(ratio), noise)
 
 
 def length_differences(
@@ -171,23 +209,25 @@ def length_differences(
         ]
     reasons = []
     means = base.mean is not None and cand.mean is not None
+    noise = tol.z * math.hypot(base.mean_se(), cand.mean_se())
     if means and abs(cand.mean - base.mean) > max(
-        tol.mean_tolerance * base.mean, tol.absolute_slack
+        max(tol.mean_tolerance, noise) * base.mean, tol.absolute_slack
     ):
         reasons.append(
             f"different mean {what} length: baseline {base.mean:.0f} tokens, candidate "
             f"{cand.mean:.0f} tokens ({cand.mean / base.mean - 1:+.0%}), tolerance "
-            f"{tol.mean_tolerance:.0%}"
+            f"{max(tol.mean_tolerance, noise):.0%}"
         )
     for name in LENGTH_QUANTILES:
         b, c = base.quantiles.get(name), cand.quantiles.get(name)
         if b is None or c is None:
             continue
-        if _ratio_apart(b, c, tol.quantile_ratio, tol.absolute_slack):
+        noise = tol.z * math.hypot(base.log_se(name), cand.log_se(name))
+        if _ratio_apart(b, c, tol.quantile_ratio, tol.absolute_slack, noise):
             reasons.append(
                 f"different {what} length {name.upper()}: baseline {b:.0f} tokens, candidate "
                 f"{c:.0f} tokens (x{c / b if b else math.inf:.2f}), tolerance "
-                f"x{tol.quantile_ratio:g}"
+                f"x{max(tol.quantile_ratio, math.exp(noise)):.2f}"
             )
     return reasons
 

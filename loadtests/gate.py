@@ -222,11 +222,6 @@ def _compatible(anchor: Baseline, baselines: Sequence[Baseline]) -> list[Baselin
     return [b for b in baselines if not workload_differences(anchor, b)]
 
 
-# Baselines promoted within this long of the anchor were promoted together (one import of
-# several repeats): they are one set whatever the regime test says.
-PROMOTED_TOGETHER = 600  # seconds
-
-
 @dataclass(frozen=True)
 class RegimeBreak:
     baseline: Baseline  # the newest baseline left out, and every older one with it
@@ -304,9 +299,11 @@ def reference_leavers(service: Service, before: Sequence[Baseline]) -> str:
 
 
 def _together(a: Baseline, b: Baseline) -> bool:
-    if a.promoted_at is None or b.promoted_at is None:
+    """Promoted together: one import of several repeats (`LoadTest.promotion_batch`)."""
+    run_a, run_b = source_run(a), source_run(b)
+    if run_a is None or run_b is None or not run_a.promotion_batch:
         return False
-    return abs((a.promoted_at - b.promoted_at).total_seconds()) <= PROMOTED_TOGETHER
+    return run_a.promotion_batch == run_b.promotion_batch
 
 
 def match_baseline(candidates: Sequence[LoadTest], baselines: Sequence[Baseline]) -> Match:

@@ -224,6 +224,7 @@ def import_loadtest_file(
     measured_at: datetime | None = None,
     ci_token: CIToken | None = None,
     override_lint: str = "",
+    promotion_batch: str = "",
 ) -> list[LoadTest]:
     """Store every run of the file on `service`, in file order; all of them or none.
 
@@ -275,6 +276,7 @@ def import_loadtest_file(
                 user=user,
                 ci_token=ci_token,
                 override_lint=override_lint,
+                promotion_batch=promotion_batch,
             )
     return stored
 
@@ -340,6 +342,7 @@ def promote_load_test(
     user=None,
     ci_token: CIToken | None = None,
     override_lint: str = "",
+    promotion_batch: str = "",
 ) -> Baseline:
     """Make the run the service's current baseline (a Baseline linked back to it), recording
     who promoted it and through which CI token, if any.
@@ -348,7 +351,7 @@ def promote_load_test(
     run (no request succeeded) raises PromotionError: its statistics are absent, not zero. A
     run with refusing lint findings raises PromotionError unless `override_lint` gives the
     reason; the override (who, when, why, which findings) is kept on the run and shown on the
-    dossier timeline.
+    dossier timeline. Runs promoted with one `promotion_batch` id are one reference set.
     """
     if load_test.failed:
         raise PromotionError(
@@ -356,6 +359,9 @@ def promote_load_test(
             "a baseline"
         )
     credential = ci_token.credential_label if ci_token is not None else ""
+    if promotion_batch and load_test.promotion_batch != promotion_batch:
+        load_test.promotion_batch = promotion_batch[:32]
+        load_test.save(update_fields=["promotion_batch"])
     refusal = lint_refusal(load_test)
     if refusal and not override_lint.strip():
         raise PromotionError(refusal)

@@ -160,6 +160,12 @@ class LoadTest(MeasuredRun):
         blank=True,
         help_text="Who promoted this run despite refusing findings, when, why, and which.",
     )
+    promotion_batch = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="Runs promoted together (one import of several repeats) share this id: the "
+        "gate keeps them in one reference set whatever the regime test says.",
+    )
     promoted_to = models.OneToOneField(
         Baseline,
         null=True,

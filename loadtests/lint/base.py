@@ -108,9 +108,9 @@ class RunView:
         concurrency = f.get("concurrency")
         return Fingerprint(
             prompt=self.prompt
-            or _from_mean(f.get("prompt_tokens_mean"), f.get("prompt_tokens_std")),
+            or _from_mean(f.get("prompt_tokens_mean"), f.get("prompt_tokens_std"), self.count),
             output=self.output
-            or _from_mean(f.get("output_tokens_mean"), f.get("output_tokens_std")),
+            or _from_mean(f.get("output_tokens_mean"), f.get("output_tokens_std"), self.count),
             concurrency=None if concurrency is None else int(concurrency),
             request_rate=rate,
             dataset=self.dataset,
@@ -119,10 +119,10 @@ class RunView:
         )
 
 
-def _from_mean(mean: float | None, std: float | None) -> Lengths | None:
+def _from_mean(mean: float | None, std: float | None, count: int | None) -> Lengths | None:
     if mean is None:
         return None
-    return Lengths(mean=mean, std=std, basis="mean and std")
+    return Lengths(mean=mean, std=std, basis="mean and std", count=count)
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,9 @@ def numbers(values: Any) -> list[float]:
     return [v for v in (num(x) for x in values) if v is not None]
 
 
-def summary_lengths(summary: dict, basis: str = "reported quantiles") -> Lengths | None:
+def summary_lengths(
+    summary: dict, count: float | None = None, basis: str = "reported quantiles"
+) -> Lengths | None:
     """Lengths from a tool's summary object ({p25.., mean/avg, std/std_dev/stddev})."""
     if not summary:
         return None
@@ -94,7 +96,13 @@ def summary_lengths(summary: dict, basis: str = "reported quantiles") -> Lengths
     )
     if not quantiles and mean is None:
         return None
-    return Lengths(quantiles=quantiles, mean=mean, std=std, basis=basis)
+    return Lengths(
+        quantiles=quantiles,
+        mean=mean,
+        std=std,
+        basis=basis,
+        count=None if count is None else int(count),
+    )
 
 
 REALISTIC = (
@@ -252,8 +260,8 @@ def read_genai_perf(documents: list[Document], runs: list[ParsedRun]) -> list[Ru
     end = num(_dig(d, "max_response_timestamp", "avg"))
     view = RunView(
         run=run,
-        prompt=summary_lengths(prompt_summary),
-        output=summary_lengths(output_summary),
+        prompt=summary_lengths(prompt_summary, run.fields.get("request_count")),
+        output=summary_lengths(output_summary, run.fields.get("request_count")),
         output_min=num(output_summary.get("min")),
         output_max=num(output_summary.get("max")),
         e2e_mean_ms=_genai_mean_ms(d.get("request_latency")),
@@ -326,12 +334,12 @@ def read_guidellm(documents: list[Document], runs: list[ParsedRun]) -> list[RunV
             prompt=(
                 Lengths.from_values(prompt_lens)
                 if per_request_lengths and prompt_lens
-                else summary_lengths(_flat_percentiles(prompt))
+                else summary_lengths(_flat_percentiles(prompt), complete or None)
             ),
             output=(
                 Lengths.from_values(output_lens)
                 if per_request_lengths
-                else summary_lengths(_flat_percentiles(output))
+                else summary_lengths(_flat_percentiles(output), complete or None)
             ),
             output_min=min(output_lens) if per_request_lengths else num(output.get("min")),
             output_max=max(output_lens) if per_request_lengths else num(output.get("max")),
@@ -409,7 +417,7 @@ def read_llmperf(documents: list[Document], runs: list[ParsedRun]) -> list[RunVi
     def lengths(name: str) -> Lengths | None:
         summary = {q: d.get(f"results_{name}_quantiles_{q}") for q in LENGTH_QUANTILES}
         summary.update(mean=d.get(f"results_{name}_mean"), std=d.get(f"results_{name}_stddev"))
-        return summary_lengths(summary)
+        return summary_lengths(summary, run.fields.get("request_count"))
 
     requested_std = num(d.get("stddev_output_tokens"))
     view = RunView(

@@ -17,6 +17,7 @@ finding, after printing them all, and stores nothing.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -89,6 +90,8 @@ class Command(BaseCommand):
         refusing = 0
         promoting = options["baseline"] or options["run"] is not None
         before = current_reference(service) if promoting else []
+        # Several files promoted in one command are one baseline set (repeats of one build).
+        options["promotion_batch"] = uuid.uuid4().hex if len(options["files"]) > 1 else ""
         with transaction.atomic():  # several files: all of them or none
             for path in options["files"]:
                 refusing += self._import(service, path, options)
@@ -119,6 +122,7 @@ class Command(BaseCommand):
                 origin=LoadTest.Origin.CLI,
                 measured_at=measured_at,
                 override_lint=options["override_lint"],
+                promotion_batch=options["promotion_batch"] if options["baseline"] else "",
             )
         except LoadTestImportError as exc:
             message = f"{path}: {exc}" if len(options["files"]) > 1 else str(exc)
