@@ -303,3 +303,20 @@ def test_real_files_get_refusing_findings_only_where_explained(path):
     runs = parse_file(content, filename=path.name)
     refusing = {f.check for lint in lint_file(content, runs) for f in lint.refusing}
     assert refusing == EXPLAINED_REFUSALS.get(path.name, set())
+
+
+# --- thresholds are settings --------------------------------------------------------------------
+
+
+def test_a_threshold_setting_changes_the_verdict(settings):
+    settings.PERFHUB_LINT = {"failed_refuse_share": 0.5}  # 49 of 150 failed: 33%
+    found = findings(REAL / "llmperf" / "leaderboard-bedrock_70b.json")
+    assert severities(found)["failed_share"] == "warn"
+
+
+def test_an_unknown_threshold_fails_the_system_check(settings):
+    from loadtests.checks import check_lint_thresholds
+
+    settings.PERFHUB_LINT = {"failed_share_max": 0.5}
+    (error,) = check_lint_thresholds()
+    assert "unknown threshold 'failed_share_max'" in error.msg
