@@ -300,3 +300,33 @@ def _rate(rate: float | None) -> str:
     if rate is None:
         return "not recorded"
     return "unlimited" if math.isinf(rate) else f"{rate:g} req/s"
+
+
+def production_drift(
+    what: str, baseline: Lengths | None, live: Lengths | None, tol: Tolerance = Tolerance()
+) -> str:
+    """ "output length P50 180 -> 310 tokens" when live lengths part from the baseline's by the
+    fingerprint's rule (quantiles within x1.2 or sampling noise, means within 10%); "" when they
+    agree or either side is unknown. The statistic named is the median, or the one that moved
+    clearly more."""
+    if baseline is None or live is None or not length_differences(what, baseline, live, tol):
+        return ""
+    pairs = [
+        (name.upper(), baseline.quantiles[name], live.quantiles[name])
+        for name in LENGTH_QUANTILES
+        if name in baseline.quantiles and name in live.quantiles
+    ]
+    if baseline.mean is not None and live.mean is not None:
+        pairs.append(("mean", baseline.mean, live.mean))
+    pairs = [(n, b, c) for n, b, c in pairs if b > 0 and c > 0]
+    if not pairs:
+        return ""
+
+    def moved(pair: tuple[str, float, float]) -> float:
+        return abs(math.log(pair[2] / pair[1]))
+
+    # The median speaks for the distribution unless another statistic moved clearly more.
+    worst = max(pairs, key=moved)
+    median = next((p for p in pairs if p[0] == "P50"), None)
+    name, b, c = median if median and moved(median) >= 0.9 * moved(worst) else worst
+    return f"{what} length {name} {b:,.0f} -> {c:,.0f} tokens"

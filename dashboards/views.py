@@ -148,6 +148,7 @@ def service_claims_fragment(request: HttpRequest, slug: str) -> HttpResponse:
     baseline = dossier_selectors.current_baseline(svc)
     check = claims.check_claims([svc], {svc.pk: baseline})[svc.pk]
     claims.drift_since(check)
+    claims.workload_claims(check)
     return render(
         request,
         "dashboards/claims_fragment.html",
