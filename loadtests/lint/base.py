@@ -79,6 +79,7 @@ class RunView:
     ttft_in_start_order_ms: list[float] | None = None
     timings: list[Timing] | None = None
     e2e_mean_ms: float | None = None
+    ttft_max_ms: float | None = None  # the slowest request's TTFT, when only a summary exists
     requested_output_tokens: float | None = None
     requested_output_std: float | None = None
     ignore_eos: bool | None = None  # the tool was asked to force the output length

@@ -265,6 +265,7 @@ def read_genai_perf(documents: list[Document], runs: list[ParsedRun]) -> list[Ru
         output_min=num(output_summary.get("min")),
         output_max=num(output_summary.get("max")),
         e2e_mean_ms=_genai_mean_ms(d.get("request_latency")),
+        ttft_max_ms=run.extra.get("stats", {}).get("time_to_first_token", {}).get("max"),
         requested_output_tokens=requested,
         requested_output_std=requested_std,
         ignore_eos=forced if (deterministic is not None or ignore_eos is not None) else None,
@@ -299,7 +300,7 @@ def _genai_mean_ms(metric: Any) -> float | None:
 
 # --- guidellm -------------------------------------------------------------------------------
 
-SYNTHETIC_SPEC = re.compile(r"(prompt_tokens|output_tokens)\s*[=:]\s*\"?(\d+)")
+SYNTHETIC_SPEC = re.compile(r"(prompt_tokens|output_tokens)[\"']?\s*[=:]\s*[\"']?(\d+)")
 
 
 def read_guidellm(documents: list[Document], runs: list[ParsedRun]) -> list[RunView]:
@@ -346,6 +347,7 @@ def read_guidellm(documents: list[Document], runs: list[ParsedRun]) -> list[RunV
             ttft_in_start_order_ms=(ttfts or None) if whole else None,
             timings=timings or None,
             e2e_mean_ms=_seconds_to_ms(num(_dig(metrics, "request_latency", "successful", "mean"))),
+            ttft_max_ms=run.extra.get("latency_ms", {}).get("ttft", {}).get("max"),
             requested_output_tokens=spec.get("output_tokens"),
             requested_output_std=0.0 if "output_tokens" in spec else None,
             # guidellm's synthetic data asks the server for exactly output_tokens (ignore_eos).
@@ -427,6 +429,7 @@ def read_llmperf(documents: list[Document], runs: list[ParsedRun]) -> list[RunVi
         output_min=num(d.get("results_number_output_tokens_min")),
         output_max=num(d.get("results_number_output_tokens_max")),
         e2e_mean_ms=_seconds_to_ms(num(d.get("results_end_to_end_latency_s_mean"))),
+        ttft_max_ms=_seconds_to_ms(num(d.get("results_ttft_s_max"))),
         requested_output_tokens=num(d.get("mean_output_tokens")),
         requested_output_std=requested_std,
         ignore_eos=None,

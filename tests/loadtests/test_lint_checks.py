@@ -112,6 +112,10 @@ def aiperf_impossible(d):
     d["time_to_first_token"]["p50"] = d["request_latency"]["p50"] * 2
 
 
+def aiperf_cold_start(d):
+    d["time_to_first_token"]["max"] = d["time_to_first_token"]["p99"] * 20
+
+
 def aiperf_realistic_fixed(d):
     d["input_config"]["input"]["file"] = "ShareGPT_V3_unfiltered_cleaned_split.json"
     d["output_sequence_length"].update(
@@ -207,6 +211,10 @@ def llmperf_impossible(d):
     d["results_ttft_s_quantiles_p50"] = d["results_end_to_end_latency_s_quantiles_p50"] * 2
 
 
+def llmperf_cold_start(d):
+    d["results_ttft_s_max"] = d["results_ttft_s_quantiles_p99"] * 20
+
+
 def llmperf_duration(d):
     d["results_num_completed_requests_per_min"] *= 10
 
@@ -228,6 +236,7 @@ CASES = [
     (AIPERF, aiperf_duration, "duration", "refuse"),
     (AIPERF, aiperf_impossible, "impossible", "refuse"),
     (AIPERF, aiperf_realistic_fixed, "zero_variance", "warn"),
+    (AIPERF, aiperf_cold_start, "cold_start", "warn"),  # a summary: which request is unknown
     (GUIDELLM, guidellm_unfinished, "unfinished", "refuse"),
     (GUIDELLM, guidellm_failed, "failed_share", "refuse"),
     (GUIDELLM, guidellm_capped, "offered_load", "refuse"),
@@ -243,6 +252,7 @@ CASES = [
     (LLMPERF, llmperf_capped, "offered_load", "refuse"),
     (LLMPERF, llmperf_impossible, "impossible", "refuse"),
     (LLMPERF, llmperf_duration, "duration", "refuse"),
+    (LLMPERF, llmperf_cold_start, "cold_start", "warn"),
 ]
 
 

@@ -17,7 +17,9 @@ NAME = "cold_start"
 
 def run(view: RunView, t: Thresholds) -> list[Finding]:
     ttfts = view.ttft_in_start_order_ms
-    if not ttfts or len(ttfts) < t.cold_start_min_requests:
+    if not ttfts:
+        return _from_summary(view, t)
+    if len(ttfts) < t.cold_start_min_requests:
         return []
     head_n = max(3, math.ceil(t.cold_start_head_share * len(ttfts)))
     head, rest = ttfts[:head_n], sorted(ttfts[head_n:])
@@ -39,6 +41,28 @@ def run(view: RunView, t: Thresholds) -> list[Finding]:
                 "head_ttft_median_ms": round(head_median, 1),
                 "rest_ttft_p99_ms": round(rest_p99, 1),
             },
+        )
+    ]
+
+
+def _from_summary(view: RunView, t: Thresholds) -> list[Finding]:
+    """Without per-request order, a TTFT maximum far above the P99 is a one-off the tail carries
+    (a cold start or a stall; which request it was is unknown): a warning."""
+    p99, worst, n = view.fields.get("ttft_p99_ms"), view.ttft_max_ms, view.count
+    if not p99 or not worst or not n or n < t.cold_start_min_requests:
+        return []
+    if worst <= t.cold_start_ratio * p99:
+        return []
+    return [
+        Finding(
+            NAME,
+            Severity.WARN,
+            f"the slowest TTFT is {worst:,.0f} ms, {worst / p99:.1f}x the P99 ({p99:,.0f} ms): "
+            "one request waited far beyond the tail, as a cold start does (the file does not "
+            "say which request it was)",
+            "warm the server up before measuring, and keep per-request records to see which "
+            "requests were slow",
+            {"ttft_max_ms": worst, "ttft_p99_ms": p99},
         )
     ]
 
