@@ -96,6 +96,11 @@ def aiperf_not_honoured(d):
     d["input_config"]["input"]["prompt"]["output_tokens"] = {"mean": 600, "stddev": 0}
 
 
+def aiperf_forced_not_honoured(d):
+    aiperf_not_honoured(d)
+    d["input_config"]["input"]["extra"] = {"ignore_eos": True}
+
+
 def aiperf_capped(d):
     d["input_config"]["loadgen"]["concurrency"] = 8
 
@@ -230,7 +235,8 @@ CASES = [
     (VLLM, vllm_duration, "duration", "refuse"),
     (VLLM, vllm_impossible, "impossible", "refuse"),
     (AIPERF, aiperf_tiny, "tiny_outputs", "refuse"),
-    (AIPERF, aiperf_not_honoured, "output_length", "refuse"),
+    (AIPERF, aiperf_not_honoured, "output_length", "warn"),  # not forced: a cap
+    (AIPERF, aiperf_forced_not_honoured, "output_length", "refuse"),
     (AIPERF, aiperf_capped, "offered_load", "refuse"),
     (AIPERF, aiperf_failed, "failed_share", "refuse"),
     (AIPERF, aiperf_duration, "duration", "refuse"),
@@ -247,7 +253,7 @@ CASES = [
     (GUIDELLM, guidellm_cold_start, "cold_start", "refuse"),
     (GUIDELLM, guidellm_bad_timestamps, "impossible", "refuse"),
     (LLMPERF, llmperf_tiny, "tiny_outputs", "refuse"),
-    (LLMPERF, llmperf_not_honoured, "output_length", "refuse"),
+    (LLMPERF, llmperf_not_honoured, "output_length", "warn"),  # llmperf sets max_tokens only
     (LLMPERF, llmperf_failed, "failed_share", "refuse"),
     (LLMPERF, llmperf_capped, "offered_load", "refuse"),
     (LLMPERF, llmperf_impossible, "impossible", "refuse"),

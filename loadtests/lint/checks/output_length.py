@@ -20,9 +20,10 @@ def run(view: RunView, t: Thresholds) -> list[Finding]:
         return []
     fixed = view.requested_output_std == 0
     forced = bool(view.ignore_eos)
-    # Forced or fixed lengths that came out short are a broken run; a requested *mean* with
-    # spread and no forcing is a model that stops early: worth knowing, not a refusal.
-    severity = Severity.REFUSE if (forced or fixed) else Severity.WARN
+    # A forced length (ignore_eos, deterministic output) that came out short is a broken run.
+    # Unforced, the length is a cap the model may stop before (GenAI-Perf, vLLM's random
+    # dataset and llmperf only set max_tokens unless told to ignore EOS): worth a warning.
+    severity = Severity.REFUSE if forced else Severity.WARN
     how = "with ignore_eos" if forced else ("a fixed length" if fixed else "a mean")
     return [
         Finding(
