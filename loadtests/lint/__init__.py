@@ -53,11 +53,6 @@ def lint_runs(
     ]
 
 
-def findings_of(stored: list[dict] | None) -> list[Finding]:
-    """Findings as stored on a run (LoadTest.lint)."""
-    return [Finding.from_dict(item) for item in stored or []]
-
-
 __all__ = [
     "Check",
     "Finding",
@@ -67,7 +62,6 @@ __all__ = [
     "Thresholds",
     "check_names",
     "checks",
-    "findings_of",
     "lint_runs",
     "register",
     "register_reader",

@@ -42,19 +42,6 @@ class Finding:
             "evidence": self.evidence,
         }
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Finding:
-        return cls(
-            check=data["check"],
-            severity=Severity(data["severity"]),
-            message=data["message"],
-            fix=data.get("fix", ""),
-            evidence=data.get("evidence") or {},
-        )
-
-    def line(self) -> str:
-        return f"[{self.severity}] {self.check}: {self.message}. Fix: {self.fix}"
-
 
 @dataclass
 class Timing:
@@ -92,7 +79,6 @@ class RunView:
     ended_at: float | None = None
     incomplete: int | None = None  # requests still running when the run stopped (guidellm)
     observed_concurrency: float | None = None  # the tool's own measurement (guidellm)
-    notes: list[str] = field(default_factory=list)
 
     @property
     def fields(self) -> dict:

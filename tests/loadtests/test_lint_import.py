@@ -134,3 +134,9 @@ def test_the_gate_says_the_candidate_has_findings(service, c16):
     assert (
         "candidate “vllm bench c=16”" in gate_run.table and "refusing: cold_start" in gate_run.table
     )
+
+
+def test_the_runs_list_marks_a_run_with_refusing_findings(owner_client, service, c16):
+    import_loadtest_file(service=service, content=tiny_outputs(c16), filename="t.json")
+    html = owner_client.get(reverse("loadtests:list", args=[service.slug])).content.decode()
+    assert "lint: 1 refusing" in html
