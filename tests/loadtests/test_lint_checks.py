@@ -336,3 +336,16 @@ def test_an_unknown_threshold_fails_the_system_check(settings):
     settings.PERFHUB_LINT = {"failed_share_max": 0.5}
     (error,) = check_lint_thresholds()
     assert "unknown threshold 'failed_share_max'" in error.msg
+
+
+def test_a_registered_check_runs_on_every_import():
+    from loadtests.lint import Check, Finding, Severity, register, unregister
+
+    def few(view, t):
+        return [Finding("few", Severity.WARN, f"{view.count} requests", "run more", {})]
+
+    register(Check("few", "a throwaway check", few))
+    try:
+        assert "few" in severities(findings(LLMPERF))
+    finally:
+        unregister("few")
