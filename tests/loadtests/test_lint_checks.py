@@ -57,7 +57,13 @@ def vllm_cold_start(d):
 
 
 def vllm_capped(d):
-    d["max_concurrency"] = 64  # 8 requests of ~0.34 s in 1.37 s: ~2 in flight
+    d["max_concurrency"] = 64  # 400 requests kept ~16 in flight
+
+
+def vllm_capped_small_run(d):
+    # 8 requests of ~0.34 s in 1.37 s: ~2 in flight where all 8 could have run at once; so few
+    # requests with such a tail cannot tell a capped client from a drain (ideal ~3.1): a warning.
+    d["max_concurrency"] = 64
 
 
 def vllm_failed(d):
@@ -229,7 +235,8 @@ CASES = [
     (VLLM, vllm_tiny, "tiny_outputs", "refuse"),
     (VLLM, vllm_not_honoured, "output_length", "refuse"),
     (VLLM_ARRAYS, vllm_cold_start, "cold_start", "refuse"),
-    (VLLM, vllm_capped, "offered_load", "refuse"),
+    (VLLM_ARRAYS, vllm_capped, "offered_load", "refuse"),
+    (VLLM, vllm_capped_small_run, "offered_load", "warn"),
     (VLLM, vllm_failed, "failed_share", "refuse"),
     (VLLM_ARRAYS, vllm_realistic_fixed, "zero_variance", "warn"),
     (VLLM, vllm_duration, "duration", "refuse"),
@@ -289,8 +296,8 @@ def test_sweep_points_with_different_prompts_are_named():
 
 
 def test_a_finding_carries_its_evidence_and_fix():
-    found = next(f for f in findings(VLLM, vllm_capped) if f.check == "offered_load")
-    assert found.evidence["configured"] == 64 and found.evidence["achieved"] < 8
+    found = next(f for f in findings(VLLM_ARRAYS, vllm_capped) if f.check == "offered_load")
+    assert found.evidence["configured"] == 64 and found.evidence["achieved"] < 20
     assert "connection limit" in found.fix
 
 

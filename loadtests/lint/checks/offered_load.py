@@ -34,16 +34,29 @@ def run(view: RunView, t: Thresholds) -> list[Finding]:
     return []
 
 
+def ideal_share(view: RunView, offered: int, n: int | None) -> float:
+    """The share of the offered slots a perfect client keeps busy over this run: the requests'
+    busy time per slot (W = n x mean E2E / slots) over the run's length, which a closed loop
+    stretches by the drain of its last requests (about half the slowest, at least the slowest
+    when every request fits in one wave). 1 when the latencies are unknown."""
+    drain = view.fields.get("e2e_p99_ms") or view.fields.get("e2e_p90_ms")
+    if not (n and view.e2e_mean_ms and drain):
+        return 1.0
+    busy = n * view.e2e_mean_ms / offered
+    return min(1.0, busy / max(busy + drain / 2, drain))
+
+
 def _closed_loop(view: RunView, t: Thresholds, concurrency: int, n: int | None) -> list[Finding]:
     achieved, how = achieved_concurrency(view)
     if achieved is None:
         return []
     # A run of fewer requests than slots can never fill them all.
     offered = min(concurrency, n) if n else concurrency
+    expected = ideal_share(view, offered, n)
     share = achieved / offered
-    if share >= t.concurrency_warn_share:
+    if share >= t.concurrency_warn_share * expected:
         return []
-    severity = Severity.REFUSE if share < t.concurrency_refuse_share else Severity.WARN
+    severity = Severity.REFUSE if share < t.concurrency_refuse_share * expected else Severity.WARN
     if view.run.errors:
         # Failed requests held slots too, for a time the file does not give: failed_share
         # speaks for them, and this check only warns.
@@ -53,7 +66,8 @@ def _closed_loop(view: RunView, t: Thresholds, concurrency: int, n: int | None) 
             NAME,
             severity,
             f"configured concurrency {concurrency}, achieved {achieved:.1f} in flight on average "
-            f"({how}): {share:.0%} of the offered load",
+            f"({how}): {share:.0%} of the offered load, where a client keeping every slot busy "
+            f"would reach {expected:.0%} over these requests (their last ones drain)",
             "raise the client's connection limit (e.g. aiohttp's limit, --max-connections, "
             "worker count) or run the client on a host with spare CPU",
             {
@@ -61,6 +75,7 @@ def _closed_loop(view: RunView, t: Thresholds, concurrency: int, n: int | None) 
                 "offered": offered,
                 "achieved": round(achieved, 2),
                 "share": round(share, 3),
+                "expected_share": round(expected, 3),
                 "basis": how,
             },
         )
