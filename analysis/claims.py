@@ -14,6 +14,9 @@ from enum import StrEnum
 class Status(StrEnum):
     HOLDS = "holds"
     DRIFTED = "drifted"
+    # The live workload (prompt or output lengths) parted from the baseline's fingerprint: the
+    # baseline no longer represents production, whatever its latency figures say.
+    UNREPRESENTATIVE = "not representative"
     NO_LIVE_DATA = "no live data"
     NOT_COMPARABLE = "not comparable"  # live load outside the baseline's band
     INSUFFICIENT = "insufficient data"  # too few live requests for the figure
@@ -24,6 +27,7 @@ class Status(StrEnum):
 # Worst first: a service's summary is its worst claim.
 SEVERITY = [
     Status.DRIFTED,
+    Status.UNREPRESENTATIVE,
     Status.STALE,
     Status.NOT_COMPARABLE,
     Status.INSUFFICIENT,

@@ -18,6 +18,14 @@ Runs are drawn from pools of independent runs (each trial takes distinct runs at
     .venv/bin/python bench/gate_quality.py             # the table (~40 s of CPU)
     .venv/bin/python bench/gate_quality.py --quick     # fewer trials, for CI-size checks
     .venv/bin/python bench/gate_quality.py --thorough  # 400 A/A trials a cell (~1 min of CPU)
+    .venv/bin/python bench/gate_quality.py --regime    # A/A after a regime change (issue 23)
+
+--regime: a service's history holds OLDER_BASELINES runs of an old regime and, newest, one
+promoted run of a new regime (a heavier TPOT tail: P90 +75%, median unchanged); identical builds
+of the new regime are gated against (a) the newest BASELINE_RUNS baselines of the shape, the
+rule before issue 23, and (b) the anchor's regime (`analysis.regime`: older baselines the gate's
+own test tells apart from the newest are cut). Without a regime change it also counts how often
+(b) cuts an old-regime history that did not change, and the A/A rate then.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from analysis import gate, gatestats
+from analysis import gate, gatestats, regime
 
 CONCURRENCY = 16
 BASELINE_RUNS = 5
@@ -49,6 +57,7 @@ class Effect:
     ttft: float = 1.0  # multiplies every TTFT
     tail: float = 1.0  # multiplies the E2E of the slowest 2% of requests
     throughput: float = 1.0  # multiplies the run's request and token rates (a slower loop)
+    tpot_spread: float = 1.0  # multiplies TPOT's log-spread: a heavier tail, same median
 
 
 NULL = Effect("A/A")
@@ -72,7 +81,7 @@ def synthetic_run(
     rng: np.random.Generator, n: int, sigma: float, effect: Effect, itls: bool
 ) -> gate.RunData:
     ttft = rng.lognormal(math.log(TTFT_MEDIAN_MS), sigma, n) * effect.ttft
-    tpot = rng.lognormal(math.log(TPOT_MEDIAN_MS), sigma, n)
+    tpot = rng.lognormal(math.log(TPOT_MEDIAN_MS), sigma * effect.tpot_spread, n)
     out = rng.integers(OUTPUT_TOKENS[0], OUTPUT_TOKENS[1] + 1, n)
     e2e = ttft + tpot * (out - 1)
     if effect.tail != 1.0:
@@ -139,6 +148,50 @@ def rate(base_pool, cand_pool, rng, repeats, trials, row=None):
     return hits / trials, (float(np.median(reach)) if reach else None)
 
 
+OLDER_BASELINES = 4
+# TPOT's log-spread x1.88 (sigma 0.5 -> 0.94): P90 TPOT +75%, the median unchanged.
+NEW_REGIME = Effect("heavier TPOT tail, P90 +75%", tpot_spread=1.88)
+
+
+def reference_by_regime(anchor, older):
+    """The anchor and the older baselines of its regime (`analysis.regime.regime_start`)."""
+    cut = regime.regime_start(anchor, older)
+    return [anchor, *(older if cut is None else older[: cut[0]])], cut is not None
+
+
+def regime_study(rng, trials: int, pool_size: int, n: int = 1000) -> None:
+    old = Pool(rng, pool_size, n, 0.5, NULL, True)
+    new = Pool(rng, pool_size, n, 0.5, NEW_REGIME, True)
+    print(
+        f"Regime change: {OLDER_BASELINES} old-regime baselines, then 1 promoted new-regime "
+        f"baseline ({NEW_REGIME.name}); candidates are identical new-regime builds; {n:,} "
+        f"requests a run, {trials} trials a cell."
+    )
+    for repeats in (1, 3):
+        shape_rule = regime_rule = 0
+        for _ in range(trials):
+            older, _ = old.draw(rng, OLDER_BASELINES)
+            (anchor, *cands), _ = new.draw(rng, 1 + repeats)
+            shape_rule += not gate.compare_runs([anchor, *older], cands).passed
+            reference, _ = reference_by_regime(anchor, older)
+            regime_rule += not gate.compare_runs(reference, cands).passed
+        print(
+            f"  x {repeats}: false alarms with the newest {BASELINE_RUNS} of the shape "
+            f"{shape_rule}/{trials} ({shape_rule / trials:.1%}); with the anchor's regime "
+            f"{regime_rule}/{trials} ({regime_rule / trials:.1%})"
+        )
+    cuts = alarms = 0
+    for _ in range(trials):
+        (anchor, *older, cand), _ = old.draw(rng, 2 + OLDER_BASELINES)
+        reference, cut = reference_by_regime(anchor, older)
+        cuts += cut
+        alarms += not gate.compare_runs(reference, [cand]).passed
+    print(
+        f"  no regime change: the set was cut in {cuts}/{trials} ({cuts / trials:.1%}) of "
+        f"unchanged histories; A/A false alarms {alarms}/{trials} ({alarms / trials:.1%})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer trials (CI-size check)")
@@ -146,6 +199,9 @@ def main() -> None:
         "--thorough", action="store_true", help="more trials (400 A/A a cell; ~1 min of CPU)"
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--regime", action="store_true", help="only the regime-change study (issue 23)"
+    )
     args = parser.parse_args()
     aa_trials, effect_trials, pool_size = (300, 100, 120)
     if args.quick:
@@ -155,6 +211,10 @@ def main() -> None:
     effect_pool_size = min(pool_size, 100)
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
+    if args.regime:
+        regime_study(rng, 40 if args.quick else 200, 60 if args.quick else 200)
+        print(f"({time.perf_counter() - started:.0f} s)")
+        return
 
     print(
         f"Gate quality: baseline = {BASELINE_RUNS} runs, c={CONCURRENCY}, lognormal TTFT/TPOT "

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from alerts.models import AlertEvent, AlertInstance
 from alerts.selectors import alert_history_for_service, recent_history_for_service
-from analysis import cost, gate, sketches
+from analysis import cost, sketches
 from analysis.alerting import State
 from analysis.percentiles import Percentile
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
@@ -35,9 +35,9 @@ from dashboards.claims import ClaimCheck, check_claims
 from dashboards.live_changes import LiveChange, live_changes
 from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
 from dossiers.selectors import FleetRow, current_baseline, fleet_rows
-from loadtests.gate import shape_of, shape_text
+from loadtests.gate import fingerprint_of, workload_differences
 from loadtests.history import HistoryChange, history_changes
-from loadtests.models import GateRun, LoadTest, LoadTestSketch
+from loadtests.models import GateRun, LoadTest, LoadTestSketch, source_run
 
 # Alert history kinds worth a line on a chart; the timeline lists every transition but these
 # are the ones a reader of a latency chart needs ("it fired here, it resolved there").
@@ -143,11 +143,23 @@ def _baseline_markers(baselines: list[Baseline], slug: str) -> list[Marker]:
             kind="baseline",
             at=b.promoted_at,
             title=f"Baseline “{b.label}” made current",
-            detail=_by(b.promoted_by, b.promoted_via),
+            detail=_by(b.promoted_by, b.promoted_via) + _lint_override_text(b),
             url=reverse("dossiers:baseline", args=[slug, b.pk]),
         )
         for b in baselines
     ]
+
+
+def _lint_override_text(baseline: Baseline) -> str:
+    """A promotion that overrode refusing lint findings says so, with its reason."""
+    run = source_run(baseline)
+    override = run.lint_override if run is not None else None
+    if not override:
+        return ""
+    return (
+        f"; promoted despite lint findings ({', '.join(override.get('checks', []))}): "
+        f"{override.get('reason', '')}"
+    )
 
 
 def _gate_markers(runs: list[GateRun]) -> list[Marker]:
@@ -243,7 +255,7 @@ def timeline(*, service: Service, limit: int = 50, since: datetime | None = None
     )
     promotions = list(
         Baseline.objects.filter(service=service, promoted_at__isnull=False)
-        .select_related("promoted_by")
+        .select_related("promoted_by", "source_load_test")
         .order_by("-promoted_at")[:limit]
     )
     markers = (
@@ -524,16 +536,15 @@ def loadtest_comparison(
     by_test: dict[int, dict[str, DDSketch]] = defaultdict(dict)
     for item in LoadTestSketch.objects.filter(load_test_id__in=ids):
         by_test[item.load_test_id][item.family] = sketches.loads(bytes(item.sketch))
-    base_shape, cand_shape = shape_of(baseline), shape_of(candidate)
     return LoadTestComparison(
         service=service,
         baseline=RunSide("baseline", baseline.label, baseline, _sketches(source_id, by_test)),
         candidate=RunSide(
             "candidate", candidate.label, candidate, _sketches(candidate.pk, by_test)
         ),
-        shape_differences=gate.shape_differences(base_shape, cand_shape),
-        baseline_shape=shape_text(base_shape),
-        candidate_shape=shape_text(cand_shape),
+        shape_differences=workload_differences(baseline, candidate),
+        baseline_shape=fingerprint_of(baseline).summary(),
+        candidate_shape=fingerprint_of(candidate).summary(),
     )
 
 

@@ -159,6 +159,7 @@ def service_claims_fragment(request: HttpRequest, slug: str) -> HttpResponse:
         window = {"start": picked.start, "end": picked.end}
     check = claims.check_claims([svc], {svc.pk: baseline}, **window)[svc.pk]
     claims.drift_since(check)
+    claims.workload_claims(check)
     return render(
         request,
         "dashboards/claims_fragment.html",

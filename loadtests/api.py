@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 from core.throttling import CredentialScopedThrottle
 from dossiers.models import Service
 from loadtests import formats
-from loadtests.gate import GateInputError, run_gate
+from loadtests.gate import GateInputError, current_reference, reference_leavers, run_gate
 from loadtests.importing import (
     MAX_FILE_BYTES,
     LoadTestImportError,
@@ -47,7 +47,12 @@ MAX_GATE_FILES = 20  # repeats of one build in one gate run
 
 
 class LoadTestSerializer(serializers.ModelSerializer):
+    """A stored run: its numbers, `lint` (findings: check, severity warn / refuse, message,
+    fix, evidence), `refusing` (whether a finding keeps it from becoming a baseline) and its
+    workload `fingerprint`."""
+
     url = serializers.SerializerMethodField()
+    refusing = serializers.SerializerMethodField()
     created = serializers.SerializerMethodField()
     baseline = serializers.SerializerMethodField()
     sources = serializers.SerializerMethodField()
@@ -60,6 +65,9 @@ class LoadTestSerializer(serializers.ModelSerializer):
         request = self.context.get("request")
         url = run.get_absolute_url()
         return request.build_absolute_uri(url) if request else url
+
+    def get_refusing(self, run: LoadTest) -> bool:
+        return bool(run.refusing_findings)
 
     def get_created(self, run: LoadTest) -> bool:
         return getattr(run, "just_created", False)
@@ -78,6 +86,12 @@ class OptionsSerializer(serializers.Serializer):
     measured_at = serializers.DateTimeField(required=False)
     baseline = serializers.BooleanField(required=False, default=False)
     run = serializers.IntegerField(required=False, min_value=1)
+    override_lint = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        help_text="With baseline=true: promote despite refusing lint findings, for this reason.",
+    )
 
     def validate_format(self, value: str) -> str:
         # The registry, read per request: a format registered at run time is accepted too.
@@ -112,6 +126,12 @@ _OPTIONS = [
     ),
     OpenApiParameter("baseline", bool, description="Promote the imported run to baseline."),
     OpenApiParameter("run", int, description="With several runs in one file: which (1-based)."),
+    OpenApiParameter(
+        "override_lint",
+        str,
+        description="With baseline=true: the reason to promote despite refusing lint findings "
+        "(recorded on the run and the dossier timeline).",
+    ),
 ]
 
 
@@ -217,8 +237,10 @@ class LoadTestImportView(_FileEndpoint):
         content, filename, options, error = self.upload(request)
         if error is not None:
             return error
-        if options["baseline"] or options.get("run"):
+        promoting = bool(options["baseline"] or options.get("run"))
+        if promoting:
             authorize(request, service, CIToken.Action.PROMOTE)
+        before = current_reference(service) if promoting else []
         try:
             runs = import_loadtest_file(
                 service=service,
@@ -231,6 +253,7 @@ class LoadTestImportView(_FileEndpoint):
                 origin=LoadTest.Origin.API,
                 measured_at=options.get("measured_at"),
                 ci_token=self.ci_token(request),
+                override_lint=options.get("override_lint", ""),
             )
         except LoadTestImportError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
@@ -240,6 +263,8 @@ class LoadTestImportView(_FileEndpoint):
             "created": created,
             "runs": LoadTestSerializer(runs, many=True, context={"request": request}).data,
         }
+        if promoting:
+            body["reference_set"] = reference_leavers(service, before)
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

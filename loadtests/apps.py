@@ -6,4 +6,4 @@ class LoadtestsConfig(AppConfig):
     verbose_name = "load tests"
 
     def ready(self) -> None:
-        from loadtests import schema  # noqa: F401  (registers the CI token's OpenAPI scheme)
+        from loadtests import checks, schema  # noqa: F401  (register the settings check and the CI token's OpenAPI scheme)

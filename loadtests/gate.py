@@ -1,9 +1,11 @@
 """The release gate over stored runs: which baseline a candidate meets, and the stored verdict.
 
 The comparison itself is `analysis.gate` (per-row tests, Holm across rows, thresholds and
-floors). This module picks the baseline set of the candidates' workload shape (the newest
-`BASELINE_WINDOW` baselines of that shape), feeds the gate per-request samples rebuilt from
-stored sketches, applies the service's overrides and keeps every run as a GateRun.
+floors). This module picks the baseline set of the candidates' workload (baselines whose
+fingerprint is compatible, `analysis.fingerprint`, within the anchor's regime: no config change
+or step between them, at most `BASELINE_WINDOW`), feeds the gate per-request samples rebuilt
+from stored sketches, applies the service's overrides, notes the lint findings of both sides
+and keeps every run as a GateRun.
 
 Samples from sketches: a load test keeps its per-request arrays only as DDSketches, so the
 tests get each bin's representative value repeated by the bin's count. Every value is then
@@ -21,8 +23,10 @@ import numpy as np
 from ddsketch import DDSketch
 from django.db import transaction
 
-from analysis import gate, sketches
-from dossiers.models import Baseline, Service
+from analysis import gate, regime, sketches
+from analysis.fingerprint import Fingerprint, Lengths
+from analysis.fingerprint import differences as fingerprint_differences
+from dossiers.models import Baseline, ConfigVersion, Service
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
@@ -53,6 +57,31 @@ def shape_of(run: LoadTest | Baseline) -> gate.WorkloadShape:
         prompt_tokens_mean=run.prompt_tokens_mean,
         output_tokens_mean=run.output_tokens_mean,
     )
+
+
+def fingerprint_of(run: LoadTest | Baseline) -> Fingerprint:
+    """The run's stored workload fingerprint; a run imported before fingerprints (or a baseline
+    typed in by hand) gets one from its means, so it compares by the old 10% rule."""
+    if isinstance(run, Baseline):
+        run = source_run(run) or run
+    if isinstance(run, LoadTest) and run.fingerprint:
+        return Fingerprint.from_dict(run.fingerprint)
+    shape = shape_of(run)
+
+    def lengths(mean: float | None, std: float | None) -> Lengths | None:
+        return None if mean is None else Lengths(mean=mean, std=std, basis="mean and std")
+
+    return Fingerprint(
+        prompt=lengths(shape.prompt_tokens_mean, run.prompt_tokens_std),
+        output=lengths(shape.output_tokens_mean, run.output_tokens_std),
+        concurrency=shape.concurrency,
+        request_rate=shape.request_rate,
+    )
+
+
+def workload_differences(base: LoadTest | Baseline, cand: LoadTest | Baseline) -> list[str]:
+    """Why two runs did not apply the same workload (empty: comparable), by fingerprint."""
+    return fingerprint_differences(fingerprint_of(base), fingerprint_of(cand))
 
 
 def shape_text(shape: gate.WorkloadShape) -> str:
@@ -140,28 +169,29 @@ def match_baselines(
     baselines: Sequence[Baseline],
     *,
     window: int = BASELINE_WINDOW,
+    regime: bool = True,
 ) -> Match:
     """The candidate runs and the baseline set they are judged against.
 
-    The shape is the current baseline's when a candidate run has it, else the newest baseline's
-    that one has. The reference set is the `window` newest baselines of that shape (the accepted
-    history, or several runs promoted together); the candidates are every run of that shape in
-    the files (repeats), and each file must hold one. A run that is in both sets (an identical
-    rerun) leaves the reference set unless it is all there is. When nothing fits, the reasons
-    say how the first run differs from the current baseline.
+    The workload is the current baseline's when a candidate run's fingerprint is compatible
+    with it, else the newest compatible baseline's. The reference set is that anchor and the
+    newer-than-a-regime-change baselines of the same fingerprint (`regime_set`), at most
+    `window`; the candidates are every compatible run in the files (repeats), and each file must
+    hold one. A run that is in both sets (an identical rerun) leaves the reference set unless
+    it is all there is. When nothing fits, the reasons name how the first run's workload
+    differs from the current baseline's.
     """
     runs = [run for file_runs in files for run in file_runs]
     first = runs[0]
     if not baselines:
         return Match((first,), (), ("the service has no baseline to compare with",))
     for anchor in baselines:  # current first, then newest
-        shape = shape_of(anchor)
-        if not any(not gate.shape_differences(shape, shape_of(run)) for run in runs):
+        if not any(not workload_differences(anchor, run) for run in runs):
             continue
         missing = [
             number
             for number, file_runs in enumerate(files, start=1)
-            if all(gate.shape_differences(shape, shape_of(run)) for run in file_runs)
+            if all(workload_differences(anchor, run) for run in file_runs)
         ]
         if missing:
             numbers = ", ".join(str(n) for n in missing)
@@ -170,25 +200,113 @@ def match_baselines(
                 (),
                 (
                     f"candidate file{'s' if len(missing) > 1 else ''} {numbers} hold no run of "
-                    f"the baseline's workload shape ({shape_text(shape)}): repeats must share "
-                    "one shape",
+                    f"the baseline's workload shape ({fingerprint_of(anchor).summary()}): "
+                    "repeats must share one shape",
                 ),
             )
         candidates: dict[int, LoadTest] = {}
         for run in runs:
-            if not gate.shape_differences(shape, shape_of(run)):
+            if not workload_differences(anchor, run):
                 candidates.setdefault(run.pk, run)
-        same_shape = [b for b in baselines if not gate.shape_differences(shape, shape_of(b))]
-        reference = [b for b in same_shape if _source_pk(b) not in candidates] or same_shape
+        same = regime_set(anchor, baselines) if regime else _compatible(anchor, baselines)
+        reference = [b for b in same if _source_pk(b) not in candidates] or same
         return Match(tuple(candidates.values()), tuple(reference[:window]), ())
     current = baselines[0]
-    reasons = gate.shape_differences(shape_of(current), shape_of(first))
+    reasons = workload_differences(current, first)
     label = "current baseline" if current.is_current else "newest baseline"
     intro = (
-        f"no baseline has the candidate's workload shape ({shape_text(shape_of(first))}); "
-        f"the {label} “{current.label}” is {shape_text(shape_of(current))}"
+        f"no baseline has the candidate's workload ({fingerprint_of(first).summary()}); "
+        f"the {label} “{current.label}” is {fingerprint_of(current).summary()}"
     )
     return Match((first,), (), (intro, *reasons))
+
+
+def _compatible(anchor: Baseline, baselines: Sequence[Baseline]) -> list[Baseline]:
+    return [b for b in baselines if not workload_differences(anchor, b)]
+
+
+@dataclass(frozen=True)
+class RegimeBreak:
+    baseline: Baseline  # the newest baseline left out, and every older one with it
+    reason: str
+
+
+def regime_boundary(anchor: Baseline, baselines: Sequence[Baseline]) -> RegimeBreak | None:
+    """Where the anchor's regime starts among the older compatible baselines: the newest older
+    baseline separated from the anchor by a config change or by a step the gate's own test
+    sees (`analysis.regime`), unless it was promoted together with the anchor."""
+    older = [
+        b
+        for b in _compatible(anchor, baselines)
+        if b.pk != anchor.pk and (b.measured_at, b.pk) < (anchor.measured_at, anchor.pk)
+    ]
+    older.sort(key=lambda b: (b.measured_at, b.pk), reverse=True)
+    anchor_data = None
+    for b in older:
+        if _together(anchor, b):
+            continue
+        config = (
+            ConfigVersion.objects.filter(
+                service_id=anchor.service_id,
+                created_at__gt=b.measured_at,
+                created_at__lte=anchor.measured_at,
+            )
+            .order_by("created_at")
+            .first()
+        )
+        if config is not None:
+            return RegimeBreak(b, f"config v{config.version} was deployed after it")
+        anchor_data = anchor_data or run_data(anchor)
+        step = regime.step_between(run_data(b), anchor_data)
+        if step:
+            return RegimeBreak(b, step)
+    return None
+
+
+def regime_set(anchor: Baseline, baselines: Sequence[Baseline]) -> list[Baseline]:
+    """The anchor's reference set: compatible baselines newer than the regime boundary (and
+    those promoted with the anchor), current first, then newest first."""
+    same = _compatible(anchor, baselines)
+    boundary = regime_boundary(anchor, baselines)
+    if boundary is None:
+        return same
+    cut = (boundary.baseline.measured_at, boundary.baseline.pk)
+    return [
+        b for b in same if b.pk == anchor.pk or _together(anchor, b) or (b.measured_at, b.pk) > cut
+    ]
+
+
+def current_reference(service: Service) -> list[Baseline]:
+    """The baseline set the gate would use now for the current baseline's workload."""
+    baselines = _baselines(service)
+    if not baselines:
+        return []
+    return regime_set(baselines[0], baselines)[:BASELINE_WINDOW]
+
+
+def reference_leavers(service: Service, before: Sequence[Baseline]) -> str:
+    """After a promotion: which baselines of the set before it left the gate's reference set,
+    and why (a new regime, or another workload); "" when none did."""
+    after = {b.pk for b in current_reference(service)}
+    gone = [b for b in before if b.pk not in after]
+    if not gone:
+        return ""
+    baselines = _baselines(service)
+    boundary = regime_boundary(baselines[0], baselines) if baselines else None
+    if boundary is not None:
+        why = f"a new regime: {boundary.reason} (“{boundary.baseline.label}”)"
+    else:
+        why = "the new baseline applies another workload"
+    names = ", ".join(f"“{b.label}” (#{b.pk})" for b in gone)
+    return f"leaving the gate's reference set: {names}; {why}"
+
+
+def _together(a: Baseline, b: Baseline) -> bool:
+    """Promoted together: one import of several repeats (`LoadTest.promotion_batch`)."""
+    run_a, run_b = source_run(a), source_run(b)
+    if run_a is None or run_b is None or not run_a.promotion_batch:
+        return False
+    return run_a.promotion_batch == run_b.promotion_batch
 
 
 def match_baseline(candidates: Sequence[LoadTest], baselines: Sequence[Baseline]) -> Match:
@@ -296,13 +414,14 @@ def run_gate(
         )
     except ValueError as exc:
         return _refuse(service, match, (str(exc),), source, created_by, ci_token)
+    lint = lint_notes(match)
     gate_run = GateRun.objects.create(
         service=service,
         candidate=match.candidate,
         baseline=match.baseline,
         verdict=GateRun.Verdict.PASS if result.passed else GateRun.Verdict.REGRESSION,
-        result=result.to_dict(),
-        table=_heading(match) + gate.format_table(result),
+        result={**result.to_dict(), "lint": lint},
+        table=_heading(match) + gate.format_table(result) + _lint_text(lint, lead="\n"),
         source=source,
         created_by=created_by,
         ci_token=ci_token,
@@ -323,8 +442,48 @@ def _heading(match: Match) -> str:
     for number, candidate in enumerate(match.candidates, start=1):
         title = "candidate:" if number == 1 else "          "
         lines.append(f"{title} {candidate.label} (load test #{candidate.pk})")
-    lines.append(f"shape:     {shape_text(shape_of(match.candidate))}")
+    lines.append(f"workload:  {fingerprint_of(match.candidate).summary()}")
     return "\n".join(lines) + "\n\n"
+
+
+def lint_notes(match: Match) -> list[dict]:
+    """The lint findings of the candidates and of the baseline set's source runs, one entry
+    per run that has any: {side, id, label, refusing: [checks], warnings: [checks], lines}."""
+    notes = []
+    sides = [("candidate", run) for run in match.candidates]
+    sides += [("baseline", source_run(b)) for b in match.baselines]
+    for side, run in sides:
+        if run is None or not run.lint:
+            continue
+        notes.append(
+            {
+                "side": side,
+                "id": run.pk,
+                "label": run.label,
+                "refusing": [f["check"] for f in run.lint if f["severity"] == "refuse"],
+                "warnings": [f["check"] for f in run.lint if f["severity"] != "refuse"],
+                "overridden": bool(run.lint_override),
+            }
+        )
+    return notes
+
+
+def _lint_text(notes: list[dict], lead: str = "") -> str:
+    if not notes:
+        return ""
+    lines = []
+    for note in notes:
+        parts = []
+        if note["refusing"]:
+            parts.append(f"refusing: {', '.join(note['refusing'])}")
+        if note["warnings"]:
+            parts.append(f"warnings: {', '.join(note['warnings'])}")
+        overridden = " (promoted with an override)" if note["overridden"] else ""
+        lines.append(
+            f"lint:      {note['side']} “{note['label']}” (load test #{note['id']}) has "
+            f"findings{overridden}: {'; '.join(parts)}"
+        )
+    return lead + "\n".join(lines) + "\n"
 
 
 def _refuse(
@@ -336,12 +495,15 @@ def _refuse(
     ci_token: CIToken | None,
 ) -> GateRun:
     table = "REFUSED: the candidate is not compared.\n" + "\n".join(f"- {r}" for r in reasons)
+    lint = lint_notes(match)
+    if lint:
+        table += "\n\n" + _lint_text(lint).rstrip()
     gate_run = GateRun.objects.create(
         service=service,
         candidate=match.candidate,
         baseline=match.baseline,
         verdict=GateRun.Verdict.REFUSED,
-        result={"reasons": list(reasons)},
+        result={"reasons": list(reasons), "lint": lint},
         table=table,
         source=source,
         created_by=created_by,

@@ -1,6 +1,6 @@
 """A service's load-test history per workload shape, and where its metrics stepped.
 
-Runs are grouped by workload shape (the gate's rule: a different shape is another series), put
+Runs are grouped by workload fingerprint (the gate's rule: another workload is another series), put
 in measurement order, and each tracked metric's series goes through
 `analysis.changepoints.change_points`. Each step names the first run at the new level and the
 config version in force when it was measured ("TTFT P50 stepped +12% at run #41, config v7").
@@ -14,7 +14,7 @@ from datetime import datetime
 
 from analysis import changepoints, gate
 from dossiers.models import ConfigVersion, Service
-from loadtests.gate import shape_of, shape_text
+from loadtests.gate import shape_of, shape_text, workload_differences
 from loadtests.models import LoadTest
 
 HISTORY_LIMIT = 500  # newest runs read per service
@@ -75,6 +75,9 @@ def history_changes(*, service: Service, limit: int = HISTORY_LIMIT) -> list[His
             "request_rate_inf",
             "prompt_tokens_mean",
             "output_tokens_mean",
+            "prompt_tokens_std",
+            "output_tokens_std",
+            "fingerprint",
             *(metric for metric, _, _ in TRACKED),
         )[:limit]
     )
@@ -109,15 +112,16 @@ def history_changes(*, service: Service, limit: int = HISTORY_LIMIT) -> list[His
 
 
 def _by_shape(runs: list[LoadTest]) -> list[tuple[gate.WorkloadShape, list[LoadTest]]]:
+    """Runs grouped by workload: each joins the first group whose first run's fingerprint it
+    is compatible with (analysis.fingerprint)."""
     groups: list[tuple[gate.WorkloadShape, list[LoadTest]]] = []
     for run in runs:
-        shape = shape_of(run)
-        for anchor, members in groups:
-            if not gate.shape_differences(anchor, shape):
+        for _, members in groups:
+            if not workload_differences(members[0], run):
                 members.append(run)
                 break
         else:
-            groups.append((shape, [run]))
+            groups.append((shape_of(run), [run]))
     return groups
 
 

@@ -21,7 +21,14 @@ from analysis import sketches
 from analysis.percentiles import LATENCY_FIELDS
 from dossiers import services
 from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
-from loadtests.formats import LoadTestFormatError, ParsedRun, parse_loadtest
+from loadtests.formats import (
+    LoadTestFormatError,
+    ParsedRun,
+    decode,
+    load_documents,
+    parse_loadtest,
+)
+from loadtests.lint import RunLint, lint_runs
 from loadtests.formats.per_request import sample_statistics
 from loadtests.models import CIToken, LoadTest, LoadTestSketch
 
@@ -43,7 +50,7 @@ class MeasuredAtError(LoadTestImportError):
 
 
 class PromotionError(LoadTestImportError):
-    """A run that cannot become a baseline (it failed)."""
+    """A run that cannot become a baseline (it failed, or has refusing lint findings)."""
 
 
 def check_measured_at_value(value: datetime | None) -> datetime | None:
@@ -109,6 +116,15 @@ def parse_file(
     return runs
 
 
+def lint_file(content: bytes, runs: list[ParsedRun], *, format: str | None = None) -> list[RunLint]:
+    """The lint findings and workload fingerprint of each run of a file that parsed."""
+    try:
+        documents = load_documents(decode(content), format=format or None)
+    except LoadTestFormatError:  # parsed a moment ago; cannot happen, but never a 500
+        documents = []
+    return lint_runs(documents, runs)
+
+
 def _validation_message(exc: ValidationError, run_number: int) -> str:
     if hasattr(exc, "message_dict"):
         detail = "; ".join(
@@ -130,6 +146,7 @@ def _store_run(
     origin: str,
     given_measured_at: datetime | None,
     ci_token=None,
+    lint: RunLint | None = None,
 ) -> LoadTest:
     fields = dict(parsed.fields)
     if fields.get("concurrency") is not None:
@@ -162,6 +179,8 @@ def _store_run(
         # No time in the file and none given: stored at the import time, shown "date unknown".
         measured_at=measured_at or timezone.now(),
         date_known=measured_at is not None,
+        lint=json_safe([f.to_dict() for f in lint.findings]) if lint else [],
+        fingerprint=json_safe(lint.fingerprint.to_dict()) if lint else {},
         **fields,
     )
     try:
@@ -202,6 +221,8 @@ def import_loadtest_file(
     origin: str = LoadTest.Origin.WEB,
     measured_at: datetime | None = None,
     ci_token: CIToken | None = None,
+    override_lint: str = "",
+    promotion_batch: str = "",
 ) -> list[LoadTest]:
     """Store every run of the file on `service`, in file order; all of them or none.
 
@@ -212,10 +233,13 @@ def import_loadtest_file(
     which case nothing is written). `baseline=True` promotes a run to the service's current
     baseline: the only run, or run number `baseline_run` (1-based) when the file holds several;
     with several runs and no number the import is refused, since guessing would pick the
-    wrong reference. Raises LoadTestImportError with a message naming the key or line at fault.
+    wrong reference. A run with a refusing lint finding is promoted only with `override_lint`
+    (the reason, recorded on the run and the timeline). Raises LoadTestImportError with a
+    message naming the key or line at fault.
     """
     runs = parse_file(content, filename=filename, format=format)
     promote_index = _promote_index(runs, baseline=baseline, baseline_run=baseline_run)
+    lints = lint_file(content, runs, format=format)
     digest = content_digest(content)
     with transaction.atomic():
         # Serialize imports per service so two uploads of one file cannot race the constraint.
@@ -240,11 +264,18 @@ def import_loadtest_file(
                     origin=origin,
                     given_measured_at=measured_at,
                     ci_token=ci_token,
+                    lint=lints[index],
                 )
                 run.just_created = True
             stored.append(run)
         if promote_index is not None:
-            promote_load_test(load_test=stored[promote_index], user=user, ci_token=ci_token)
+            promote_load_test(
+                load_test=stored[promote_index],
+                user=user,
+                ci_token=ci_token,
+                override_lint=override_lint,
+                promotion_batch=promotion_batch,
+            )
     return stored
 
 
@@ -289,15 +320,36 @@ def measured_values(run) -> dict:
     return {name: getattr(run, name) for name in names}
 
 
+def lint_refusal(load_test: LoadTest) -> str | None:
+    """Why the run's lint findings keep it from becoming a baseline, or None."""
+    refusing = load_test.refusing_findings
+    if not refusing:
+        return None
+    listed = "; ".join(f"{f['check']}: {f['message']}" for f in refusing)
+    return (
+        f"“{load_test.label}” has {len(refusing)} refusing lint finding"
+        f"{'s' if len(refusing) > 1 else ''} ({listed}): it becomes a baseline only with an "
+        "explicit override and its reason"
+    )
+
+
 @transaction.atomic
 def promote_load_test(
-    *, load_test: LoadTest, user=None, ci_token: CIToken | None = None
+    *,
+    load_test: LoadTest,
+    user=None,
+    ci_token: CIToken | None = None,
+    override_lint: str = "",
+    promotion_batch: str = "",
 ) -> Baseline:
     """Make the run the service's current baseline (a Baseline linked back to it), recording
     who promoted it and through which CI token, if any.
 
     Promoting a run twice promotes the same Baseline again rather than copying it. A failed
-    run (no request succeeded) raises PromotionError: its statistics are absent, not zero.
+    run (no request succeeded) raises PromotionError: its statistics are absent, not zero. A
+    run with refusing lint findings raises PromotionError unless `override_lint` gives the
+    reason; the override (who, when, why, which findings) is kept on the run and shown on the
+    dossier timeline. Runs promoted with one `promotion_batch` id are one reference set.
     """
     if load_test.failed:
         raise PromotionError(
@@ -305,6 +357,20 @@ def promote_load_test(
             "a baseline"
         )
     credential = ci_token.credential_label if ci_token is not None else ""
+    if promotion_batch and load_test.promotion_batch != promotion_batch:
+        load_test.promotion_batch = promotion_batch[:32]
+        load_test.save(update_fields=["promotion_batch"])
+    refusal = lint_refusal(load_test)
+    if refusal and not override_lint.strip():
+        raise PromotionError(refusal)
+    if refusal:
+        load_test.lint_override = {
+            "reason": override_lint.strip()[:500],
+            "by": credential or (user.get_username() if getattr(user, "pk", None) else ""),
+            "at": timezone.now().isoformat(),
+            "checks": [f["check"] for f in load_test.refusing_findings],
+        }
+        load_test.save(update_fields=["lint_override"])
     existing = load_test.promoted_to
     if existing is not None:
         services.baseline_promote(baseline=existing, user=user, credential=credential)
@@ -313,6 +379,11 @@ def promote_load_test(
     notes += f", {load_test.source_name})." if load_test.source_name else ")."
     if not load_test.date_known:
         notes += " The file gave no measurement time: the date is the import's."
+    if load_test.lint_override:
+        notes += (
+            f" Promoted despite lint findings ({', '.join(load_test.lint_override['checks'])}): "
+            f"{load_test.lint_override['reason']}"
+        )
     baseline = services.baseline_record(
         service=load_test.service,
         label=load_test.label[:120],

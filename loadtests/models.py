@@ -146,6 +146,29 @@ class LoadTest(MeasuredRun):
         help_text="False when neither the file nor the importer gave a time: measured_at is "
         "then the import time and the run is shown as “date unknown”.",
     )
+    lint = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Lint findings at import (loadtests.lint): check, severity (warn / refuse), "
+        "message, fix, evidence. A refusing finding blocks promotion without an override.",
+    )
+    fingerprint = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The workload fingerprint (analysis.fingerprint): prompt and output length "
+        "quantiles, concurrency or rate, dataset, ignore_eos, streaming.",
+    )
+    lint_override = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Who promoted this run despite refusing findings, when, why, and which.",
+    )
+    promotion_batch = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="Runs promoted together (one import of several repeats) share this id: the "
+        "gate keeps them in one reference set whatever the regime test says.",
+    )
     promoted_to = models.OneToOneField(
         Baseline,
         null=True,
@@ -178,6 +201,15 @@ class LoadTest(MeasuredRun):
     @property
     def failed(self) -> bool:
         return bool(self.failure)
+
+    @property
+    def findings(self) -> list[dict]:
+        """Lint findings, refusing ones first (the order the run page lists them in)."""
+        return sorted(self.lint or [], key=lambda f: f.get("severity") != "refuse")
+
+    @property
+    def refusing_findings(self) -> list[dict]:
+        return [f for f in self.lint or [] if f.get("severity") == "refuse"]
 
     def get_absolute_url(self) -> str:
         return reverse("loadtests:detail", args=[self.service.slug, self.pk])

@@ -2,8 +2,9 @@
 
 Grouping. Runs join one sweep when they share the tool (format), the swept axis and the value
 held fixed on the other axis (a concurrency sweep at unlimited rate; a rate sweep without a
-concurrency cap), and their mean prompt and output lengths are within 10% of the sweep's first
-run (the gate's own tolerance for "the same workload shape"). A group needs two settings or more.
+concurrency cap), and their workload fingerprints agree with the sweep's first run on everything
+but the load: prompt and output length quantiles and means (`analysis.fingerprint`, the gate's
+own rule), dataset and ignore_eos where both record them. A group needs two settings or more.
 When one setting was measured more than once, the newest run stands for it (the others are
 listed as replicates): the knee rule takes one point per setting.
 
@@ -16,11 +17,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from analysis import knee
+from analysis import fingerprint, knee
 from dossiers.models import Service
+from loadtests.gate import fingerprint_of
 from loadtests.models import LoadTest
 
-LENGTH_TOLERANCE = 0.10
 CONCURRENCY = "concurrency"
 RATE = "rate"
 
@@ -84,12 +85,17 @@ def _axis(run: LoadTest) -> tuple[str, object] | None:
     return None
 
 
-def _close(reference: float | None, value: float | None) -> bool:
-    if reference is None or value is None:
-        return reference is value
-    if reference == 0:
-        return value == 0
-    return abs(value - reference) <= LENGTH_TOLERANCE * reference
+def same_workload(first: LoadTest, run: LoadTest) -> bool:
+    """Whether `run` applied `first`'s workload apart from the load (see the module docstring)."""
+    a, b = fingerprint_of(first), fingerprint_of(run)
+    if fingerprint.length_differences("prompt", a.prompt, b.prompt):
+        return False
+    if fingerprint.length_differences("output", a.output, b.output):
+        return False
+    return all(
+        x is None or y is None or x == y
+        for x, y in ((a.dataset, b.dataset), (a.ignore_eos, b.ignore_eos))
+    )
 
 
 def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
@@ -105,8 +111,7 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
             if (
                 group.format == run.format
                 and (group.axis, group.fixed) == axis
-                and _close(group.prompt_tokens, run.prompt_tokens_mean)
-                and _close(group.output_tokens, run.output_tokens_mean)
+                and same_workload(group.runs[0], run)
             ):
                 group.runs.append(run)
                 break

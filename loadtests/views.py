@@ -13,12 +13,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from analysis import cost, kvcache
+from analysis.fingerprint import Fingerprint
 from dossiers.models import Baseline
 from dossiers.permissions import service_for_editing, service_for_reading
 from dossiers.selectors import economics_view, latency_table
 from loadtests import charts, engine_side, pages, tokens
 from loadtests import diagnosis as diag
 from loadtests.forms import CITokenForm, CostForm, KvCacheForm, LoadTestUploadForm
+from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     PromotionError,
@@ -100,6 +102,9 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "can_edit": service.can_edit(request.user),
             "sources": pages.source_rows(run),
             "sides": engine_side.side_by_side(run),
+            "fingerprint_text": Fingerprint.from_dict(run.fingerprint).summary()
+            if run.fingerprint
+            else "not recorded (imported before fingerprints)",
         },
     )
 
@@ -109,12 +114,19 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     service = service_for_editing(request.user, slug)
     run = get_object_or_404(LoadTest, service=service, pk=pk)
+    before = current_reference(service)
     try:
-        baseline = promote_load_test(load_test=run, user=request.user)
+        baseline = promote_load_test(
+            load_test=run,
+            user=request.user,
+            override_lint=request.POST.get("override_lint", "")[:500],
+        )
     except PromotionError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"“{baseline.label}” is now the current baseline.")
+        if leavers := reference_leavers(service, before):
+            messages.info(request, leavers[0].upper() + leavers[1:] + ".")
     return redirect(run)
 
 

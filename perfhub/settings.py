@@ -5,6 +5,7 @@ under var/, Celery tasks run eagerly in-process. Production sets DATABASE_URL, R
 SECRET_KEY and ALLOWED_HOSTS.
 """
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -348,6 +349,9 @@ PERFHUB_BASELINE_STALE_DAYS = env_int("PERFHUB_BASELINE_STALE_DAYS", 90)
 
 # Capacity planner: the share of each replica's measured capacity kept free in a plan.
 PERFHUB_PLANNER_HEADROOM = env_float("PERFHUB_PLANNER_HEADROOM", 0.2)
+# Load-test lint: thresholds overriding loadtests.lint.thresholds.Thresholds' defaults, as a JSON
+# object ({"failed_refuse_share": 0.02}); docs/lint.md gives each default and its reason.
+PERFHUB_LINT = json.loads(os.environ.get("PERFHUB_LINT") or "{}")
 
 # Collectors: per-host minute roll-ups are kept this long (hourly roll-ups are kept); pulls of
 # engine/exporter/agent URLs time out after this many seconds.

@@ -181,6 +181,7 @@ def status_badge(value: str, label: str = "") -> str:
         # claims against live data (dashboards.claims)
         "holds": "ok",
         "drifted": "bad",
+        "not representative": "bad",
         "stale": "warn",
     }.get(value, "none")
     return format_html('<span class="badge badge-{}">{}</span>', css, label or value)

@@ -1,5 +1,5 @@
 """manage.py import_loadtest FILE [FILE ...] --service S [--baseline [--run N]] [--format F]
-[--measured-at TIME]
+[--measured-at TIME] [--strict] [--override-lint REASON]
 
 Exit 0 after printing what was imported; exit 2 with a one-line message on a bad file, an
 unknown service, a bad --measured-at, a failed run asked to be the baseline or an ambiguous
@@ -8,10 +8,16 @@ last" or "the first" of a sweep would silently pick a reference. Runs whose file
 (GenAI-Perf) take --measured-at; without it they are stored as "date unknown". Several files
 with --baseline promote their runs together (repeats measured as one baseline set; the gate
 compares with the newest few of a shape), the last file's run becoming current.
+
+Every run's lint findings are printed under it ("[refuse] tiny_outputs: ..."). A run with a
+refusing finding is not promoted by --baseline (exit 2) unless --override-lint gives the reason,
+which the run and the dossier timeline keep. --strict exits 2 when any run has a refusing
+finding, after printing them all, and stores nothing.
 """
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -19,6 +25,7 @@ from django.db import transaction
 
 from dossiers.models import Service
 from loadtests.formats import format_names
+from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
@@ -65,14 +72,41 @@ class Command(BaseCommand):
             metavar="N",
             help="With --baseline and a file of several runs: the run to promote (1-based).",
         )
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="Exit 2 (and store nothing) when any run has a refusing lint finding.",
+        )
+        parser.add_argument(
+            "--override-lint",
+            metavar="REASON",
+            default="",
+            help="With --baseline: promote despite refusing lint findings, for this reason "
+            "(recorded on the run and the dossier timeline).",
+        )
 
     def handle(self, *args, **options) -> None:
         service = service_named(options["service"])
+        refusing = 0
+        promoting = options["baseline"] or options["run"] is not None
+        before = current_reference(service) if promoting else []
+        # Several files promoted in one command are one baseline set (repeats of one build).
+        options["promotion_batch"] = uuid.uuid4().hex if len(options["files"]) > 1 else ""
         with transaction.atomic():  # several files: all of them or none
             for path in options["files"]:
-                self._import(service, path, options)
+                refusing += self._import(service, path, options)
+            if options["strict"] and refusing:
+                transaction.set_rollback(True)
+                raise CommandError(
+                    f"--strict: {refusing} refusing lint finding{'s' if refusing > 1 else ''} "
+                    "(listed above); nothing was stored",
+                    returncode=2,
+                )
+        if promoting and (leavers := reference_leavers(service, before)):
+            self.stdout.write(leavers)
 
-    def _import(self, service: Service, path: str, options: dict) -> None:
+    def _import(self, service: Service, path: str, options: dict) -> int:
+        """Import one file and print its runs and their findings; the refusing findings' count."""
         content = read_file(path)
         try:
             measured_at = (
@@ -87,6 +121,8 @@ class Command(BaseCommand):
                 baseline_run=options["run"],
                 origin=LoadTest.Origin.CLI,
                 measured_at=measured_at,
+                override_lint=options["override_lint"],
+                promotion_batch=options["promotion_batch"] if options["baseline"] else "",
             )
         except LoadTestImportError as exc:
             message = f"{path}: {exc}" if len(options["files"]) > 1 else str(exc)
@@ -109,6 +145,16 @@ class Command(BaseCommand):
                 f"  {number}. #{run.pk} {run.label}: output {_num(run.output_tps)} tok/s, "
                 f"P99 e2e {_num(run.e2e_p99_ms)} ms{mark}{notes}"
             )
+            for finding in run.findings:
+                self.stdout.write(
+                    f"     [{finding['severity']}] {finding['check']}: {finding['message']}. "
+                    f"Fix: {finding['fix']}"
+                )
+            if run.lint_override:
+                self.stdout.write(
+                    f"     promoted despite refusing findings: {run.lint_override['reason']}"
+                )
+        return sum(len(run.refusing_findings) for run in runs)
 
 
 def one_line(message: str) -> str:
