@@ -39,7 +39,7 @@ from alerts.models import (
 )
 from analysis.alerting import State
 from analysis.silences import all_match, parse_matchers
-from dossiers.outbound import OutboundRefused, outbound_request
+from dossiers.outbound import OutboundRefused, answered, failure_reason, outbound_request
 
 log = logging.getLogger(__name__)
 
@@ -359,9 +359,9 @@ def _post_webhook(url: str, payload: dict | list) -> None:
     try:
         response = outbound_request("POST", url, json=payload, timeout=WEBHOOK_TIMEOUT_S)
     except (requests.RequestException, OutboundRefused) as exc:
-        raise DeliveryError(f"{url}: {exc}") from exc
-    if response.status_code >= 300:
-        raise DeliveryError(f"{url} answered {response.status_code}: {response.text[:200]}")
+        raise DeliveryError(f"{url}: {failure_reason(exc)}") from exc
+    if response.status_code >= 300:  # the answer's body is not kept: status only
+        raise DeliveryError(f"{url} {answered(response.status_code)}")
 
 
 def _post_alertmanager(base_url: str, payload: dict) -> None:

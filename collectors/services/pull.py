@@ -21,7 +21,7 @@ from rest_framework.exceptions import APIException
 from collectors.instruments import PULL_ERRORS, record_ingest
 from collectors.models import Host
 from collectors.services.ingest import IngestResult, ingest_document
-from dossiers.outbound import OutboundRefused, outbound_request
+from dossiers.outbound import OutboundRefused, answered, failure_reason, outbound_request
 
 MAX_ERROR_CHARS = 2000
 log = logging.getLogger(__name__)
@@ -87,14 +87,14 @@ def _fetch_document(host: Host, now: datetime) -> dict:
         )
         response.raise_for_status()
     except (requests.RequestException, OutboundRefused) as exc:
-        raise PullError(f"{type(exc).__name__}: {exc}") from exc
+        raise PullError(failure_reason(exc)) from exc
     if len(response.content) > settings.PERFHUB_INGEST_MAX_BYTES:
         raise PullError(f"answer over {settings.PERFHUB_INGEST_MAX_BYTES} bytes")
     if host.pull_kind == Host.PULL_AGENT:
         try:
             return response.json()
         except ValueError as exc:
-            raise PullError(f"the agent did not answer with JSON: {exc}") from exc
+            raise PullError(answered(response.status_code, "without JSON")) from exc
     stamp = now.isoformat()
     return {
         # A pulled scrape has no id of its own; each fetch is a new observation.
