@@ -2,6 +2,11 @@ from django.contrib import admin
 from django.db.models import URLField
 
 from dossiers import models
+from dossiers.accounts import ThrottledAdminAuthenticationForm
+
+# The admin's login form goes through the same login limit as the login page (its attempts
+# are counted by the authentication backend; this form says why it refused).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 class MembershipInline(admin.TabularInline):

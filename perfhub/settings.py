@@ -77,6 +77,10 @@ INSTALLED_APPS = [
     "dashboards",
 ]
 
+# Every login form calls authenticate(): the backend counts the attempt per client address and
+# per account (PERFHUB_THROTTLE_LOGIN each) before trying the password (dossiers.accounts).
+AUTHENTICATION_BACKENDS = ["dossiers.accounts.ThrottledModelBackend"]
+
 MIDDLEWARE = [
     "perfhub.logs.RequestLogMiddleware",  # first: its line times everything below
     "django.middleware.security.SecurityMiddleware",
@@ -86,6 +90,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "dossiers.accounts.LoginThrottleMiddleware",  # a login over the limit: 429 + Retry-After
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "collectors.middleware.IngestMetricsMiddleware",
