@@ -120,3 +120,44 @@ def run_problems(fields: dict[str, float | int | None]) -> list[tuple[str, str]]
         if why:
             problems.append((names[why.split(" ", 1)[0]], why))
     return problems
+
+
+# Engine exposition (counters, gauges, histogram sums and counts), raw: 30 years at a
+# million tokens a second stay under it; a value past it is skipped like a NaN.
+EXPOSITION_VALUE = Range(-1e15, 1e15, "", "an engine's counter or gauge stays under 10^15")
+
+# A GPU sample (ingest `gpus[]`, dcgm-exporter scrapes): its fields' ranges.
+GPU_FIELD_RANGES: dict[str, Range] = {
+    "util": RATIO,
+    "mem_util": RATIO,
+    "sm_active": RATIO,
+    "sm_occupancy": RATIO,
+    "dram_active": RATIO,
+    "mem_used_bytes": GPU_MEMORY_BYTES,
+    "mem_total_bytes": GPU_MEMORY_BYTES,
+    "power_w": POWER_W,
+    "temp_c": TEMPERATURE_C,
+    "sm_clock_mhz": CLOCK_MHZ,
+}
+# A request sample (ingest `requests[]`): its fields' ranges.
+REQUEST_FIELD_RANGES: dict[str, Range] = {
+    "ttft_ms": LATENCY_MS,
+    "tpot_ms": LATENCY_MS,
+    "e2e_ms": LATENCY_MS,
+    "queue_ms": LATENCY_MS,
+    "prompt_tokens": TOKENS,
+    "output_tokens": TOKENS,
+}
+
+
+def gpu_problems(gpu: dict) -> list[tuple[str, str]]:
+    """(field, why) for each value of one GPU sample that cannot be real."""
+    problems = [
+        (name, why)
+        for name, rng in GPU_FIELD_RANGES.items()
+        if gpu.get(name) is not None and (why := rng.problem(gpu[name]))
+    ]
+    used, total = gpu.get("mem_used_bytes"), gpu.get("mem_total_bytes")
+    if not problems and used is not None and total is not None and used > total:
+        problems.append(("mem_used_bytes", f"{used:g} bytes used is above the total {total:g}"))
+    return problems
