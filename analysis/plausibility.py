@@ -161,3 +161,25 @@ def gpu_problems(gpu: dict) -> list[tuple[str, str]]:
     if not problems and used is not None and total is not None and used > total:
         problems.append(("mem_used_bytes", f"{used:g} bytes used is above the total {total:g}"))
     return problems
+
+
+# A service's settings (dossier import): their ranges.
+SERVICE_FIELD_RANGES: dict[str, Range] = {
+    "slo_p99_e2e_ms": LATENCY_MS,
+    "slo_p99_ttft_ms": LATENCY_MS,
+    "slo_p99_tpot_ms": LATENCY_MS,
+    "gpus_per_replica": GPUS,
+    "replicas": GPUS,
+    "gpu_hour_price": MONEY,
+    "price_per_mtok": MONEY,
+    "model_params_b": Range(0, 1_000_000, "billion parameters", "under 10^15 parameters"),
+}
+
+
+def field_problems(fields: dict, ranges: dict[str, Range]) -> list[tuple[str, str]]:
+    """(field, why) for each value of `fields` outside its range in `ranges`."""
+    return [
+        (name, why)
+        for name, value in fields.items()
+        if name in ranges and value is not None and (why := ranges[name].problem(float(value)))
+    ]
