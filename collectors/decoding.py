@@ -30,7 +30,7 @@ from collectors.serializers import (
     acceptance_window,
     parse_rfc3339,
 )
-from webapi.core import check_depth, flatten_errors, loads_limited
+from webapi.core import check_depth, check_raw_depth, flatten_errors, loads_limited
 
 
 def _within(rng: plausibility.Range, kind: type = float) -> Any:
@@ -97,6 +97,7 @@ def validate_body(raw: bytes, *, host: Host, now: datetime | None = None) -> dic
     """The validated batch in `raw`. Raises ValidationError (flattened field paths),
     ParseError (not JSON, nested too deep) or PermissionDenied (another host's batch)."""
     now = now or timezone.now()
+    check_raw_depth(raw)  # before any field is read, known or not
     fast = fast_path(raw, now)
     if fast is None:
         return validate_document(loads_limited(raw), {"host": host, "now": now})
