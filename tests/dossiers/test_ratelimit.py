@@ -109,3 +109,21 @@ def test_sixteen_guessers_racing_the_admin_login_of_a_live_server(
     statuses = _race(32, guess)
     assert statuses.count(200) == 5  # the form said "wrong password" five times
     assert statuses.count(429) == 27
+
+
+@needs_redis
+@pytest.mark.parametrize(("scope", "limit"), [("loadtests", 60), ("gate", 30)])
+def test_sixteen_clients_racing_the_load_test_and_gate_throttles_on_redis(
+    redis_cache, monkeypatch, scope, limit
+):
+    from types import SimpleNamespace
+
+    from dossiers.throttling import CredentialScopedThrottle
+
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {scope: f"{limit}/min"})
+    request = SimpleNamespace(
+        auth=None, user=SimpleNamespace(is_authenticated=True, pk=7), META={}
+    )
+    view = SimpleNamespace(throttle_scope=scope)
+    answers = _race(160, lambda: CredentialScopedThrottle().allow_request(request, view))
+    assert answers.count(True) == limit
