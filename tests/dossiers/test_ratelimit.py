@@ -10,8 +10,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import redis
 import requests
-from django.core.cache import cache
 from rest_framework.throttling import SimpleRateThrottle
 
 from collectors.services.tokens import token_issue_for_host_name
@@ -26,15 +26,14 @@ needs_redis = pytest.mark.skipif(not REDIS_URL, reason="REDIS_URL not set")
 @pytest.fixture
 def redis_cache(settings):
     """The cache production uses: Redis, shared by every thread and process."""
+    prefix = f"perfhub-test-{uuid.uuid4().hex[:8]}"
     settings.CACHES = {
-        "default": {
-            "BACKEND": ratelimit.REDIS_BACKEND,
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": f"perfhub-test-{uuid.uuid4().hex[:8]}",
-        }
+        "default": {"BACKEND": ratelimit.REDIS_BACKEND, "LOCATION": REDIS_URL, "KEY_PREFIX": prefix}
     }
     yield
-    cache.clear()
+    client = redis.Redis.from_url(REDIS_URL)  # only this test's keys: the database is shared
+    for key in client.scan_iter(f"{prefix}:*"):
+        client.delete(key)
 
 
 def _race(attempts: int, call) -> list:
@@ -121,9 +120,7 @@ def test_sixteen_clients_racing_the_load_test_and_gate_throttles_on_redis(
     from dossiers.throttling import CredentialScopedThrottle
 
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {scope: f"{limit}/min"})
-    request = SimpleNamespace(
-        auth=None, user=SimpleNamespace(is_authenticated=True, pk=7), META={}
-    )
+    request = SimpleNamespace(auth=None, user=SimpleNamespace(is_authenticated=True, pk=7), META={})
     view = SimpleNamespace(throttle_scope=scope)
     answers = _race(160, lambda: CredentialScopedThrottle().allow_request(request, view))
     assert answers.count(True) == limit
