@@ -36,13 +36,12 @@ class Range:
 
 DAY_MS = 86_400_000.0
 LATENCY_MS = Range(0, DAY_MS, "ms", "a latency is under a day")
-LATENCY_S = Range(0, DAY_MS / 1000, "s", "a latency is under a day")
 POWER_W = Range(0, 5_000, "W", "a GPU draws at most a few kW")
 TEMPERATURE_C = Range(-50, 150, "°C", "a running GPU is between -50 and 150 °C")
 CLOCK_MHZ = Range(0, 10_000, "MHz", "a GPU clock is under 10 GHz")
 RATIO = Range(0, 1, "", "a ratio is between 0 and 1")
-PERCENT = Range(0, 100, "%", "a percentage is between 0 and 100")
 GPU_MEMORY_BYTES = Range(0, 2**44, "bytes", "a GPU holds under 16 TiB")
+MEMORY_BYTES = Range(0, 2**50, "bytes", "a deployment holds under 1 PiB")
 TOKENS = Range(0, 100_000_000, "tokens", "a request holds under 100 million tokens")
 REQUEST_RATE = Range(0, 10_000_000, "requests/s", "a service serves under 10 million req/s")
 TOKEN_RATE = Range(0, 10_000_000_000, "tokens/s", "a service emits under 10^10 tokens/s")
@@ -76,7 +75,6 @@ def ttft_problem(ttft: float | None, e2e: float | None) -> str | None:
     return None
 
 
-MEMORY_BYTES = Range(0, 2**50, "bytes", "a deployment holds under 1 PiB")
 LATENCY_METRICS = ("e2e", "ttft", "tpot")
 # Stored percentile labels in the order their values may not decrease, and how they are shown.
 PERCENTILE_LABELS = ("p50", "p90", "p95", "p99", "p999")
