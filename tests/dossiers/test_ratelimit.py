@@ -69,6 +69,7 @@ def test_sixteen_clients_on_the_process_cache_get_exactly_the_limit_through():
 
 
 @needs_redis
+@pytest.mark.postgres  # 16 concurrent writers: SQLite's one shared test connection cannot
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_agents_racing_the_ingest_limit_of_a_live_server(
     live_server, service, settings, redis_cache
