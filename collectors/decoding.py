@@ -13,7 +13,6 @@ which names the bad field (`requests[3].e2e_ms`): msgspec never words an error.
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -21,6 +20,7 @@ import msgspec
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
+from analysis import plausibility
 from collectors.models import Host
 from collectors.serializers import (
     CONTROL_CHARACTERS,
@@ -30,12 +30,19 @@ from collectors.serializers import (
     acceptance_window,
     parse_rfc3339,
 )
-from core.api import check_depth, flatten_errors, loads_limited
+from core.api import check_depth, check_raw_depth, flatten_errors, loads_limited
 
-# Finite (JSON has no NaN; an exponent past float's range is refused by the decoder).
-Number = Annotated[float, msgspec.Meta(ge=0, le=sys.float_info.max)]
-Ratio = Annotated[float, msgspec.Meta(ge=0, le=1)]
-Count = Annotated[int, msgspec.Meta(ge=0, le=2**62)]
+
+def _within(rng: plausibility.Range, kind: type = float) -> Any:
+    """msgspec's bounds for a range of analysis.plausibility (the DRF path names the field)."""
+    return Annotated[kind, msgspec.Meta(ge=rng.low, le=rng.high)]
+
+
+# Finite and physically possible (JSON has no NaN; the bounds keep roll-up sums finite).
+Latency = _within(plausibility.LATENCY_MS)
+Tokens = _within(plausibility.TOKENS, int)
+Ratio = _within(plausibility.RATIO)
+GpuBytes = _within(plausibility.GPU_MEMORY_BYTES, int)
 Name = Annotated[str, msgspec.Meta(max_length=100)]
 UNSET: Any = msgspec.UNSET
 
@@ -43,12 +50,12 @@ UNSET: Any = msgspec.UNSET
 class _Request(msgspec.Struct):
     ts: str
     service: Annotated[str, msgspec.Meta(min_length=1, max_length=50)]
-    e2e_ms: Number
-    ttft_ms: Number | None = None
-    tpot_ms: Number | None = None
-    queue_ms: Number | None = None
-    prompt_tokens: Count | None = None
-    output_tokens: Count | None = None
+    e2e_ms: Latency
+    ttft_ms: Latency | None = None
+    tpot_ms: Latency | None = None
+    queue_ms: Latency | None = None
+    prompt_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
     ok: bool = True
 
 
@@ -59,11 +66,11 @@ class _Gpu(msgspec.Struct):
     name: Name = ""
     util: Ratio | None = None
     mem_util: Ratio | None = None
-    mem_used_bytes: Count | None = None
-    mem_total_bytes: Count | None = None
-    power_w: Number | None = None
-    temp_c: Annotated[float, msgspec.Meta(ge=-100, le=250)] | None = None
-    sm_clock_mhz: Number | None = None
+    mem_used_bytes: GpuBytes | None = None
+    mem_total_bytes: GpuBytes | None = None
+    power_w: _within(plausibility.POWER_W) | None = None
+    temp_c: _within(plausibility.TEMPERATURE_C) | None = None
+    sm_clock_mhz: _within(plausibility.CLOCK_MHZ) | None = None
     sm_active: Ratio | None = None
     sm_occupancy: Ratio | None = None
     dram_active: Ratio | None = None
@@ -90,6 +97,7 @@ def validate_body(raw: bytes, *, host: Host, now: datetime | None = None) -> dic
     """The validated batch in `raw`. Raises ValidationError (flattened field paths),
     ParseError (not JSON, nested too deep) or PermissionDenied (another host's batch)."""
     now = now or timezone.now()
+    check_raw_depth(raw)  # before any field is read, known or not
     fast = fast_path(raw, now)
     if fast is None:
         return validate_document(loads_limited(raw), {"host": host, "now": now})
@@ -124,6 +132,8 @@ def fast_path(raw: bytes, now: datetime) -> tuple[dict, list[dict], list[ValidRe
         ts = parse_rfc3339(r.ts)
         if ts is None or ts.tzinfo is None or not start <= ts <= end:
             return None
+        if r.ttft_ms is not None and r.ttft_ms > r.e2e_ms:
+            return None  # impossible: DRF names it
         append(
             ValidRequest(
                 r.service, ts.astimezone(UTC), r.ttft_ms, r.tpot_ms, r.e2e_ms, r.queue_ms,
@@ -135,6 +145,9 @@ def fast_path(raw: bytes, now: datetime) -> tuple[dict, list[dict], list[ValidRe
     for g in body.gpus:
         ts = parse_rfc3339(g.ts)
         if ts is None or ts.tzinfo is None or not start <= ts <= end:
+            return None
+        used, total = g.mem_used_bytes, g.mem_total_bytes
+        if used is not None and total is not None and used > total:
             return None
         names |= {g.uuid, g.name}
         gpus.append({**{f: getattr(g, f) for f in _GPU_FIELDS}, "ts": ts.astimezone(UTC)})

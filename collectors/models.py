@@ -572,6 +572,11 @@ class PrometheusSource(models.Model):
         return reverse("collectors:prometheus_source", args=[self.pk])
 
     def clean(self) -> None:
+        if self.base_url:
+            try:  # again at every call: a name may resolve elsewhere later
+                check_url(self.base_url, unresolved_ok=True)
+            except OutboundRefused as exc:
+                raise ValidationError({"base_url": str(exc)}) from None
         if self.backfill_hours is not None and self.backfill_hours > 24 * 7:
             # Ingest accepts samples up to 7 days old (DESIGN.md section 3).
             raise ValidationError({"backfill_hours": "At most 168 hours (7 days)."})

@@ -21,6 +21,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import exceptions, serializers
 
+from analysis import plausibility
 from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
@@ -204,6 +205,20 @@ def non_negative(**kwargs) -> StrictFloatField:
     return StrictFloatField(min_value=0.0, **kwargs)
 
 
+def within(rng: plausibility.Range, *, integer: bool = False, **kwargs) -> serializers.Field:
+    """A strict number in the physical range `rng` (analysis.plausibility): the error says
+    the range and why, e.g. "1e+308 is outside 0..5000 W (a GPU draws at most a few kW)"."""
+    kwargs.setdefault("allow_null", True)
+    kwargs.setdefault("required", False)
+
+    def plausible(value: float) -> None:
+        if why := rng.problem(value):
+            raise serializers.ValidationError(why)
+
+    field = StrictIntegerField if integer else StrictFloatField
+    return field(validators=[plausible], **kwargs)
+
+
 def count(**kwargs) -> serializers.IntegerField:
     kwargs.setdefault("allow_null", True)
     kwargs.setdefault("required", False)
@@ -217,14 +232,22 @@ class GpuSampleSerializer(serializers.Serializer):
     name = StrictCharField(max_length=100, allow_blank=True, required=False, default="")
     util = ratio()
     mem_util = ratio()
-    mem_used_bytes = count()
-    mem_total_bytes = count()
-    power_w = non_negative()
-    temp_c = StrictFloatField(allow_null=True, required=False, min_value=-100, max_value=250)
-    sm_clock_mhz = non_negative()
+    mem_used_bytes = within(plausibility.GPU_MEMORY_BYTES, integer=True)
+    mem_total_bytes = within(plausibility.GPU_MEMORY_BYTES, integer=True)
+    power_w = within(plausibility.POWER_W)
+    temp_c = within(plausibility.TEMPERATURE_C)
+    sm_clock_mhz = within(plausibility.CLOCK_MHZ)
     sm_active = ratio()
     sm_occupancy = ratio()
     dram_active = ratio()
+
+    def validate(self, attrs: dict) -> dict:
+        used, total = attrs.get("mem_used_bytes"), attrs.get("mem_total_bytes")
+        if used is not None and total is not None and used > total:
+            raise serializers.ValidationError(
+                {"mem_used_bytes": [f"{used} bytes used is above mem_total_bytes ({total})."]}
+            )
+        return attrs
 
 
 class ScrapeSerializer(serializers.Serializer):
@@ -276,16 +299,18 @@ class RequestSampleSerializer(serializers.Serializer):
 
     ts = Rfc3339Field(window=True)
     service = StrictCharField(min_length=1, max_length=50)
-    ttft_ms = non_negative()
-    tpot_ms = non_negative()
-    e2e_ms = non_negative(allow_null=False, required=True)
-    queue_ms = non_negative()
-    prompt_tokens = count()
-    output_tokens = count()
+    ttft_ms = within(plausibility.LATENCY_MS)
+    tpot_ms = within(plausibility.LATENCY_MS)
+    e2e_ms = within(plausibility.LATENCY_MS, allow_null=False, required=True)
+    queue_ms = within(plausibility.LATENCY_MS)
+    prompt_tokens = within(plausibility.TOKENS, integer=True)
+    output_tokens = within(plausibility.TOKENS, integer=True)
     ok = StrictBooleanField(required=False, default=True)
 
     def to_internal_value(self, data) -> ValidRequest:
         attrs = super().to_internal_value(data)
+        if why := plausibility.ttft_problem(attrs.get("ttft_ms"), attrs["e2e_ms"]):
+            raise serializers.ValidationError({"ttft_ms": [why]})
         return ValidRequest(
             attrs["service"], attrs["ts"], attrs.get("ttft_ms"), attrs.get("tpot_ms"),
             attrs["e2e_ms"], attrs.get("queue_ms"), attrs.get("prompt_tokens"),

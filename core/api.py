@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from typing import Any
 
 from django.conf import settings
@@ -78,6 +79,40 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_STRING = re.compile(rb'"[^"]*"')  # once escaped quotes are gone
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def raw_depth_exceeds(raw: bytes, limit: int) -> bool:
+    """Whether the JSON text `raw` nests lists/objects more than `limit` deep, judged on the
+    bytes before anything is decoded, so a field nobody reads (an unknown key 200 levels deep)
+    is refused like a known one.
+
+    Strings are cut out (escaped backslashes, then escaped quotes dropped, so every quote
+    left opens or closes a string), the brackets outside them kept, and innermost pairs
+    removed `limit` times: any pair left was deeper than `limit`. Every step is a bytes
+    method or one simple regex (C speed). Unbalanced brackets are left for the
+    JSON parser to report."""
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"") if b"\\" in raw else raw
+    # Adjacent quotes are an empty string, or the end of one string and the start of the next
+    # with no bracket between: dropping them first leaves the regex little to do.
+    structure = unescaped.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    brackets = _STRING.sub(b"", structure)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = _INNERMOST.sub(b"", brackets)
+    return _INNERMOST.search(brackets) is not None
+
+
+def check_raw_depth(raw: bytes) -> None:
+    """ParseError when the body nests deeper than PERFHUB_API_MAX_JSON_DEPTH (raw bytes)."""
+    limit = settings.PERFHUB_API_MAX_JSON_DEPTH
+    if raw_depth_exceeds(raw, limit):
+        raise exceptions.ParseError(f"JSON nested more than {limit} levels deep.")
+
+
 def loads_limited(raw: bytes) -> Any:
     """JSON from `raw`, refusing more than `PERFHUB_API_MAX_JSON_DEPTH` levels of nesting.
 
@@ -85,6 +120,7 @@ def loads_limited(raw: bytes) -> Any:
     holds one is named by its validator (`requests[0].e2e_ms`) rather than by a parse error.
     """
     limit = settings.PERFHUB_API_MAX_JSON_DEPTH
+    check_raw_depth(raw)
     try:
         value = json.loads(raw.decode("utf-8"))
     except RecursionError:

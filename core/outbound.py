@@ -44,10 +44,31 @@ def _allowed_networks(cidrs: tuple[str, ...]) -> tuple:
     return tuple(ipaddress.ip_network(c, strict=False) for c in cidrs)
 
 
+# NAT64 prefixes: the low 32 bits are an IPv4 address a translator connects to.
+_NAT64 = tuple(ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48"))
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address stands for (6to4, Teredo, NAT64, ::a.b.c.d)."""
+    found = [a for a in (address.sixtofour,) if a is not None]
+    found.extend(address.teredo or ())
+    nat64 = any(address in network for network in _NAT64)
+    compatible = address.packed[:12] == bytes(12) and int(address) > 1  # ::a.b.c.d, deprecated
+    if nat64 or compatible:
+        found.append(ipaddress.IPv4Address(address.packed[-4:]))
+    return found
+
+
 def refusal(address: IPAddress) -> str | None:
     """Why the server may not call `address`, or None when it may."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        else:
+            for inner in _embedded_ipv4(address):
+                reason = refusal(inner)
+                if reason:
+                    return f"{address} stands for {inner}: {reason}"
     allowed = _allowed_networks(tuple(settings.PERFHUB_OUTBOUND_ALLOW_CIDRS))
     if any(address in network for network in allowed):
         return None
@@ -152,3 +173,25 @@ def outbound_request(method: str, url: str, **kwargs) -> requests.Response:
     check_url(url)  # a clear message for a bad scheme before any connection is tried
     with outbound_session() as session:
         return session.request(method, url, **kwargs)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What went wrong with a call, in our words only: the target's answer (body, reason
+    phrase, error text) is never repeated, since a refused or internal target could use it
+    to read back what it holds. Our own refusal names the address and why."""
+    if isinstance(exc, OutboundRefused):
+        return str(exc)
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        return answered(exc.response.status_code)
+    if isinstance(exc, requests.Timeout):
+        return "timed out"
+    if isinstance(exc, requests.TooManyRedirects):
+        return "too many redirects"
+    if isinstance(exc, requests.ConnectionError):
+        return "could not connect"
+    return f"the request failed ({type(exc).__name__})"
+
+
+def answered(status: int, what: str = "") -> str:
+    """A fixed description of an unusable answer: its status code and what we expected."""
+    return f"answered {int(status)}" + (f" {what}" if what else "")

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import requests
+from django.conf import settings
 
 from collectors.models import PrometheusSource
 from collectors.services.prometheus import source_create
@@ -100,6 +101,12 @@ class DemoPrometheus:
         )  # fmt: skip
         base_url = f"http://127.0.0.1:{port}"
         self._wait_ready(base_url)
+        # The source reads this loopback Prometheus through the outbound guard, which refuses
+        # loopback unless allow-listed: this process allow-lists the one address it started,
+        # as an operator would an internal Prometheus (PERFHUB_OUTBOUND_ALLOW_CIDRS).
+        allowed = list(settings.PERFHUB_OUTBOUND_ALLOW_CIDRS)
+        if "127.0.0.1/32" not in allowed:
+            settings.PERFHUB_OUTBOUND_ALLOW_CIDRS = [*allowed, "127.0.0.1/32"]
         return self._source(base_url)
 
     def _wait_ready(self, base_url: str) -> None:

@@ -1,7 +1,12 @@
 from django.contrib import admin
 from django.db.models import URLField
 
+from core.accounts import ThrottledAdminAuthenticationForm
 from dossiers import models
+
+# The admin's login form goes through the same login limit as the login page (its attempts
+# are counted by the authentication backend; this form says why it refused).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 class MembershipInline(admin.TabularInline):

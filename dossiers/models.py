@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from analysis import configdiff, cost
+from analysis import configdiff, cost, plausibility
 from analysis.percentiles import LATENCY_FIELDS, LATENCY_METRICS, PERCENTILE_LABELS
 from analysis.runs import ENVIRONMENT_FIELDS, RESOURCE_FIELDS, THROUGHPUT_FIELDS, WORKLOAD_FIELDS
 from core.names import NAME_MAX_LENGTH
@@ -214,6 +214,13 @@ class Service(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("dossiers:dossier", args=[self.slug])
 
+    def clean(self) -> None:
+        # SLOs, GPU counts and prices within analysis.plausibility's ranges, on every entry.
+        fields = {name: getattr(self, name) for name in plausibility.SERVICE_FIELD_RANGES}
+        problems = plausibility.field_problems(fields, plausibility.SERVICE_FIELD_RANGES)
+        if problems:
+            raise ValidationError({name: why for name, why in problems})
+
     @property
     def total_gpus(self) -> int:
         return self.gpus_per_replica * self.replicas
@@ -394,6 +401,8 @@ class MeasuredRun(models.Model):
         abstract = True
 
     def clean(self) -> None:
+        # Every entry point (forms, admin, imports) gets the same verdict on impossible numbers:
+        # analysis.plausibility's ranges, and no latency percentile below a lower one.
         errors = {}
         for name in ("gpu_util", "sm_active", "dram_active"):
             value = getattr(self, name)
@@ -401,6 +410,10 @@ class MeasuredRun(models.Model):
                 errors[name] = "A ratio between 0 and 1."
         if errors:
             raise ValidationError(errors)
+        fields = {name: getattr(self, name) for name in plausibility.RUN_FIELD_RANGES}
+        problems = plausibility.run_problems(fields)
+        if problems:
+            raise ValidationError({name: why for name, why in problems})
 
     def latency(self, metric: str, percentile: str) -> float | None:
         return getattr(self, f"{metric}_{percentile}_ms")

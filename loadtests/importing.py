@@ -28,8 +28,8 @@ from loadtests.formats import (
     load_documents,
     parse_loadtest,
 )
-from loadtests.lint import RunLint, lint_runs
 from loadtests.formats.per_request import sample_statistics
+from loadtests.lint import RunLint, lint_runs
 from loadtests.models import CIToken, LoadTest, LoadTestSketch
 
 # Larger files are refused before parsing: even a long sweep with per-request arrays is smaller.

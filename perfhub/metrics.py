@@ -34,9 +34,8 @@ class StateCollector:
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         now = timezone.now()
-        pending = IngestBatch.objects.filter(rolled_up_at__isnull=True).aggregate(
-            oldest=Min("received_at")
-        )["oldest"]
+        waiting = IngestBatch.objects.filter(rolled_up_at__isnull=True, quarantined_at__isnull=True)
+        pending = waiting.aggregate(oldest=Min("received_at"))["oldest"]
         yield GaugeMetricFamily(
             "perfhub_rollup_lag_seconds",
             "Age of the oldest ingested batch not yet rolled up (0 when none waits).",
@@ -45,13 +44,15 @@ class StateCollector:
         yield GaugeMetricFamily(
             "perfhub_rollup_pending_batches",
             "Ingested batches waiting for the roll-up task.",
-            value=IngestBatch.objects.filter(rolled_up_at__isnull=True).count(),
+            value=waiting.count(),
         )
         yield GaugeMetricFamily(
             "perfhub_quarantined_batches",
-            "Batches held back for inspection. PerfHub refuses a bad batch whole (400) and "
-            "keeps no quarantine, so this stays 0; it exists for dashboards that expect it.",
-            value=0,
+            "Accepted batches the roll-up could not process, set aside with their reason "
+            "(the host's page lists them; manage.py requeue_quarantined retries them).",
+            value=IngestBatch.objects.filter(
+                quarantined_at__isnull=False, rolled_up_at__isnull=True
+            ).count(),
         )
         yield GaugeMetricFamily(
             "perfhub_pull_targets_down",

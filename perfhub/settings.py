@@ -80,6 +80,10 @@ INSTALLED_APPS = [
     "dashboards",
 ]
 
+# Every login form calls authenticate(): the backend counts the attempt per client address and
+# per account (PERFHUB_THROTTLE_LOGIN each) before trying the password (core.accounts).
+AUTHENTICATION_BACKENDS = ["core.accounts.ThrottledModelBackend"]
+
 MIDDLEWARE = [
     "perfhub.logs.RequestLogMiddleware",  # first: its line times everything below
     "django.middleware.security.SecurityMiddleware",
@@ -89,6 +93,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "core.accounts.LoginThrottleMiddleware",  # a login over the limit: 429 + Retry-After
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "collectors.middleware.IngestMetricsMiddleware",

@@ -17,7 +17,7 @@ import requests
 from django.core.exceptions import ValidationError
 
 from core.discovery import import_submodules
-from core.outbound import OutboundRefused, check_url, outbound_request
+from core.outbound import OutboundRefused, answered, check_url, failure_reason, outbound_request
 from core.registry import Registry
 
 if TYPE_CHECKING:
@@ -95,9 +95,9 @@ def post_json(url: str, payload: dict | list) -> None:
     try:
         response = outbound_request("POST", url, json=payload, timeout=POST_TIMEOUT_S)
     except (requests.RequestException, OutboundRefused) as exc:
-        raise DeliveryError(f"{url}: {exc}") from exc
-    if response.status_code >= 300:
-        raise DeliveryError(f"{url} answered {response.status_code}: {response.text[:200]}")
+        raise DeliveryError(f"{url}: {failure_reason(exc)}") from exc
+    if response.status_code >= 300:  # the answer's body is not kept: status only
+        raise DeliveryError(f"{url} {answered(response.status_code)}")
 
 
 import_submodules(__name__)

@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from analysis.buckets import BucketCounts, coarsen, merge_all, shared_edges
+from analysis.plausibility import EXPOSITION_VALUE, gpu_problems
 from collectors.exposition import dcgm, engines
 from collectors.exposition.engines import Rule, rules_for
 from collectors.exposition.text import ExpositionError, line_of, samples
@@ -93,6 +94,9 @@ def _parse_dcgm(text: str) -> ParsedScrape:
         else:
             parsed.ignored += 1
     parsed.gpus = dcgm.gpus(wanted)
+    for gpu in parsed.gpus:
+        for name, why in gpu_problems(gpu):
+            raise ExpositionError(f"GPU {gpu['index']}: {name}: {why}", None)
     return parsed
 
 
@@ -203,8 +207,8 @@ class _EngineParse:
         value = series.get("sum" if rule.kind == "histogram_sum" else "value")
         if value is None:
             return
-        if not math.isfinite(value) or (rule.counter_like and value < 0):
-            self.parsed.invalid += 1
+        if EXPOSITION_VALUE.problem(value) or (rule.counter_like and value < 0):
+            self.parsed.invalid += 1  # NaN, Inf or past any engine's range: not a reading
             return
         value *= rule.scale
         if rule.counter_like:
@@ -218,7 +222,7 @@ class _EngineParse:
         buckets: dict[float, float] = series.get("buckets", {})
         if not buckets:
             return None  # `_sum`/`_count` without buckets: nothing to take quantiles from
-        if not all(math.isfinite(v) and v >= 0 for v in buckets.values()):
+        if not all(v >= 0 and not EXPOSITION_VALUE.problem(v) for v in buckets.values()):
             return None
         total = buckets.pop(math.inf, None)
         count = series.get("count")
@@ -231,9 +235,9 @@ class _EngineParse:
             total = count
         edges = sorted(buckets)
         scaled = tuple(normalize_edge(e * rule.scale) for e in edges)
-        total_sum = series.get("sum", 0.0) * rule.scale
-        if not math.isfinite(total_sum):
+        if EXPOSITION_VALUE.problem(series.get("sum", 0.0)):
             return None
+        total_sum = series.get("sum", 0.0) * rule.scale
         return HistogramSeries(
             edges=scaled,
             cumulative=(*(buckets[e] for e in edges), total),

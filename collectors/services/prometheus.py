@@ -34,6 +34,7 @@ from collectors.exposition import promql
 from collectors.instruments import PULL_ERRORS, record_ingest
 from collectors.models import Host, PrometheusSource, ScrapeState
 from collectors.services.ingest import ingest_document
+from core.outbound import OutboundRefused, answered, failure_reason, outbound_request
 
 MAX_ERROR_CHARS = 2000
 STEPS_PER_QUERY = 120  # one query_range call (and one ingest batch) covers at most this many steps
@@ -224,30 +225,50 @@ def _document(source: PrometheusSource, scrapes: list[dict], now: datetime) -> d
     }
 
 
+# Prometheus's own errorType values (web/api/v1): named on the source's page. Anything else a
+# target says (its error text, its body) is not repeated: see core.outbound.failure_reason.
+ERROR_TYPES = frozenset(
+    {"timeout", "canceled", "execution", "bad_data", "internal", "unavailable", "not_found",
+     "not_acceptable"}
+)  # fmt: skip
+
+
 def query_range(base_url: str, query: str, start: int, end: int, step: int) -> list[dict]:
-    """The matrix `query_range` answers. Raises PrometheusError saying what went wrong."""
+    """The matrix `query_range` answers. Raises PrometheusError saying what went wrong.
+
+    The call goes through the outbound guard (loopback, private, link-local refused at
+    connect time, redirects included); errors are described in fixed words, never with
+    the answer's text, since `last_error` is readable by every signed-in user."""
     url = base_url.rstrip("/") + "/api/v1/query_range"
     params = {"query": query, "start": start, "end": end, "step": step}
     try:
-        response = requests.post(url, data=params, timeout=settings.PERFHUB_PULL_TIMEOUT_S)
-    except requests.RequestException as exc:
-        raise PrometheusError(f"unreachable: {type(exc).__name__}: {exc}") from exc
+        response = outbound_request(
+            "POST", url, data=params, timeout=settings.PERFHUB_PULL_TIMEOUT_S,
+            allow_redirects=False,
+        )  # fmt: skip
+    except (requests.RequestException, OutboundRefused) as exc:
+        raise PrometheusError(f"unreachable: {failure_reason(exc)}") from exc
+    if response.is_redirect:
+        raise PrometheusError(f"{answered(response.status_code, 'a redirect')}: not followed")
     try:
         body = response.json()
     except ValueError:
-        raise PrometheusError(
-            f"{url} answered {response.status_code} without Prometheus's JSON: "
-            f"{response.text[:200]!r}"
-        ) from None
+        raise PrometheusError(answered(response.status_code, "without Prometheus's JSON")) from None
+    if not isinstance(body, dict):
+        raise PrometheusError(answered(response.status_code, "without Prometheus's JSON"))
     if body.get("status") != "success":
+        kind = body.get("errorType")
+        named = kind if isinstance(kind, str) and kind in ERROR_TYPES else "unknown error"
         raise PrometheusError(
-            f"Prometheus refused the query ({body.get('errorType', response.status_code)}): "
-            f"{body.get('error', '')}"
+            f"Prometheus refused the query ({named}), {answered(response.status_code)}"
         )
     data = body.get("data") or {}
-    if data.get("resultType") != "matrix":
-        raise PrometheusError(f"expected a matrix, got {data.get('resultType')!r}")
-    return data.get("result") or []
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        raise PrometheusError(answered(response.status_code, "without a matrix"))
+    result = data.get("result") or []
+    if not isinstance(result, list):
+        raise PrometheusError(answered(response.status_code, "without a matrix"))
+    return result
 
 
 def _record(source: PrometheusSource, now: datetime, outcome: SyncOutcome) -> None:

@@ -8,6 +8,7 @@ down with the error shown on the hosts page; the next success marks it up again.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,7 +22,7 @@ from rest_framework.exceptions import APIException
 from collectors.instruments import PULL_ERRORS, record_ingest
 from collectors.models import Host
 from collectors.services.ingest import IngestResult, ingest_document
-from core.outbound import OutboundRefused, outbound_request
+from core.outbound import OutboundRefused, answered, failure_reason, outbound_request
 
 MAX_ERROR_CHARS = 2000
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def pull_host(*, host_id: int, now: datetime | None = None) -> PullOutcome:
         return _mark(host, now, error=str(exc))
     except APIException as exc:  # the document failed validation, like a push would
         record_ingest(via="pull", outcome="rejected")
-        return _mark(host, now, error=f"rejected: {exc.detail}")
+        return _mark(host, now, error=_rejection(exc))
     except Exception as exc:  # anything else is this host's problem only: record, go on
         log.exception("pull of host %s failed", host.pk)
         return _mark(host, now, error=f"could not store the pull: {type(exc).__name__}: {exc}")
@@ -75,6 +76,23 @@ def pull_host(*, host_id: int, now: datetime | None = None) -> PullOutcome:
         via="pull", outcome="duplicate" if result.duplicate else "accepted", counts=result.counts
     )
     return _mark(host, now, result=result)
+
+
+def _rejection(exc: APIException) -> str:
+    """Why ingest refused what the target answered, naming the fields only: a validation
+    message can quote the answer (a value, a label), and the host page is read by every user."""
+    if isinstance(exc.detail, dict):
+        fields = [f"{name}{_line(messages)}" for name, messages in exc.detail.items()]
+        shown = ", ".join(fields[:5]) + (f" and {len(fields) - 5} more" if len(fields) > 5 else "")
+        return f"rejected ({exc.status_code}): invalid {shown}"
+    return f"rejected ({exc.status_code}): not a valid batch"
+
+
+def _line(messages) -> str:
+    """ " (line N)" when the message names a line of the exposition (our words, not its)."""
+    first = messages[0] if isinstance(messages, list) and messages else messages
+    found = re.match(r"line (\d+)\b", str(first))
+    return f" (line {found.group(1)})" if found else ""
 
 
 def _fetch_document(host: Host, now: datetime) -> dict:
@@ -87,14 +105,14 @@ def _fetch_document(host: Host, now: datetime) -> dict:
         )
         response.raise_for_status()
     except (requests.RequestException, OutboundRefused) as exc:
-        raise PullError(f"{type(exc).__name__}: {exc}") from exc
+        raise PullError(failure_reason(exc)) from exc
     if len(response.content) > settings.PERFHUB_INGEST_MAX_BYTES:
         raise PullError(f"answer over {settings.PERFHUB_INGEST_MAX_BYTES} bytes")
     if host.pull_kind == Host.PULL_AGENT:
         try:
             return response.json()
         except ValueError as exc:
-            raise PullError(f"the agent did not answer with JSON: {exc}") from exc
+            raise PullError(answered(response.status_code, "without JSON")) from exc
     stamp = now.isoformat()
     return {
         # A pulled scrape has no id of its own; each fetch is a new observation.

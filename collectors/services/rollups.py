@@ -15,6 +15,7 @@ hosts and ranges merge without ever averaging a percentile (DESIGN.md section 4)
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -579,6 +580,7 @@ def merge_services(service_ids: Iterable[int], resolution: int, starts: list[dat
     ServiceMergedRollup.objects.filter(
         service_id__in=service_ids, resolution_s=resolution, start__in=starts
     ).delete()
+    check_finite(rows)
     ServiceMergedRollup.objects.bulk_create(rows, batch_size=200)
     return len(rows)
 
@@ -631,6 +633,39 @@ def rollup_host_minutes(*, host_id: int, minutes: Iterable[int]) -> int:
     return written
 
 
+class UnprocessableRows(ValueError):
+    """The roll-up computed a value it must not store (NaN or Infinity): the batch that brought
+    the rows in is quarantined with this reason instead of being marked rolled up."""
+
+
+def _numbers(value) -> Iterable[float]:
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _numbers(item)
+
+
+def check_finite(rows: Iterable[models.Model]) -> None:
+    """Raise UnprocessableRows naming the row and field when a roll-up row holds a
+    non-finite number (a float column, or inside a JSON one): dashboards, the API and the
+    alert rules would all read it, and PostgreSQL would store it without complaint."""
+    for row in rows:
+        for column in row._meta.concrete_fields:
+            if not isinstance(column, models.FloatField | models.JSONField):
+                continue
+            values = _numbers(getattr(row, column.attname))
+            bad = next((v for v in values if not math.isfinite(v)), None)
+            if bad is not None:
+                raise UnprocessableRows(
+                    f"{type(row).__name__}.{column.name} of {row.start:%Y-%m-%d %H:%M} "
+                    f"would be {bad}: a sample's value cannot be rolled up"
+                )
+
+
 def _rollup_range(
     host_id: int, wanted: set[int], start: datetime, end: datetime
 ) -> tuple[int, set[int]]:
@@ -680,6 +715,8 @@ def _rollup_range(
     touched |= {row.service_id for row in service_rows}
     old.delete()
     GpuRollup.objects.filter(host_id=host_id, resolution_s=MINUTE, start__in=starts).delete()
+    check_finite(service_rows)
+    check_finite(gpu_rows)
     ServiceRollup.objects.bulk_create(service_rows, batch_size=200)
     GpuRollup.objects.bulk_create(gpu_rows, batch_size=500)
     return len(service_rows), touched
@@ -700,27 +737,23 @@ def _rollup_period(host_id: int, hour: datetime, resolution: int) -> None:
         by_gpu[row.gpu_index].append(row)
     ServiceRollup.objects.filter(host_id=host_id, resolution_s=resolution, start=hour).delete()
     GpuRollup.objects.filter(host_id=host_id, resolution_s=resolution, start=hour).delete()
-    ServiceRollup.objects.bulk_create(
-        [
-            _rollup_from_traffic(
-                traffic,
-                service_id=service_id,
-                host_id=host_id,
-                resolution=resolution,
-                start=hour,
-            )
-            for service_id, traffic in by_service.items()
-        ]
-    )
-    GpuRollup.objects.bulk_create(
-        [
-            GpuRollup(
-                host_id=host_id, gpu_index=index, resolution_s=resolution, start=hour,
-                **merge_gpu_rows(rows),
-            )
-            for index, rows in by_gpu.items()
-        ]
-    )  # fmt: skip
+    service_rows = [
+        _rollup_from_traffic(
+            traffic, service_id=service_id, host_id=host_id, resolution=resolution, start=hour
+        )
+        for service_id, traffic in by_service.items()
+    ]
+    gpu_rows = [
+        GpuRollup(
+            host_id=host_id, gpu_index=index, resolution_s=resolution, start=hour,
+            **merge_gpu_rows(rows),
+        )
+        for index, rows in by_gpu.items()
+    ]  # fmt: skip
+    check_finite(service_rows)
+    check_finite(gpu_rows)
+    ServiceRollup.objects.bulk_create(service_rows)
+    GpuRollup.objects.bulk_create(gpu_rows)
 
 
 # ---------------------------------------------------------------------------------------------

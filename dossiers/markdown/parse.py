@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from django.db import models
 
+from analysis import plausibility
 from dossiers.markdown import schema
 from dossiers.models import Baseline, Bottleneck, Experiment, Service
 
@@ -514,6 +515,9 @@ def _service_fields(data: LineDict, keys: tuple[schema.Key, ...], where: str) ->
             parsed[key.field] = model_field.get_default()
         else:
             parsed[key.field] = ""  # blank, or refused by the model's validation on apply
+    for name, why in plausibility.field_problems(parsed, plausibility.SERVICE_FIELD_RANGES):
+        key = next(k for k in keys if k.field == name)
+        raise DossierFormatError(f"line {data.lines[key.key]}: {where}: {key.key}: {why}")
     return parsed
 
 
@@ -637,6 +641,7 @@ def _baselines(section: _Block | None, config_versions: set[int]) -> list[Parsed
             raise DossierFormatError(f"line {item.line}: {where}: missing field 'measured_at'.")
         fields = _fields(Baseline, data, schema.BASELINE_KEYS, where)
         fields.update(_latencies(data, where))
+        _check_plausible_run(fields, data, where)
         fields["notes"] = _texts(item, ("notes",), where).get("notes", "")
         config_ref = None
         if "config" in data:
@@ -661,6 +666,24 @@ def _baselines(section: _Block | None, config_versions: set[int]) -> list[Parsed
     if sum(b.is_current for b in baselines) > 1:
         raise DossierFormatError(f"{schema.BASELINES}: more than one baseline is marked current.")
     return baselines
+
+
+def _check_plausible_run(fields: dict[str, Any], data: LineDict, where: str) -> None:
+    """A baseline the gate may compare against must be a possible measurement: every value in
+    its range, no latency percentile below a lower one (analysis.plausibility)."""
+    problems = plausibility.run_problems(fields)
+    if not problems:
+        return
+    name, why = problems[0]
+    key = next((k.key for k in schema.BASELINE_KEYS if k.field == name), None)
+    if key is None:  # a latency: latency_ms.<metric>
+        metric = name.split("_", 1)[0]
+        key, line = f"{schema.LATENCY_KEY}.{metric}", data[schema.LATENCY_KEY].lines[metric]
+    else:
+        line = data.lines[key]
+    if key in {"gpu_busy_pct", "sm_active_pct", "dram_active_pct"}:
+        why = f"{data[key]:g} is outside 0..100 % (a percentage is between 0 and 100)."
+    raise DossierFormatError(f"line {line}: {where}: {key}: {why}")
 
 
 def _latencies(data: LineDict, where: str) -> dict[str, float | None]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from analysis import plausibility
 from analysis.percentiles import LATENCY_FIELDS, PERCENTILE_LABELS
 from analysis.runs import RESOURCE_FIELDS, THROUGHPUT_FIELDS, WORKLOAD_FIELDS
 
@@ -127,6 +128,7 @@ def mark_failed(run: ParsedRun) -> ParsedRun:
         if value is not None and not math.isfinite(value):
             where = run.sources.get(name, name)
             raise LoadTestFormatError(f"{run.format}: {where}: {name} is not a finite number")
+    check_plausible(run)
     count = run.fields.get("request_count")
     duration = run.fields.get("duration_s")
     latencies = [run.fields[name] for name in LATENCY_FIELDS if run.fields[name] is not None]
@@ -144,6 +146,24 @@ def mark_failed(run: ParsedRun) -> ParsedRun:
     run.samples = {}
     run.failure = reason
     return run
+
+
+def check_plausible(run: ParsedRun) -> None:
+    """LoadTestFormatError naming the field (and the file key it came from) when a value is
+    outside its physical range or a percentile is below a lower one (analysis.plausibility);
+    per-request samples too, and TTFT <= E2E for each request when the tool lists both."""
+    for name, why in plausibility.run_problems(run.fields):
+        where = run.sources.get(name, name)
+        raise LoadTestFormatError(f"{run.format}: {where}: {name}: {why}")
+    for key, values in run.samples.items():
+        for i, value in enumerate(values):
+            if why := plausibility.LATENCY_MS.problem(value):
+                raise LoadTestFormatError(f"{run.format}: samples.{key}[{i}]: {why}")
+    ttfts, e2es = run.samples.get("ttft"), run.samples.get("e2e")
+    if ttfts and e2es and len(ttfts) == len(e2es):  # listed per request, in the same order
+        for i, (ttft, e2e) in enumerate(zip(ttfts, e2es, strict=True)):
+            if why := plausibility.ttft_problem(ttft, e2e):
+                raise LoadTestFormatError(f"{run.format}: request {i}: {why}")
 
 
 class Ctx:

@@ -49,7 +49,7 @@ def test_it_accepts_empty_lists(agent_client, service):
     ("mutate", "path", "words"),
     [
         (lambda b: b["requests"][1].update(e2e_ms=float("nan")), "requests[1].e2e_ms", "finite"),
-        (lambda b: b["requests"][0].update(ttft_ms=-1), "requests[0].ttft_ms", "greater than"),
+        (lambda b: b["requests"][0].update(ttft_ms=-1), "requests[0].ttft_ms", "outside 0.."),
         (lambda b: b["requests"][2].update(service="nope"), "requests[2].service", "Unknown"),
         (lambda b: b["gpus"][0].update(util=1.2), "gpus[0].util", "less than or equal to 1"),
         (lambda b: b["gpus"][0].update(dram_active="0.5"), "gpus[0].dram_active", "number"),
@@ -168,6 +168,24 @@ def test_it_refuses_a_nested_value_inside_a_valid_looking_batch(agent_client, se
     response = post(agent_client, make_batch(gpus=deep))
     assert response.status_code == 400
     assert "nested more than 32 levels" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("depth", [33, 100, 200])
+def test_an_unknown_field_nested_too_deep_is_refused_before_any_field_is_read(
+    agent_client, service, depth
+):
+    batch = make_batch()
+    body = json.dumps(batch)[:-1] + ', "extra": ' + "[" * depth + "]" * depth + "}"
+    response = agent_client.post(INGEST_URL, body, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested more than 32 levels" in response.json()["detail"]
+    assert not IngestBatch.objects.exists()
+
+
+def test_an_unknown_field_within_the_depth_limit_is_ignored(agent_client, service):
+    body = json.dumps(make_batch())[:-1] + ', "extra": ' + "[" * 31 + "]" * 31 + "}"
+    response = agent_client.post(INGEST_URL, body, content_type="application/json")
+    assert response.status_code == 202
 
 
 def test_it_reads_a_chunked_body(agent_client, service):

@@ -7,7 +7,15 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from collectors.models import MINUTE, Host, IngestBatch, RequestSample, ServiceRollup
+from collectors.models import (
+    MINUTE,
+    GpuRollup,
+    GpuSample,
+    Host,
+    IngestBatch,
+    RequestSample,
+    ServiceRollup,
+)
 from collectors.selectors import host_rows
 from collectors.services import periodic
 from collectors.services.retention import prune
@@ -117,3 +125,37 @@ def test_prune_removes_quarantined_batches_with_their_rows(host, service, settin
     rollup_pending()
     IngestBatch.objects.update(received_at=datetime.now(UTC) - timedelta(days=30))
     assert prune()["IngestBatch"] == 1
+
+
+def overflowing(host: Host) -> IngestBatch:
+    """A batch whose rows are each finite but whose roll-up is not: two GPU samples of 1e308 W
+    (written straight into the database, as before ingest checked ranges) average to Infinity."""
+    ts = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=3)
+    for second in (0, 10):
+        GpuSample.objects.create(
+            host=host, ts=ts + timedelta(seconds=second), gpu_index=0, power_w=1e308
+        )
+    return IngestBatch.objects.create(
+        batch_id="00000000-0000-0000-0000-0000000000f1",
+        host=host,
+        minutes=[int(ts.timestamp()) // 60],
+    )
+
+
+def test_a_batch_whose_roll_up_would_not_be_finite_is_quarantined_with_the_field(host, service):
+    bad = overflowing(host)
+    report = rollup_pending_report()
+    bad.refresh_from_db()
+    assert report.rolled_up == 0 and bad.rolled_up_at is None
+    assert "GpuRollup.power_mean" in bad.quarantine_reason
+    assert "inf" in bad.quarantine_reason
+    assert not GpuRollup.objects.exists()  # nothing non-finite stored
+
+
+def test_metrics_count_quarantined_batches_apart_from_waiting_ones(client, host, service):
+    poison(host, service)
+    overflowing(host)
+    rollup_pending()
+    text = client.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode()
+    assert "perfhub_quarantined_batches 2.0" in text
+    assert "perfhub_rollup_pending_batches 0.0" in text

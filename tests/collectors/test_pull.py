@@ -87,7 +87,7 @@ def test_a_failing_target_is_marked_down_with_its_error(service):
     assert not outcome.ok
     host.refresh_from_db()
     assert host.status == "down"
-    assert "ConnectionError" in host.last_error
+    assert "could not connect" in host.last_error
 
 
 def test_a_malformed_scrape_marks_the_target_down_naming_the_line(served, service):
@@ -132,3 +132,13 @@ def test_run_periodic_jobs_pulls_rolls_up_and_survives_a_dead_target(served, ser
     assert (report["pulled"], report["pull_failures"]) == (2, 1)
     assert report["rolled_up_batches"] == 1
     assert dict(Host.objects.values_list("name", "status")) == {"ok-1": "up", "dead-2": "down"}
+
+
+def test_a_rejected_answer_is_recorded_by_field_and_line_never_quoted(served, service):
+    host = Host.objects.create(
+        name="bad-2", pull_url=served.url, pull_kind="vllm", pull_service=service
+    )
+    served.body = b'vllm:num_requests_running{engine="s3cr3t-label" 3\n'
+    pull_host(host_id=host.pk)
+    host.refresh_from_db()
+    assert host.last_error == "rejected (400): invalid scrapes[0].exposition (line 1)"

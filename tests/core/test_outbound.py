@@ -52,6 +52,23 @@ def server():
         ("http://[fe80::1]/", "link-local"),
         ("http://100.100.100.200/", "not a public address"),
         ("http://0.0.0.0/", "0.0.0.0 is a private"),  # Linux connects it to loopback
+        ("http://0/", "0.0.0.0 is a private"),
+        ("http://2130706433/", "127.0.0.1 is a loopback"),  # decimal
+        ("http://0x7f000001/", "127.0.0.1 is a loopback"),  # hexadecimal
+        ("http://017700000001/", "127.0.0.1 is a loopback"),  # octal
+        ("http://127.1/", "127.0.0.1 is a loopback"),  # short form
+        ("http://hooks.invalid@127.0.0.1:9/", "127.0.0.1 is a loopback"),  # userinfo
+        ("http://user:pw@[::1]:9/", "loopback"),
+        ("http://\u24dbocalhost:9/", "127.0.0.1 is a loopback"),  # IDN: circled l folds to l
+        ("http://LOCALHOST:9/", "loopback"),
+        ("http://[::]/", "is a private"),  # unspecified
+        ("http://[0:0:0:0:0:ffff:7f00:1]/", "127.0.0.1 is a loopback"),
+        ("http://[::ffff:169.254.169.254]/", "link-local"),
+        ("http://[::127.0.0.1]/", "stands for 127.0.0.1"),  # IPv4-compatible
+        ("http://[64:ff9b::7f00:1]/", "stands for 127.0.0.1"),  # NAT64
+        ("http://[2002:a00:1::]/", "stands for 10.0.0.1"),  # 6to4
+        ("http://[fc00::1]/", "private"),
+        ("http://224.0.0.1/", "not a public address"),  # multicast
     ],
 )
 def test_internal_addresses_are_refused(url, why):
@@ -108,3 +125,15 @@ def test_a_malformed_allow_list_fails_the_system_checks(settings):
     settings.PERFHUB_OUTBOUND_ALLOW_CIDRS = ["10.0.0.0/8", "not-a-block"]
     errors = [e for e in run_checks() if e.id == "perfhub.E002"]
     assert len(errors) == 1 and "'not-a-block'" in errors[0].msg
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:9/", "http://2130706433:9/", "http://[::ffff:127.0.0.1]:9/"]
+)
+def test_check_url_gives_a_form_the_same_verdict(url):
+    with pytest.raises(OutboundRefused, match="loopback"):
+        check_url(url, unresolved_ok=True)
+
+
+def test_a_public_ipv6_through_nat64_passes_the_check():
+    check_url("http://[64:ff9b::808:808]/")  # 8.8.8.8 behind a translator: a public address

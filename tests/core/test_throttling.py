@@ -70,3 +70,49 @@ def test_the_gate_is_limited_per_token(service, rates, fixtures_dir):
     second = client.post(url, body, content_type="application/json")
     assert second.status_code == 429
     assert int(second["Retry-After"]) > 0
+
+
+def test_the_admin_login_is_limited_too(client, django_user_model, rates):
+    django_user_model.objects.create_superuser("root", password="pw-root-123")
+    for _ in range(3):
+        client.post("/admin/login/", {"username": "root", "password": "wrong"})
+    response = client.post("/admin/login/", {"username": "root", "password": "pw-root-123"})
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) > 0
+    assert "Too many login attempts" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_login_page_and_the_admin_share_one_limit(client, owner, rates):
+    for path in ("/accounts/login/", "/admin/login/", "/accounts/login/"):
+        client.post(path, {"username": "alice", "password": "wrong"})
+    response = client.post("/admin/login/", {"username": "alice", "password": "pw-alice-123"})
+    assert response.status_code == 429
+
+
+def test_an_account_is_limited_whatever_address_the_guesses_come_from(client, owner, rates):
+    for n in range(3):
+        client.post(
+            "/accounts/login/", {"username": "alice", "password": "wrong"},
+            REMOTE_ADDR=f"203.0.113.{n + 1}",
+        )  # fmt: skip
+    response = client.post(
+        "/accounts/login/", {"username": "ALICE ", "password": "pw-alice-123"},
+        REMOTE_ADDR="203.0.113.99",
+    )  # fmt: skip
+    assert response.status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+def test_an_address_is_limited_whatever_accounts_it_tries(client, owner, rates):
+    for name in ("bob", "carol", "dave"):
+        client.post("/accounts/login/", {"username": name, "password": "wrong"})
+    response = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
+    assert response.status_code == 429
+
+
+def test_a_login_within_the_limit_still_works(client, owner, rates):
+    client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    response = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
+    assert response.status_code == 302
+    assert client.session["_auth_user_id"] == str(owner.pk)

@@ -85,7 +85,10 @@ def test_it_says_when_nothing_matches(owner_client, make_service):
 def test_it_sorts_by_p99_both_ways_with_missing_values_last(owner_client, make_service, team):
     slow = make_service("slow")
     services.baseline_record(
-        service=slow, label="slower", make_current=True, **baseline_values(e2e_p99_ms=9000)
+        service=slow,
+        label="slower",
+        make_current=True,
+        **baseline_values(e2e_p99_ms=9000, e2e_p999_ms=9500),
     )
     make_service("fast")
     services.service_create(

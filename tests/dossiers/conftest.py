@@ -112,7 +112,9 @@ def full_dossier(service, owner):
         service=service,
         label="batch 8",
         config_version=v1,
-        **baseline_values(measured_at=T0 - timedelta(days=7), output_tps=1000, e2e_p99_ms=3000),
+        **baseline_values(
+            measured_at=T0 - timedelta(days=7), output_tps=1000, e2e_p99_ms=3000, e2e_p999_ms=3600
+        ),
     )
     after = services.baseline_record(
         service=service,
