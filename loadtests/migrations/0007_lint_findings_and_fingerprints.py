@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('loadtests', '0005_security_ci_tokens'),
+        ('loadtests', '0006_vantage_measured_where'),
     ]
 
     operations = [

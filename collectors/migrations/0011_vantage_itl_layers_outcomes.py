@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collectors', '0009_security_token_digests'),
+        ('collectors', '0010_house_registry_name_length'),
     ]
 
     operations = [
