@@ -113,6 +113,8 @@ class Rule(models.Model):
             return f"{value:+.1f}%"
         if self.unit == "s":
             return f"{value:,.0f} s"
+        if self.unit == "x":
+            return f"{value:,.1f}x"
         return f"{value:,.4g} {self.unit}" if abs(value) < 1000 else f"{value:,.0f} {self.unit}"
 
     @property

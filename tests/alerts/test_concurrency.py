@@ -40,7 +40,7 @@ def test_concurrent_evaluations_claim_each_rule_once(team, host, make_services, 
     for t in threads:
         t.join()
     assert errors == []
-    assert sum(counts) == 6 * 9
+    assert sum(counts) == 6 * 12
     firing = AlertEvent.objects.filter(kind="firing", at=at.replace(second=0, microsecond=0))
     assert firing.count() == 6 * 3  # e2e, TTFT and TPOT of every service, once each
     assert Notification.objects.filter(alert_status="firing").count() == 6 * 3
