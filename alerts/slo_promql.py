@@ -59,7 +59,8 @@ def _bad_latency(m: Metrics, metric: str, threshold_ms: float, edges, window: st
         )
     s = m.engine_series(HISTOGRAM[metric])
     le = le_matcher(t / s.scale)
-    sel = s.selector[:-1] + f', le=~"{le}"}}' if s.selector else f'{{le=~"{le}"}}'
+    # A backquoted (raw) string: the regex's backslashes stay as they are.
+    sel = s.selector[:-1] + f", le=~`{le}`}}" if s.selector else f"{{le=~`{le}`}}"
     good = f"sum(rate({s.name}_bucket{sel}[{window}]))"
     total = f"sum(rate({s.name}_count{s.selector}[{window}]))"
     return f"(1 - {good} / {total})"
