@@ -136,6 +136,7 @@ class Standing:
     """A service's SLOs over their own windows, and the burn over each pair's windows."""
 
     service: Service
+    end: datetime | None = None  # the windows end here (now minus the evaluation lag)
     readings: list[Reading] = field(default_factory=list)
     burns: dict[tuple[str, str], tuple[Reading, Reading]] = field(default_factory=dict)
 
@@ -167,7 +168,7 @@ def standings(services: list[Service], *, now: datetime) -> dict[int, Standing]:
     read = read_windows(ids, end, windows) if ids else {}
     out: dict[int, Standing] = {}
     for service in services:
-        st = out[service.pk] = Standing(service)
+        st = out[service.pk] = Standing(service, end)
         for o in slos[service.pk]:
             span = o.window_days * 86400
             st.readings.append(reading(o, read.get(span, {}).get(service.pk), span))

@@ -250,11 +250,13 @@ class Service(models.Model):
             "tpot": self.slo_p99_tpot_ms,
         }.get(metric)
 
-    def slo_objects(self) -> list[Slo]:
-        """The service's SLOs. A service with no latency SLO keeps its "SLO P99" fields as the
-        simple case: one implied (unsaved) latency SLO, "each of them met by 99% of requests
-        over 28 days", which is what a P99 target says when read over a window."""
-        saved = list(self.slos.all())
+    def slo_objects(self, saved: list[Slo] | None = None) -> list[Slo]:
+        """The service's SLOs (`saved`: its Slo rows, when the caller read them in bulk).
+
+        A service with no latency SLO keeps its "SLO P99" fields as the simple case: one
+        implied (unsaved) latency SLO, "each of them met by 99% of requests over 28 days",
+        which is what a P99 target says when read over a window."""
+        saved = list(self.slos.all()) if saved is None else saved
         if any(s.kind == Slo.Kind.LATENCY for s in saved):
             return saved
         thresholds = {m: self.slo_for(m) for m in ("ttft", "tpot", "e2e")}

@@ -333,6 +333,7 @@ LOGGING = {
 
 # Fragments other apps serve for the dossier page, fetched by URL so dossiers imports neither.
 PERFHUB_DOSSIER_FRAGMENTS = {
+    "right_now": "/dashboards/services/{slug}/right-now/",
     "claims": "/dashboards/services/{slug}/claims/",
     "live_panels": "/dashboards/services/{slug}/live/",
     "timeline": "/dashboards/services/{slug}/timeline/",
