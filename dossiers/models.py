@@ -346,7 +346,7 @@ class Slo(models.Model):
 
     @property
     def target(self) -> float:
-        return self.target_percent / 100.0
+        return round(self.target_percent / 100.0, 10)  # 99.9 -> 0.999, not 0.99900...01
 
     @property
     def thresholds_ms(self) -> dict[str, float]:
