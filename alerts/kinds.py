@@ -55,6 +55,7 @@ class RuleKind:
     reads_baseline_cost: ClassVar[bool] = False
     per_host: ClassVar[bool] = False  # observes last-seen times per host, not a service window
     reads_slo: ClassVar[bool] = False  # observes SLO counts over `windows(rule)` (alerts.slo)
+    inclusive: ClassVar[bool] = False  # a value at the threshold fires (see Thresholds)
 
     def default_specs(self, service: Service) -> list[dict]:
         """The rules of this kind a service starts with (none by default)."""
@@ -461,6 +462,7 @@ class SloBurn(RuleKind):
     )
     unit = "x"
     reads_slo = True
+    inclusive = True  # a steady burn at the factor is the pace the pair exists to catch
 
     @staticmethod
     def windows(rule: Rule) -> tuple[int, int]:

@@ -142,6 +142,7 @@ class Rule(models.Model):
             resolve_threshold=self.resolve_threshold,
             for_s=self.for_s,
             keep_firing_for_s=self.keep_firing_for_s,
+            inclusive=bool(self.kind_spec and self.kind_spec.inclusive),
         )
 
     def clean(self) -> None:

@@ -106,7 +106,7 @@ def burn_expression(rule, m: Metrics, windows: tuple[int, int]) -> str:
         allowed = number(round(1.0 - o.target, 12))
         burn_long = f"{_bad_share(o, m, long_w, edges)} / {allowed}"
         burn_short = f"{_bad_share(o, m, short_w, edges)} / {allowed}"
-        cond = f"({burn_long} > {factor}) and on() ({burn_short} > {factor})"
+        cond = f"({burn_long} >= {factor}) and on() ({burn_short} >= {factor})"
         if rule.min_requests:
             cond += f" and on() ({_requests(o, m, long_w)} >= {rule.min_requests})"
         per_slo.append(f'label_replace({cond}, "slo", "{o.key}", "", "")')

@@ -182,7 +182,11 @@ class Budget:
         c = self.count
         if not c.total:
             return None
-        return c.bad_share_low / self.allowed_bad_share, c.bad_share_high / self.allowed_bad_share
+        # Rounded to 9 digits: 14.4% bad at 99% is a 14.4x burn, not 14.399999999999999x.
+        return (
+            round(c.bad_share_low / self.allowed_bad_share, 9),
+            round(c.bad_share_high / self.allowed_bad_share, 9),
+        )
 
     @property
     def budget_left(self) -> tuple[float, float] | None:
@@ -208,7 +212,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class BurnPair:
-    """One multi-window alert: page when both windows burn faster than `factor`."""
+    """One multi-window alert: page when both windows burn at `factor` or faster."""
 
     name: str  # "fast", "slow", "ticket"
     factor: float
@@ -246,7 +250,7 @@ def time_to_fire_s(pair: BurnPair, target: float, bad_share: float) -> float | N
     """Seconds from the start of a steady burn (after in-budget traffic with no bad requests)
     until the long window's burn exceeds the factor; None if it never does."""
     burn = bad_share / (1.0 - target)
-    if burn <= pair.factor:
+    if burn < pair.factor:
         return None
     return pair.long_s * pair.factor / burn
 
@@ -258,9 +262,11 @@ def replay(
     target: float,
     pair: BurnPair,
     step_s: int = 60,
+    min_requests: int = 100,
 ) -> list[int]:
     """The steps (indices) at which `pair` starts firing over a series of per-step counts,
-    evaluated at every step as the live rule is: how often a history would have paged."""
+    evaluated at every step as the live rule is (with its minimum of requests in the long
+    window): how often a history would have paged."""
     if len(good) != len(total):
         raise ValueError("good and total: need one count per step each")
     allowed = 1.0 - target
@@ -275,13 +281,14 @@ def replay(
         t = cum_total[end] - cum_total[start]
         if t <= 0:
             return 0.0
-        return ((t - (cum_good[end] - cum_good[start])) / t) / allowed
+        return round(((t - (cum_good[end] - cum_good[start])) / t) / allowed, 9)
 
     long_steps = math.ceil(pair.long_s / step_s)
     short_steps = math.ceil(pair.short_s / step_s)
     starts, firing = [], False
     for i in range(1, len(good) + 1):
-        now = pair_value(burn(i, long_steps), burn(i, short_steps)) > pair.factor
+        enough = cum_total[i] - cum_total[max(0, i - long_steps)] >= min_requests
+        now = enough and pair_value(burn(i, long_steps), burn(i, short_steps)) >= pair.factor
         if now and not firing:
             starts.append(i - 1)
         firing = now

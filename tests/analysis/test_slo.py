@@ -118,3 +118,28 @@ def test_steady_1x_burn_never_pages():
     good, total = _minutes(0.01, 3 * 1440)
     for pair in slo.WORKBOOK_PAIRS[:2]:
         assert slo.replay(good, total, target=0.99, pair=pair) == []
+
+
+def test_a_steady_burn_at_exactly_the_factor_pages_once_the_long_window_is_full():
+    good, total = _minutes(0.0, 180)
+    bg, bt = _minutes(0.144, 120)  # 14.4x at 99%
+    fired = slo.replay(good + bg, total + bt, target=0.99, pair=FAST)
+    assert fired == [180 + 59]  # the 60th minute of burn: the hour is all burn
+
+
+def _noisy_month(rng, *, bad_share: float, per_min: int):
+    """30 days of per-minute counts with binomial noise around a steady bad share."""
+    total = [per_min] * (30 * 1440)
+    bad = rng.binomial(per_min, bad_share, size=len(total))
+    return [t - b for t, b in zip(total, bad, strict=True)], total
+
+
+@pytest.mark.parametrize("per_min", [60, 1200])  # 1 and 20 requests a second
+def test_thirty_days_of_in_budget_traffic_page_zero_times(per_min):
+    import numpy as np
+
+    rng = np.random.default_rng(21)
+    good, total = _noisy_month(rng, bad_share=0.005, per_min=per_min)  # half the budget
+    pages = [p for pair in slo.WORKBOOK_PAIRS for p in slo.replay(good, total, target=0.99,
+                                                                   pair=pair)]  # fmt: skip
+    assert pages == []
