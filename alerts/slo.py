@@ -79,6 +79,10 @@ def count(slo: Slo, w: SloWindow | None) -> tuple[slomath.Count, str, tuple[str,
             return slomath.NONE, "", (note,)
         good = w.requests - w.errors
         return slomath.Count(w.requests, good, good), PUSHED, ()
+    exact = w.exact_joint(slomath.objective_key(slo.thresholds_ms))
+    if exact is not None and exact[0]:
+        # Every pushed request tested against every threshold when it was rolled up.
+        return slomath.Count(exact[0], exact[1], exact[1]), PUSHED, ()
     per_metric, sources, notes = [], set(), []
     for metric, threshold_ms in slo.thresholds_ms.items():
         sketch, bc = w.sketches.get(metric), w.buckets.get(metric)

@@ -285,6 +285,17 @@ class SloWindow:
     requests: int = 0
     errors: int = 0
     scraped_requests: float = 0.0
+    # Exact joint counts per latency SLO key: [judged, good], and how many roll-up rows with
+    # pushed requests carried the key (all of them: the count covers the whole window).
+    joint: dict[str, list[int]] = field(default_factory=dict)
+    pushed_rows: int = 0
+    joint_rows: dict[str, int] = field(default_factory=dict)
+
+    def exact_joint(self, key: str) -> list[int] | None:
+        """[judged, good] when every row with pushed requests in the window counted `key`."""
+        if not self.pushed_rows or self.joint_rows.get(key) != self.pushed_rows:
+            return None
+        return self.joint[key]
 
 
 def _whole_hours(start: datetime, end: datetime) -> tuple[datetime, datetime] | None:
@@ -351,14 +362,27 @@ def slo_windows(
                     if bc is not None:
                         counts[(w, sid, m)].append(bc)
         per_host = ServiceRollup.objects.filter(union, service_id__in=chunk).values_list(
-            "service_id", "resolution_s", "start", "requests", "errors", "scraped_requests"
+            "service_id",
+            "resolution_s",
+            "start",
+            "requests",
+            "errors",
+            "scraped_requests",
+            "slo_good",
         )
-        for sid, resolution, start, n, e, scraped in per_host:
+        for sid, resolution, start, n, e, scraped, good in per_host:
             for w in windows_of(resolution, start):
                 sw = out[w].setdefault(sid, SloWindow(service_id=sid))
                 sw.requests += n
                 sw.errors += e
                 sw.scraped_requests += scraped
+                if n:
+                    sw.pushed_rows += 1
+                for key, (judged, ok) in (good or {}).items():
+                    acc = sw.joint.setdefault(key, [0, 0])
+                    acc[0] += judged
+                    acc[1] += ok
+                    sw.joint_rows[key] = sw.joint_rows.get(key, 0) + 1
         for (w, sid, m), items in blobs.items():
             out[w][sid].sketches[m] = sketches.merge_serialized(items)
         for (w, sid, m), items in counts.items():

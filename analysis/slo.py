@@ -91,6 +91,32 @@ def good_per_request(
     return Count(total, good, good)
 
 
+def objective_key(thresholds_ms: dict[str, float]) -> str:
+    """A latency SLO's thresholds as a stable text key: "tpot<=50;ttft<=500". Roll-ups store
+    each key's per-request good count, so an edited SLO (a new key) never reuses old counts."""
+    return ";".join(f"{m}<={thresholds_ms[m]:g}" for m in sorted(thresholds_ms))
+
+
+def judge_requests(
+    requests: Iterable[tuple[float | None, ...]],
+    metrics: Sequence[str],
+    keys: dict[str, dict[str, float]],
+) -> dict[str, list[int]]:
+    """Per key, [requests judged, requests good] over rows of values in `metrics` order: the
+    exact joint count a roll-up keeps for each latency SLO of the service."""
+    index = {m: i for i, m in enumerate(metrics)}
+    out = {key: [0, 0] for key in keys}
+    for row in requests:
+        for key, thresholds in keys.items():
+            values = [row[index[m]] for m in thresholds]
+            if any(v is None for v in values):
+                continue
+            out[key][0] += 1
+            if all(v <= t for v, t in zip(values, thresholds.values(), strict=True)):
+                out[key][1] += 1
+    return out
+
+
 def good_from_buckets(bc: BucketCounts | None, threshold: float) -> Count:
     """Requests at or below `threshold` (the buckets' unit) in a histogram's buckets.
 
