@@ -16,7 +16,7 @@ from alerts.sources import ServiceWindow, baseline_costs
 from analysis import diagnosis
 from analysis.alerting import Direction, Health, Observation
 from analysis.percentiles import minimum_count
-from analysis.slo import pair_value
+from analysis.slo import pair_value, short_window_covered
 from dossiers.templatetags.dossier_format import money, percent
 
 if TYPE_CHECKING:
@@ -494,8 +494,11 @@ class SloBurn(RuleKind):
         out = []
         for o in inputs.slos.get(rule.service_id, []):
             identity = {"service": rule.service.slug, "slo": o.key}
-            long = reading(o, inputs.slo_windows.get(long_s, {}).get(rule.service_id), long_s)
-            short = reading(o, inputs.slo_windows.get(short_s, {}).get(rule.service_id), short_s)
+            end = inputs.window_end
+            long_w = inputs.slo_windows.get(long_s, {}).get(rule.service_id)
+            short_w = inputs.slo_windows.get(short_s, {}).get(rule.service_id)
+            long = reading(o, long_w, long_s, end)
+            short = reading(o, short_w, short_s, end)
             out.append((identity, self._judge(rule, o, long, short)))
         return out
 
@@ -505,6 +508,14 @@ class SloBurn(RuleKind):
         if not long.count.total or not short.count.total:
             why = "; ".join(long.notes + short.notes) or "no requests"
             return Observation(Health.NO_DATA, count=total, reason=f"{o.name}: {why} ({spans})")
+        first = long.first_data_s
+        if not short_window_covered(first, short.window_s):
+            return Observation(
+                Health.INSUFFICIENT_DATA,
+                count=total,
+                reason=f"{o.name}: data for {_span(int(first or 0))} only, less than the short "
+                f"window ({_span_long(short.window_s)})",
+            )
         if total < rule.min_requests:
             return Observation(
                 Health.INSUFFICIENT_DATA,

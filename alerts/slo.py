@@ -48,6 +48,7 @@ class Reading:
     budget: slomath.Budget
     source: str  # where measured ("" without requests)
     notes: tuple[str, ...] = ()  # why the count is bounded, what is missing
+    first_data_s: float | None = None  # seconds from the window's first roll-up row to its end
 
     @property
     def count(self) -> slomath.Count:
@@ -123,9 +124,12 @@ def _between_edges(label: str, threshold_ms: float, edges: tuple[float, ...]) ->
     )
 
 
-def reading(slo: Slo, w: SloWindow | None, window_s: int) -> Reading:
+def reading(slo: Slo, w: SloWindow | None, window_s: int, end: datetime | None = None) -> Reading:
     c, source, notes = count(slo, w)
-    return Reading(slo, window_s, slomath.Budget(slo.target, c), source, notes)
+    first = None
+    if w is not None and w.first_start is not None and end is not None:
+        first = (end - w.first_start).total_seconds()
+    return Reading(slo, window_s, slomath.Budget(slo.target, c), source, notes, first)
 
 
 def read_windows(
@@ -177,7 +181,7 @@ def standings(services: list[Service], *, now: datetime) -> dict[int, Standing]:
             span = o.window_days * 86400
             st.readings.append(reading(o, read.get(span, {}).get(service.pk), span))
             for p in pairs:
-                long = reading(o, read[p.long_s].get(service.pk), p.long_s)
-                short = reading(o, read[p.short_s].get(service.pk), p.short_s)
+                long = reading(o, read[p.long_s].get(service.pk), p.long_s, end)
+                short = reading(o, read[p.short_s].get(service.pk), p.short_s, end)
                 st.burns[(o.key, p.name)] = (long, short)
     return out

@@ -290,6 +290,7 @@ class SloWindow:
     joint: dict[str, list[int]] = field(default_factory=dict)
     pushed_rows: int = 0
     joint_rows: dict[str, int] = field(default_factory=dict)
+    first_start: datetime | None = None  # the earliest roll-up row in the window
 
     def exact_joint(self, key: str) -> list[int] | None:
         """[judged, good] when every row with pushed requests in the window counted `key`."""
@@ -373,6 +374,8 @@ def slo_windows(
         for sid, resolution, start, n, e, scraped, good in per_host:
             for w in windows_of(resolution, start):
                 sw = out[w].setdefault(sid, SloWindow(service_id=sid))
+                if sw.first_start is None or start < sw.first_start:
+                    sw.first_start = start
                 sw.requests += n
                 sw.errors += e
                 sw.scraped_requests += scraped

@@ -266,6 +266,14 @@ WORKBOOK_PAIRS = (
 )
 
 
+def short_window_covered(first_data_s: float | None, short_s: int) -> bool:
+    """Whether the service has had data for the whole short window (`first_data_s`: seconds
+    from its first data in the long window to the window's end). A service just starting
+    (or back after a gap) has its first few minutes in every window at once, so a handful of
+    requests would decide the three-day burn: 30-day replays paged on that alone."""
+    return first_data_s is not None and first_data_s >= short_s
+
+
 def pair_value(long_burn: float, short_burn: float) -> float:
     """The one figure a pair compares with its factor: both windows exceed it exactly when
     the smaller does."""
@@ -311,9 +319,12 @@ def replay(
 
     long_steps = math.ceil(pair.long_s / step_s)
     short_steps = math.ceil(pair.short_s / step_s)
+    first = next((i for i, t in enumerate(total) if t > 0), len(total))
     starts, firing = [], False
     for i in range(1, len(good) + 1):
-        enough = cum_total[i] - cum_total[max(0, i - long_steps)] >= min_requests
+        # The short window must be full of history (see `short_window_covered`).
+        covered = i - first >= short_steps
+        enough = covered and cum_total[i] - cum_total[max(0, i - long_steps)] >= min_requests
         now = enough and pair_value(burn(i, long_steps), burn(i, short_steps)) >= pair.factor
         if now and not firing:
             starts.append(i - 1)

@@ -359,5 +359,15 @@ PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 # "no data" rules look this far back for the hosts a service had.
 PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120)
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
+# SLO burn-rate alerts: the multi-window pairs every service with an SLO starts with, as
+# "name:factor:long window s:severity" items; the short window is a twelfth of the long one.
+# Default: the SRE workbook's fast, slow and ticket pairs (docs/slo.md).
+PERFHUB_SLO_BURN_PAIRS = [
+    dict(zip(("name", "factor", "long_s", "severity"), item.split(":"), strict=True))
+    for item in env_list(
+        "PERFHUB_SLO_BURN_PAIRS",
+        "fast:14.4:3600:critical,slow:6:21600:critical,ticket:1:259200:warning",
+    )
+]
 # An alert posted to Alertmanager as firing stays firing there this long without news.
 PERFHUB_ALERTMANAGER_VALID_FOR_S = env_int("PERFHUB_ALERTMANAGER_VALID_FOR_S", 240)
