@@ -12,6 +12,7 @@ from alerts.models import AlertInstance, Rule
 from dossiers.models import Slo
 from tests.conftest import browser_login
 from tests.dashboards.conftest import make_service, seed_traffic
+from tests.dashboards.test_browser import _shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -46,6 +47,7 @@ def test_the_fleet_row_gives_one_verdict_with_its_alerts(browser_page, live_serv
     calm = page.locator('tr[data-service="embed-1b"] td[data-right-now]')
     assert calm.get_attribute("data-right-now") == "meeting SLOs"
     # The verdict is the first figure of the row, right after the service's name.
+    _shoot(page, "fleet-right-now")
     headers = page.locator("table.fleet thead th").all_inner_texts()
     assert headers[1].lower().startswith("right now")  # CSS sets headers in capitals
     assert page.problems == []
@@ -57,6 +59,7 @@ def test_the_dossier_opens_with_the_verdict_above_everything_else(browser_page, 
     page.goto(f"{live_server.url}/services/chat-7b/")
     verdict = page.locator("#right-now .right-now-card")
     verdict.wait_for(timeout=15000)
+    _shoot(page, "dossier-right-now")
     assert verdict.get_attribute("data-verdict") == "burning budget"
     top = verdict.bounding_box()["y"]
     assert top < page.locator("section.summary").bounding_box()["y"]
