@@ -480,7 +480,9 @@ class SloBurn(RuleKind):
                 "resolve_threshold": p.factor,
                 "window_s": p.long_s,
                 "for_s": 0,
-                "keep_firing_for_s": 0,
+                # A burn hovering at the factor would open and close an alert every few
+                # minutes; held for the short window, it is one episode.
+                "keep_firing_for_s": p.short_s,
                 "min_requests": 100,
                 "severity": p.severity,
             }

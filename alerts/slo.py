@@ -141,7 +141,7 @@ def read_windows(
 
 @dataclass
 class Standing:
-    """A service's SLOs over their own windows, and the burn over each pair's windows."""
+    """A service's SLOs over their own windows, and the fast pair's burn (long, short)."""
 
     service: Service
     end: datetime | None = None  # the windows end here (now minus the evaluation lag)
@@ -152,25 +152,18 @@ class Standing:
     def has_slos(self) -> bool:
         return bool(self.readings)
 
-    def worst_burn(self, pair: str) -> float | None:
-        """The highest certain burn (both windows' lower bounds) of any SLO for `pair`."""
-        values = [
-            slomath.pair_value(long.burn[0], short.burn[0])
-            for (key, name), (long, short) in self.burns.items()
-            if name == pair and long.burn and short.burn
-        ]
-        return max(values) if values else None
-
 
 def standings(services: list[Service], *, now: datetime) -> dict[int, Standing]:
-    """Each service's SLO readings over each SLO's window, ending at the evaluation's window
-    end (now minus the evaluation lag, so the figures match the alerts'). Reads each distinct
-    window once for all the services."""
+    """Each service's SLO readings over each SLO's window and the fast pair's two windows,
+    ending at the evaluation's window end (now minus the evaluation lag, so the figures match
+    the alerts'). Reads all the windows at once for all the services."""
     lag = timedelta(seconds=getattr(settings, "PERFHUB_ALERTS_EVALUATION_LAG_S", 120))
     end = now.replace(second=0, microsecond=0) - lag
     slos = {s.pk: s.slo_objects() for s in services}
     windows = {o.window_days * 86400 for objs in slos.values() for o in objs}
-    pairs = burn_pairs()
+    # The fast pair only: the page shows the last hour's burn; the other pairs speak through
+    # their alerts (and reading three days for every service of a fleet page costs).
+    pairs = burn_pairs()[:1]
     windows |= {p.long_s for p in pairs} | {p.short_s for p in pairs}
     ids = [s.pk for s in services if slos[s.pk]]
     read = read_windows(ids, end, windows) if ids else {}

@@ -297,10 +297,11 @@ def replay(
     pair: BurnPair,
     step_s: int = 60,
     min_requests: int = 100,
+    keep_firing_s: int = 0,
 ) -> list[int]:
     """The steps (indices) at which `pair` starts firing over a series of per-step counts,
     evaluated at every step as the live rule is (with its minimum of requests in the long
-    window): how often a history would have paged."""
+    window, and its keep-firing time): how often a history would have paged."""
     if len(good) != len(total):
         raise ValueError("good and total: need one count per step each")
     allowed = 1.0 - target
@@ -320,13 +321,16 @@ def replay(
     long_steps = math.ceil(pair.long_s / step_s)
     short_steps = math.ceil(pair.short_s / step_s)
     first = next((i for i, t in enumerate(total) if t > 0), len(total))
-    starts, firing = [], False
+    keep_steps = math.ceil(keep_firing_s / step_s) if keep_firing_s else 0
+    starts, firing, last_active = [], False, -(10**9)
     for i in range(1, len(good) + 1):
         # The short window must be full of history (see `short_window_covered`).
         covered = i - first >= short_steps
         enough = covered and cum_total[i] - cum_total[max(0, i - long_steps)] >= min_requests
-        now = enough and pair_value(burn(i, long_steps), burn(i, short_steps)) >= pair.factor
-        if now and not firing:
-            starts.append(i - 1)
-        firing = now
+        active = enough and pair_value(burn(i, long_steps), burn(i, short_steps)) >= pair.factor
+        if active:
+            last_active = i
+            if not firing:
+                starts.append(i - 1)
+        firing = active or (firing and i - last_active <= keep_steps)
     return starts

@@ -69,3 +69,11 @@ def test_a_member_deletes_an_slo(owner_client, service):
     assert owner_client.get(url).status_code == 405
     assert owner_client.post(url).status_code == 302
     assert not Slo.objects.exists()
+
+
+@pytest.mark.parametrize("page", ["dossiers:dossier", "dossiers:onboarding"])
+def test_the_page_opens_with_the_right_now_verdict(owner_client, service, page):
+    html = owner_client.get(reverse(page, args=[service.slug])).content.decode()
+    verdict = html.index('id="right-now"')
+    assert f'data-fragment="/dashboards/services/{service.slug}/right-now/"' in html
+    assert verdict < html.index('id="people"' if "onboarding" in page else 'class="summary"')
