@@ -6,7 +6,8 @@ alerts. The rules, in order:
   severity critical (a page);
 - burning budget: a firing SLO or latency alert of any other severity, or an SLO spending its
   budget faster than it earns it over the last hour (certain burn above 1x);
-- meeting SLOs: SLOs with data, none missed or burning, no such alert firing;
+- meeting SLOs: SLOs with requests in the last hour, none missed or burning, no such alert
+  firing;
 - otherwise "no SLO" or "no live data".
 A firing SLO alert therefore never reads as fine. Pending alerts are listed, not judged: they
 have not held long enough to mean anything yet. The baseline's claims are a separate line.
@@ -145,6 +146,10 @@ def _judge(st: Standing, firing: list[AlertInstance]) -> tuple[Verdict, list[str
         return Verdict.NO_SLO, reasons
     if not with_data:
         return Verdict.NO_DATA, reasons
+    recent = [long for long, _short in st.burns.values() if long.count.total]
+    if not recent:
+        # Met over 28 days says nothing about now when nothing came in the last hour.
+        return Verdict.NO_DATA, [*reasons, "no requests in the last hour"]
     return Verdict.MEETING, reasons
 
 

@@ -131,3 +131,13 @@ def test_the_fleet_row_gives_the_verdict_and_links_the_alerts(owner_client, serv
     assert 'data-right-now="breaching"' in page
     assert "1 critical firing" in page
     assert f"?service={service.slug}" in page
+
+
+def test_a_service_silent_for_the_last_hour_is_not_called_fine(service, host, slo):
+    for i in range(30):
+        feed(service, host, i, e2e_ms=1000)
+    later = NOW + timedelta(hours=2)
+    with time_machine.travel(later, tick=False):
+        rn = right_now([service], now=later)[service.pk]
+    assert rn.verdict == Verdict.NO_DATA
+    assert "no requests in the last hour" in rn.reasons
