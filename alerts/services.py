@@ -368,11 +368,15 @@ def _evaluate_rule(
     for inst in live_by_rule.get(rule.pk, []):
         fp = inst.fingerprint
         if fp not in seen_fps:
-            obs = (
-                rules.silent_for_lookback(inputs)
-                if rule.kind_spec is not None and rule.kind_spec.per_host
-                else Observation(Health.NO_DATA, reason="no longer observed")
-            )
+            spec = rule.kind_spec
+            if spec is not None and spec.per_host:
+                obs = rules.silent_for_lookback(inputs)
+            elif spec is not None and spec.reads_slo and rule.service_id in inputs.slos:
+                # The SLO was deleted or edited away (read fine, just absent): nothing burns
+                # it any more, so its alert resolves instead of holding forever.
+                obs = Observation(Health.OK, value=0.0, reason="the SLO no longer exists")
+            else:
+                obs = Observation(Health.NO_DATA, reason="no longer observed")
             _advance(rule, inst.labels, fp, obs, inst, t, new_instances, touched,
                      events, pending_events)  # fmt: skip
     health, reason, worst = _health_of([o for _, o in observed])

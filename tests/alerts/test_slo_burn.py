@@ -75,3 +75,12 @@ def test_default_rules_follow_the_settings_pairs(service, latency_slo, settings)
     rule = Rule.objects.get(service=service, kind="slo_burn")
     assert (rule.threshold, rule.window_s) == (10.0, 1800)
     assert rule.kind_spec.windows(rule) == (1800, 150)
+
+
+def test_deleting_a_burning_slo_resolves_its_alert(timeline, fast_rule, latency_slo):
+    timeline.run([GOOD] * 10 + [BAD])
+    assert states(fast_rule) == ["firing"]
+    latency_slo.delete()
+    Slo.objects.create(service=fast_rule.service, name="Relaxed", e2e_ms=20_000)
+    timeline.run([BAD], start=11)
+    assert states(fast_rule) == ["firing", "resolved"]
