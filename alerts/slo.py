@@ -23,10 +23,12 @@ PUSHED = "pushed requests (per request, as the agent measured them)"
 
 
 def burn_pairs() -> list[slomath.BurnPair]:
-    """The multi-window pairs (settings.PERFHUB_SLO_BURN_PAIRS, default the SRE workbook's)."""
+    """The multi-window pairs (settings.PERFHUB_SLO_BURN_PAIRS; default the SRE workbook's
+    three and the outage pair, `analysis.slo.DEFAULT_PAIRS`). The first is the "fast" one the
+    pages show as the last hour's burn."""
     raw = getattr(settings, "PERFHUB_SLO_BURN_PAIRS", None)
     if not raw:
-        return list(slomath.WORKBOOK_PAIRS)
+        return list(slomath.DEFAULT_PAIRS)
     return [
         slomath.BurnPair(
             name=p["name"],

@@ -264,6 +264,11 @@ WORKBOOK_PAIRS = (
     BurnPair("slow", 6.0, 6 * 3600, 1800, "critical"),
     BurnPair("ticket", 1.0, 3 * 86400, 6 * 3600, "warning"),
 )
+# Beside them, a page for a (near) total outage within minutes at any target: the fast pair
+# needs 14.4 x 1 h x (1 - target) of it, 8.6 min at 99%. 20x over 10 min (20% of requests
+# bad at 99%) and over the last minute fires after 2 minutes of outage at 99%, 1 at 99.5%.
+OUTAGE_PAIR = BurnPair("outage", 20.0, 600, 60, "critical")
+DEFAULT_PAIRS = (*WORKBOOK_PAIRS, OUTAGE_PAIR)
 
 
 def short_window_covered(first_data_s: float | None, short_s: int) -> bool:

@@ -361,12 +361,12 @@ PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
 # SLO burn-rate alerts: the multi-window pairs every service with an SLO starts with, as
 # "name:factor:long window s:severity" items; the short window is a twelfth of the long one.
-# Default: the SRE workbook's fast, slow and ticket pairs (docs/slo.md).
+# Default: the SRE workbook's fast, slow and ticket pairs, and an outage pair (docs/slo.md).
 PERFHUB_SLO_BURN_PAIRS = [
     dict(zip(("name", "factor", "long_s", "severity"), item.split(":"), strict=True))
     for item in env_list(
         "PERFHUB_SLO_BURN_PAIRS",
-        "fast:14.4:3600:critical,slow:6:21600:critical,ticket:1:259200:warning",
+        "fast:14.4:3600:critical,slow:6:21600:critical,ticket:1:259200:warning,outage:20:600:critical",
     )
 ]
 # An alert posted to Alertmanager as firing stays firing there this long without news.

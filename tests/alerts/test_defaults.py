@@ -35,14 +35,14 @@ def test_every_default_kind_is_created(service):
 def test_ensuring_defaults_twice_creates_nothing_more(service):
     services.ensure_default_rules(service)
     assert services.ensure_default_rules(service) == []
-    assert Rule.objects.filter(service=service).count() == 12
+    assert Rule.objects.filter(service=service).count() == 13
 
 
 def test_evaluation_creates_defaults_for_a_new_service(service):
     from tests.alerts.conftest import evaluation_time
 
     services.evaluate_all(evaluation_time(0))
-    assert Rule.objects.filter(service=service, is_default=True).count() == 12
+    assert Rule.objects.filter(service=service, is_default=True).count() == 13
 
 
 def test_default_rules_pass_model_validation(service):

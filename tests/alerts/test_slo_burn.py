@@ -3,10 +3,13 @@ evaluated minute by minute, alerts through the same lifecycle as every rule."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from alerts.models import AlertEvent, AlertInstance, Rule
 from dossiers.models import Slo
+from tests.alerts.conftest import minute
 
 pytestmark = pytest.mark.django_db
 
@@ -84,3 +87,16 @@ def test_deleting_a_burning_slo_resolves_its_alert(timeline, fast_rule, latency_
     Slo.objects.create(service=fast_rule.service, name="Relaxed", e2e_ms=20_000)
     timeline.run([BAD], start=11)
     assert states(fast_rule) == ["firing", "resolved"]
+
+
+def test_a_total_outage_at_99_pages_within_5_minutes_with_the_default_rules(timeline, service):
+    from alerts.services import ensure_default_rules
+
+    Slo.objects.create(service=service, name="Interactive", e2e_ms=2000, target_percent=99)
+    ensure_default_rules(service)
+    timeline.run([GOOD] * 15)
+    timeline.run([BAD] * 2, start=15)  # the outage starts at minute 15
+    paged = AlertEvent.objects.filter(kind="firing", rule__kind="slo_burn").order_by("at")
+    assert paged.exists()
+    assert paged[0].at - minute(15) <= timedelta(minutes=5)
+    assert paged[0].rule.severity == "critical"

@@ -140,6 +140,13 @@ def test_thirty_days_of_in_budget_traffic_page_zero_times(per_min):
 
     rng = np.random.default_rng(21)
     good, total = _noisy_month(rng, bad_share=0.005, per_min=per_min)  # half the budget
-    pages = [p for pair in slo.WORKBOOK_PAIRS for p in slo.replay(good, total, target=0.99,
+    pages = [p for pair in slo.DEFAULT_PAIRS for p in slo.replay(good, total, target=0.99,
                                                                    pair=pair)]  # fmt: skip
     assert pages == []
+
+
+def test_a_total_outage_at_a_99_target_fires_the_outage_pair_in_two_minutes():
+    good, total = _minutes(0.0, 120)
+    og, ot = _minutes(1.0, 30)
+    fired = slo.replay(good + og, total + ot, target=0.99, pair=slo.OUTAGE_PAIR)
+    assert fired == [121]  # the second minute of outage: 2 of 10 minutes bad, 20x
