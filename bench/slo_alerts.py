@@ -66,7 +66,7 @@ def main() -> None:
         for per_s in (1, 10, 100):
             cells = []
             for x in (0.25, 0.5, 0.9):
-                pages = [0, 0, 0]
+                pages = [0] * len(slo.DEFAULT_PAIRS)
                 for _ in range(args.months):
                     good, total = month(rng, per_min=per_s * 60, bad_share=x * (1 - target),
                                         bursty=bursty)  # fmt: skip
