@@ -91,10 +91,8 @@ def _share(pair: tuple[float, float] | None, fmt) -> str:
     """One figure, or its bounds when the count is not exact: "99.2%", "98.9 to 99.4%"."""
     if pair is None:
         return "—"
-    lo, hi = pair
-    if abs(hi - lo) < 5e-5 * max(1.0, abs(hi)):
-        return fmt(lo)
-    return f"{fmt(lo)} to {fmt(hi)}"
+    lo, hi = (fmt(v) for v in pair)
+    return lo if lo == hi else f"{lo} to {hi}"
 
 
 def _pct(v: float) -> str:
