@@ -112,6 +112,8 @@ class Rule(models.Model):
             return f"{value:+.1f}%"
         if self.unit == "s":
             return f"{value:,.0f} s"
+        if self.unit == "x":
+            return f"{value:,.1f}x"
         return f"{value:,.4g} {self.unit}" if abs(value) < 1000 else f"{value:,.0f} {self.unit}"
 
     @property
@@ -139,6 +141,7 @@ class Rule(models.Model):
             resolve_threshold=self.resolve_threshold,
             for_s=self.for_s,
             keep_firing_for_s=self.keep_firing_for_s,
+            inclusive=bool(self.kind_spec and self.kind_spec.inclusive),
         )
 
     def clean(self) -> None:

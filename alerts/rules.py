@@ -14,7 +14,7 @@ from datetime import datetime
 
 from alerts import kinds
 from alerts.models import Rule
-from alerts.sources import HostSeen, ServiceWindow
+from alerts.sources import HostSeen, ServiceWindow, SloWindow
 from analysis.alerting import Health, Observation
 
 
@@ -30,6 +30,9 @@ class Inputs:
     # Reads that failed (input key -> reason): only the rules needing them report an error.
     failures: dict[str, str] = field(default_factory=dict)
     source_errors: dict[int, str] = field(default_factory=dict)  # service id -> why its feed fails
+    # SLO burn rules: window_s -> service id -> counts, and each service's SLOs.
+    slo_windows: dict[int, dict[int, SloWindow]] = field(default_factory=dict)
+    slos: dict[int, list] = field(default_factory=dict)
 
 
 def input_key(rule: Rule) -> str:
@@ -37,6 +40,8 @@ def input_key(rule: Rule) -> str:
     spec = rule.kind_spec
     if spec is not None and spec.per_host:
         return "last_data"
+    if spec is not None and spec.reads_slo:
+        return "slo:" + str(rule.window_s)
     return f"window:{rule.window_s}"
 
 

@@ -22,11 +22,11 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from alerts import bulk, kinds, notifications, rules, sources
+from alerts import bulk, kinds, notifications, rules, slo, sources
 from alerts.instruments import EVALUATION_SECONDS
 from alerts.models import AlertEvent, AlertInstance, Rule, Silence
 from analysis.alerting import Health, InstanceState, Observation, State, step
-from dossiers.models import Service, Team
+from dossiers.models import Service, Slo, Team
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,8 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
     metrics_by_window: dict[int, set[str]] = defaultdict(set)
     gpu_windows: set[int] = set()
     no_data_services: set[int] = set()
+    slo_windows: set[int] = set()
+    slo_services: dict[int, Service] = {}
     cost_services: dict[int, Service] = {}
     for rule in claimed:
         kind = rule.kind_spec
@@ -131,6 +133,10 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
             continue  # evaluation reports the unknown kind as rule health "error"
         if kind.per_host:
             no_data_services.add(rule.service_id)
+            continue
+        if kind.reads_slo:
+            slo_windows |= set(kind.windows(rule))
+            slo_services[rule.service_id] = rule.service
             continue
         by_window[rule.window_s].add(rule.service_id)
         if kind.latency_metric:
@@ -167,6 +173,12 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
     if seen_window is not None:
         seen = inputs.windows.get(seen_window, {})
         inputs.last_data = {sid: seen[sid].hosts_seen for sid in no_data_services if sid in seen}
+    if slo_services:
+        _guarded_read(
+            inputs,
+            [f"slo:{w}" for w in sorted(slo_windows)] + ["slos"],
+            lambda: _read_slo_inputs(inputs, slo_services, slo_windows, end),
+        )
     if cost_services:
         _guarded_read(
             inputs,
@@ -183,6 +195,17 @@ def _read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
         ),
     )
     return inputs
+
+
+def _read_slo_inputs(
+    inputs: rules.Inputs, services: dict[int, Service], windows: set[int], end: datetime
+) -> None:
+    saved: dict[int, list[Slo]] = defaultdict(list)
+    for o in Slo.objects.filter(service_id__in=list(services)):
+        saved[o.service_id].append(o)
+    inputs.slos = {sid: s.slo_objects(saved[sid]) for sid, s in services.items()}
+    ids = [sid for sid, objs in inputs.slos.items() if objs]
+    inputs.slo_windows = slo.read_windows(ids, end, windows) if ids else {}
 
 
 def _guarded_read(inputs: rules.Inputs, keys: list[str], read) -> None:
@@ -345,11 +368,15 @@ def _evaluate_rule(
     for inst in live_by_rule.get(rule.pk, []):
         fp = inst.fingerprint
         if fp not in seen_fps:
-            obs = (
-                rules.silent_for_lookback(inputs)
-                if rule.kind_spec is not None and rule.kind_spec.per_host
-                else Observation(Health.NO_DATA, reason="no longer observed")
-            )
+            spec = rule.kind_spec
+            if spec is not None and spec.per_host:
+                obs = rules.silent_for_lookback(inputs)
+            elif spec is not None and spec.reads_slo and rule.service_id in inputs.slos:
+                # The SLO was deleted or edited away (read fine, just absent): nothing burns
+                # it any more, so its alert resolves instead of holding forever.
+                obs = Observation(Health.OK, value=0.0, reason="the SLO no longer exists")
+            else:
+                obs = Observation(Health.NO_DATA, reason="no longer observed")
             _advance(rule, inst.labels, fp, obs, inst, t, new_instances, touched,
                      events, pending_events)  # fmt: skip
     health, reason, worst = _health_of([o for _, o in observed])

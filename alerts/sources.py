@@ -24,6 +24,7 @@ from django.db.models import F, FloatField, Max, Q, Sum
 from analysis import buckets, sketches
 from analysis.percentiles import LATENCY_METRICS, Percentile
 from collectors.models import (
+    HOUR,
     MINUTE,
     GpuRollup,
     PrometheusSource,
@@ -308,4 +309,129 @@ def source_errors(service_ids: Iterable[int]) -> dict[int, str]:
         service_id__in=list(service_ids), enabled=True, status=PrometheusSource.Status.ERROR
     ).values_list("service_id", "name", "last_error"):
         out.setdefault(service_id, f"Prometheus source {name!r} failing: {error}")
+    return out
+
+
+# ------------------------------------------------------------------------------ SLO counts
+
+
+@dataclass
+class SloWindow:
+    """What one service's roll-ups say about request quality over one window: each latency
+    metric's merged distribution (a sketch of pushed requests, else engine bucket deltas),
+    and the pushed requests and their failures."""
+
+    service_id: int
+    sketches: dict[str, object] = field(default_factory=dict)  # metric -> DDSketch (ms)
+    buckets: dict[str, buckets.BucketCounts] = field(default_factory=dict)  # metric -> (s)
+    requests: int = 0
+    errors: int = 0
+    scraped_requests: float = 0.0
+    # Exact joint counts per latency SLO key: [judged, good], and how many roll-up rows with
+    # pushed requests carried the key (all of them: the count covers the whole window).
+    joint: dict[str, list[int]] = field(default_factory=dict)
+    pushed_rows: int = 0
+    joint_rows: dict[str, int] = field(default_factory=dict)
+    first_start: datetime | None = None  # the earliest roll-up row in the window
+
+    def exact_joint(self, key: str) -> list[int] | None:
+        """[judged, good] when every row with pushed requests in the window counted `key`."""
+        if not self.pushed_rows or self.joint_rows.get(key) != self.pushed_rows:
+            return None
+        return self.joint[key]
+
+
+def _whole_hours(start: datetime, end: datetime) -> tuple[datetime, datetime] | None:
+    first = start.replace(minute=0, second=0, microsecond=0)
+    if first < start:
+        first += timedelta(hours=1)
+    last = end.replace(minute=0, second=0, microsecond=0)
+    return (first, last) if first < last else None
+
+
+def _spans(start: datetime, end: datetime) -> list[tuple[int, datetime, datetime]]:
+    """(resolution, from, to): whole hours from hourly roll-ups, the minutes around them from
+    minute ones (a 28-day window reads ~700 rows a service, not 40,000)."""
+    hours = _whole_hours(start, end)
+    if hours:
+        spans = [(HOUR, *hours), (MINUTE, start, hours[0]), (MINUTE, hours[1], end)]
+    else:
+        spans = [(MINUTE, start, end)]
+    return [s for s in spans if s[1] < s[2]]
+
+
+def slo_windows(
+    service_ids: Iterable[int], end: datetime, windows_s: Iterable[int]
+) -> dict[int, dict[int, SloWindow]]:
+    """window_s -> service id -> `SloWindow` over `[end - window_s, end)`, for every window
+    at once: per 500 services two queries (the merged rows' distributions, the per-host
+    request and failure counts) over the union of the windows' spans, each row then added to
+    every window holding it. Distributions merged (sketch bins added, bucket deltas added),
+    never percentiles averaged."""
+    ids = sorted(set(service_ids))
+    spans = {w: _spans(end - timedelta(seconds=w), end) for w in sorted(set(windows_s))}
+    out: dict[int, dict[int, SloWindow]] = {w: {} for w in spans}
+    if not spans or not ids:
+        return out
+    union = Q()
+    for resolution, a, b in {s for ss in spans.values() for s in ss}:
+        union |= Q(resolution_s=resolution, start__gte=a, start__lt=b)
+
+    def windows_of(resolution: int, start: datetime) -> list[int]:
+        return [
+            w
+            for w, ss in spans.items()
+            if any(r == resolution and a <= start < b for r, a, b in ss)
+        ]
+
+    columns = ["service_id", "resolution_s", "start"]
+    for m in LATENCY_METRICS:
+        columns += [f"{m}_count", f"{m}_sketch", f"{m}_buckets"]
+    for chunk in _chunks(ids):
+        blobs: dict[tuple[int, int, str], list[bytes]] = defaultdict(list)
+        counts: dict[tuple[int, int, str], list[buckets.BucketCounts]] = defaultdict(list)
+        rows = ServiceMergedRollup.objects.filter(union, service_id__in=chunk)
+        for row in rows.values_list(*columns):
+            sid, resolution, start = row[:3]
+            held = windows_of(resolution, start)
+            for w in held:
+                out[w].setdefault(sid, SloWindow(service_id=sid))
+            for i, m in enumerate(LATENCY_METRICS):
+                count, blob, data = row[3 + 3 * i : 6 + 3 * i]
+                bc = buckets.BucketCounts.from_dict(data) if data else None
+                for w in held:
+                    if blob is not None and count:
+                        blobs[(w, sid, m)].append(blob)
+                    if bc is not None:
+                        counts[(w, sid, m)].append(bc)
+        per_host = ServiceRollup.objects.filter(union, service_id__in=chunk).values_list(
+            "service_id",
+            "resolution_s",
+            "start",
+            "requests",
+            "errors",
+            "scraped_requests",
+            "slo_good",
+        )
+        for sid, resolution, start, n, e, scraped, good in per_host:
+            for w in windows_of(resolution, start):
+                sw = out[w].setdefault(sid, SloWindow(service_id=sid))
+                if sw.first_start is None or start < sw.first_start:
+                    sw.first_start = start
+                sw.requests += n
+                sw.errors += e
+                sw.scraped_requests += scraped
+                if n:
+                    sw.pushed_rows += 1
+                for key, (judged, ok) in (good or {}).items():
+                    acc = sw.joint.setdefault(key, [0, 0])
+                    acc[0] += judged
+                    acc[1] += ok
+                    sw.joint_rows[key] = sw.joint_rows.get(key, 0) + 1
+        for (w, sid, m), items in blobs.items():
+            out[w][sid].sketches[m] = sketches.merge_serialized(items)
+        for (w, sid, m), items in counts.items():
+            bc = merge_bucket_counts(items)
+            if bc is not None:
+                out[w][sid].buckets[m] = bc
     return out

@@ -47,6 +47,9 @@ class Thresholds:
     resolve_threshold: float | None = None  # None: the threshold itself
     for_s: float = 0.0
     keep_firing_for_s: float = 0.0
+    # At the threshold counts as beyond it (burn rates: a burn at the factor is the pace the
+    # rule is meant to catch). Others fire strictly beyond.
+    inclusive: bool = False
 
     def __post_init__(self) -> None:
         resolve = self.resolve
@@ -62,13 +65,17 @@ class Thresholds:
         return self.threshold if self.resolve_threshold is None else self.resolve_threshold
 
     def breaches(self, value: float) -> bool:
-        """The fire condition: strictly beyond the threshold."""
+        """The fire condition: strictly beyond the threshold (or at it, when inclusive)."""
+        if self.inclusive and value == self.threshold:
+            return True
         if self.direction == Direction.ABOVE:
             return value > self.threshold
         return value < self.threshold
 
     def still_active(self, value: float) -> bool:
         """The hold condition of a firing alert: beyond the resolve threshold."""
+        if self.inclusive and value == self.resolve:
+            return True
         if self.direction == Direction.ABOVE:
             return value > self.resolve
         return value < self.resolve

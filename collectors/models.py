@@ -401,6 +401,9 @@ class ServiceRollup(models.Model):
     prompt_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     request_seconds = models.FloatField(default=0)
+    # Per latency SLO of the service (analysis.slo.objective_key), [judged, good] pushed
+    # requests: the joint count of every threshold, exact, counted from the raw requests.
+    slo_good = models.JSONField(default=dict, blank=True)
     # Counter increases from scrape windows ending in this period.
     scraped_requests = models.FloatField(default=0)
     scraped_prompt_tokens = models.FloatField(default=0)

@@ -33,6 +33,7 @@ from collectors.selectors import (
 from collectors.services.rollups import Traffic
 from dashboards.claims import ClaimCheck, check_claims
 from dashboards.live_changes import LiveChange, live_changes
+from dashboards.right_now import RightNow, right_now
 from dossiers.models import Baseline, ConfigVersion, Experiment, MeasuredRun, Service
 from dossiers.selectors import FleetRow, current_baseline, fleet_rows
 from loadtests.gate import fingerprint_of, workload_differences
@@ -559,6 +560,7 @@ class FleetHomeRow:
     check: ClaimCheck
     firing: int
     pending: int
+    right_now: RightNow | None = None
 
     @property
     def service(self) -> Service:
@@ -578,12 +580,14 @@ def fleet_home(*, q: str = "", sort: str = "name") -> list[FleetHomeRow]:
         .values_list("service_id", "state")
         .annotate(n=Count("pk"))
     }
+    verdicts = right_now(services, now=timezone.now())
     return [
         FleetHomeRow(
             base=r,
             check=checks[r.service.pk],
             firing=counts.get((r.service.pk, "firing"), 0),
             pending=counts.get((r.service.pk, "pending"), 0),
+            right_now=verdicts[r.service.pk],
         )
         for r in rows
     ]

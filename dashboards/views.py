@@ -22,7 +22,7 @@ from django.utils.html import json_script
 from django.views.decorators.http import require_GET, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboards import claims, diagnosis, selectors
+from dashboards import claims, diagnosis, right_now, selectors
 from dashboards.figures.common import panels_json, panels_payload
 from dashboards.figures.fleet import fleet_panels
 from dashboards.figures.loadtests import comparison_panels
@@ -164,6 +164,20 @@ def service_claims_fragment(request: HttpRequest, slug: str) -> HttpResponse:
         request,
         "dashboards/claims_fragment.html",
         {"service": svc, "check": check, "can_edit": svc.can_edit(request.user)},
+    )
+
+
+@login_required
+@require_GET
+def service_right_now_fragment(request: HttpRequest, slug: str) -> HttpResponse:
+    """HTML fragment for the top of the dossier and onboarding pages: the one verdict right
+    now (SLOs and live alerts), then the baseline's claims as a separate, labelled line."""
+    svc = service_for_reading(slug)
+    rn = right_now.right_now([svc], now=timezone.now())[svc.pk]
+    baseline = dossier_selectors.current_baseline(svc)
+    check = claims.check_claims([svc], {svc.pk: baseline})[svc.pk]
+    return render(
+        request, "dashboards/right_now_fragment.html", {"service": svc, "rn": rn, "check": check}
     )
 
 

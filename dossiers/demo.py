@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from dossiers import markdown
 from dossiers.markdown.parse import ParsedDossier
-from dossiers.models import Membership, Service, Team
+from dossiers.models import Membership, Service, Slo, Team
 
 DEMO_DOSSIERS = Path(settings.BASE_DIR) / "demo" / "dossiers"
 EXPORTED_ON = dt.date(2026, 12, 1)
@@ -135,9 +135,28 @@ def build_demo(
                 team=teams[parsed.team],
                 author=result.demo_user,
             )
+            add_demo_slos(result.services[parsed.slug])
             result.created.append(parsed.slug)
             _say(stdout, f"  {parsed.slug}: imported from {path.name}")
     return result
+
+
+def add_demo_slos(service: Service) -> None:
+    """Each demo service's SLOs: its P99 TTFT and TPOT targets as one per-request objective
+    (a request is good when it meets both) for 99% of requests, and 99.5% availability (the
+    simulator fails 0.2% of requests), both over 28 days."""
+    thresholds = {"ttft_ms": service.slo_p99_ttft_ms, "tpot_ms": service.slo_p99_tpot_ms}
+    if any(thresholds.values()):
+        Slo.objects.get_or_create(
+            service=service,
+            name="Interactive latency",
+            defaults={**thresholds, "target_percent": 99.0, "window_days": 28},
+        )
+    Slo.objects.get_or_create(
+        service=service,
+        name="Availability",
+        defaults={"kind": Slo.Kind.AVAILABILITY, "target_percent": 99.5, "window_days": 28},
+    )
 
 
 def shift_dates(parsed: ParsedDossier, days: int) -> ParsedDossier:

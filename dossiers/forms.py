@@ -13,7 +13,7 @@ from django import forms
 
 from analysis.percentiles import LATENCY_FIELDS
 from analysis.runs import ENVIRONMENT_FIELDS, RESOURCE_FIELDS, THROUGHPUT_FIELDS
-from dossiers.models import Baseline, Bottleneck, Experiment, Service, Team
+from dossiers.models import Baseline, Bottleneck, Experiment, Service, Slo, Team
 
 MAX_MARKDOWN_BYTES = 1024 * 1024
 
@@ -276,3 +276,13 @@ class MarkdownApplyForm(NoColonMixin, forms.Form):
         label="Yes, this file is another service's: give this service its name and settings",
         required=False,
     )
+
+
+class SloForm(NoColonMixin, forms.ModelForm):
+    class Meta:
+        model = Slo
+        fields = list(Slo.EDITABLE_FIELDS)
+
+    def __init__(self, *args: Any, service: Service, **kwargs: Any) -> None:
+        kwargs.setdefault("instance", Slo(service=service))
+        super().__init__(*args, **kwargs)

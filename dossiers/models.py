@@ -11,7 +11,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -257,6 +257,143 @@ class Service(models.Model):
             "ttft": self.slo_p99_ttft_ms,
             "tpot": self.slo_p99_tpot_ms,
         }.get(metric)
+
+    def slo_objects(self, saved: list[Slo] | None = None) -> list[Slo]:
+        """The service's SLOs (`saved`: its Slo rows, when the caller read them in bulk).
+
+        A service with no latency SLO keeps its "SLO P99" fields as the simple case: one
+        implied (unsaved) latency SLO, "each of them met by 99% of requests over 28 days",
+        which is what a P99 target says when read over a window."""
+        saved = list(self.slos.all()) if saved is None else saved
+        if any(s.kind == Slo.Kind.LATENCY for s in saved):
+            return saved
+        thresholds = {m: self.slo_for(m) for m in ("ttft", "tpot", "e2e")}
+        if not any(thresholds.values()):
+            return saved
+        implied = Slo(
+            service=self,
+            name="P99 latency (from the SLO P99 fields)",
+            kind=Slo.Kind.LATENCY,
+            target_percent=99.0,
+            window_days=Slo.DEFAULT_WINDOW_DAYS,
+            **{f"{m}_ms": v for m, v in thresholds.items()},
+        )
+        return [implied, *saved]
+
+    def objectives(self) -> list[tuple[str, float, float]]:
+        """Every latency objective as (metric "ttft" | "tpot" | "e2e", threshold ms, target
+        fraction): ("ttft", 500.0, 0.99) reads "TTFT <= 500 ms for 99% of requests", i.e.
+        ttft_p99_ms <= 500. The plain form other code (the planner, the gate) reads."""
+        return [o for s in self.slo_objects() for o in s.objectives()]
+
+
+def _percent_between_50_and_100(value: float) -> None:
+    if not 50 <= value < 100:
+        raise ValidationError("A target is a percentage of requests, at least 50 and below 100.")
+
+
+class Slo(models.Model):
+    """A service level objective: the share of requests that must be good over a window.
+
+    Latency: a request is good when it meets every threshold set (TTFT, TPOT, end-to-end);
+    goodput is good requests per second. Availability: a request is good when it did not fail.
+    """
+
+    class Kind(models.TextChoices):
+        LATENCY = "latency", "latency (every threshold set is met)"
+        AVAILABILITY = "availability", "availability (the request did not fail)"
+
+    DEFAULT_WINDOW_DAYS = 28
+    METRICS = ("ttft", "tpot", "e2e")
+
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="slos")
+    name = models.CharField(max_length=80, help_text="e.g. Interactive latency.")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.LATENCY)
+    ttft_ms = models.FloatField(
+        "TTFT at most (ms)", null=True, blank=True, validators=[MinValueValidator(0.001)]
+    )
+    tpot_ms = models.FloatField(
+        "TPOT at most (ms)", null=True, blank=True, validators=[MinValueValidator(0.001)]
+    )
+    e2e_ms = models.FloatField(
+        "end-to-end at most (ms)", null=True, blank=True, validators=[MinValueValidator(0.001)]
+    )
+    target_percent = models.FloatField(
+        "target (% of requests good)",
+        default=99.0,
+        validators=[_percent_between_50_and_100],
+        help_text="e.g. 99 or 99.9.",
+    )
+    window_days = models.PositiveIntegerField(
+        "window (days)",
+        default=DEFAULT_WINDOW_DAYS,
+        validators=[MinValueValidator(1), MaxValueValidator(90)],
+        help_text="Compliance and the error budget are counted over this many days.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    EDITABLE_FIELDS = ("name", "kind", "ttft_ms", "tpot_ms", "e2e_ms", "target_percent",
+                       "window_days")  # fmt: skip
+
+    class Meta:
+        ordering = ["kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["service", "name"], name="slo_unique_name"),
+            models.CheckConstraint(
+                condition=Q(target_percent__gte=50) & Q(target_percent__lt=100),
+                name="slo_target_percent_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(window_days__gte=1) & Q(window_days__lte=90), name="slo_window_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service}: {self.name}"
+
+    @property
+    def target(self) -> float:
+        return round(self.target_percent / 100.0, 10)  # 99.9 -> 0.999, not 0.99900...01
+
+    @property
+    def thresholds_ms(self) -> dict[str, float]:
+        """The latency thresholds set, by metric (empty for availability)."""
+        if self.kind != self.Kind.LATENCY:
+            return {}
+        return {m: v for m in self.METRICS if (v := getattr(self, f"{m}_ms")) is not None}
+
+    def objectives(self) -> list[tuple[str, float, float]]:
+        return [(m, v, self.target) for m, v in self.thresholds_ms.items()]
+
+    @property
+    def key(self) -> str:
+        """The label an alert names this SLO by: its id, or "implied" for the P99 fields'."""
+        return str(self.pk) if self.pk else "implied"
+
+    @property
+    def description(self) -> str:
+        """ "TTFT <= 500 ms and TPOT <= 50 ms for 99% of requests over 28 days"."""
+        labels = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "end-to-end"}
+        if self.kind == self.Kind.AVAILABILITY:
+            what = "no error"
+        else:
+            what = " and ".join(f"{labels[m]} ≤ {v:,.4g} ms" for m, v in self.thresholds_ms.items())
+        return f"{what} for {self.target_percent:g}% of requests over {self.window_days} days"
+
+    def clean(self) -> None:
+        set_ = [m for m in self.METRICS if getattr(self, f"{m}_ms") is not None]
+        if self.kind == self.Kind.LATENCY and not set_:
+            raise ValidationError(
+                {
+                    "ttft_ms": "A latency SLO needs at least one threshold "
+                    "(TTFT, TPOT or end-to-end)."
+                }
+            )
+        if self.kind == self.Kind.AVAILABILITY and set_:
+            raise ValidationError(
+                {f"{set_[0]}_ms": "An availability SLO has no latency threshold: leave it blank."}
+            )
 
 
 class NarrativeRevision(models.Model):

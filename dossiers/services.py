@@ -18,6 +18,7 @@ from dossiers.models import (
     Experiment,
     NarrativeRevision,
     Service,
+    Slo,
     Team,
 )
 
@@ -191,3 +192,21 @@ def experiment_record(*, service: Service, created_by=None, **fields: Any) -> Ex
 def experiment_update(*, experiment: Experiment, **fields: Any) -> Experiment:
     _validated_save(experiment, fields)
     return experiment
+
+
+@transaction.atomic
+def slo_record(*, service: Service, **fields: Any) -> Slo:
+    """Add an SLO; its burn-rate alerts follow from the service's default rules."""
+    slo = Slo(service=service)
+    _validated_save(slo, fields)
+    return slo
+
+
+@transaction.atomic
+def slo_update(*, slo: Slo, **fields: Any) -> Slo:
+    _validated_save(slo, fields)
+    return slo
+
+
+def slo_delete(*, slo: Slo) -> None:
+    slo.delete()

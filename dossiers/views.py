@@ -296,6 +296,38 @@ def experiment_edit(request: HttpRequest, slug: str, pk: int | None = None) -> H
 
 
 @login_required
+def slo_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+    service = service_for_editing(request.user, slug)
+    instance = get_object_or_404(service.slos, pk=pk) if pk else None
+    kwargs = {"instance": instance} if instance else {}
+    form = forms.SloForm(request.POST or None, service=service, **kwargs)
+    if request.method == "POST" and form.is_valid():
+        try:
+            if instance:
+                services.slo_update(slo=instance, **form.cleaned_data)
+            else:
+                services.slo_record(service=service, **form.cleaned_data)
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            messages.success(request, "SLO saved.")
+            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#slos")
+    title = "Edit SLO" if instance else "New SLO"
+    return _form_page(request, "dossiers/form.html", service, form, title=title)
+
+
+@login_required
+def slo_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    service = service_for_editing(request.user, slug)
+    slo = get_object_or_404(service.slos, pk=pk)
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    services.slo_delete(slo=slo)
+    messages.success(request, f"SLO “{slo.name}” deleted.")
+    return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#slos")
+
+
+@login_required
 def config_create(request: HttpRequest, slug: str) -> HttpResponse:
     service = service_for_editing(request.user, slug)
     current = selectors.current_config(service)

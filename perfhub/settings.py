@@ -341,6 +341,7 @@ LOGGING = {
 
 # Fragments other apps serve for the dossier page, fetched by URL so dossiers imports neither.
 PERFHUB_DOSSIER_FRAGMENTS = {
+    "right_now": "/dashboards/services/{slug}/right-now/",
     "claims": "/dashboards/services/{slug}/claims/",
     "live_panels": "/dashboards/services/{slug}/live/",
     "timeline": "/dashboards/services/{slug}/timeline/",
@@ -372,5 +373,15 @@ PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 # "no data" rules look this far back for the hosts a service had.
 PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120)
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
+# SLO burn-rate alerts: the multi-window pairs every service with an SLO starts with, as
+# "name:factor:long window s:severity" items; the short window is a twelfth of the long one.
+# Default: the SRE workbook's fast, slow and ticket pairs, and an outage pair (docs/slo.md).
+PERFHUB_SLO_BURN_PAIRS = [
+    dict(zip(("name", "factor", "long_s", "severity"), item.split(":"), strict=True))
+    for item in env_list(
+        "PERFHUB_SLO_BURN_PAIRS",
+        "fast:14.4:3600:critical,slow:6:21600:critical,ticket:1:259200:warning,outage:20:600:critical",
+    )
+]
 # An alert posted to Alertmanager as firing stays firing there this long without news.
 PERFHUB_ALERTMANAGER_VALID_FOR_S = env_int("PERFHUB_ALERTMANAGER_VALID_FOR_S", 240)

@@ -21,10 +21,10 @@ HARMLESS = {"socket.gethostname", "socket.getfqdn"}
 
 # Module (or package, ending in /) -> why it may call out without the guard.
 ALLOWED = {
-    "dossiers/outbound.py": "the guard itself",
+    "core/outbound.py": "the guard itself",
     "collectors/agent/": "the agent runs on the GPU host: it scrapes its own engine and pushes "
     "to the PerfHub URL its operator configured; it is not the server",
-    "collectors/demo_prometheus.py": "waits for the Prometheus it started itself on loopback; "
+    "demo/prometheus.py": "waits for the Prometheus it started itself on loopback; "
     "the source it creates is read through the guard",
     "deploy/": "operator tools run against their own PerfHub (smoke test, healthcheck)",
     "bench/": "benchmarks drive their own local PerfHub",

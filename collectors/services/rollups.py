@@ -27,7 +27,7 @@ from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from analysis import buckets, sketches
+from analysis import buckets, sketches, slo
 from analysis.percentiles import STANDARD_QUANTILES, Percentile
 from collectors.models import (
     FIVE_MINUTES,
@@ -113,6 +113,7 @@ class Traffic:
     scraped_aborts: float = 0.0
     gauge_samples: int = 0
     gauge_weighted: dict[str, list[float]] = field(default_factory=dict)  # name -> [sum, weight]
+    slo_good: dict[str, list[int]] = field(default_factory=dict)  # SLO key -> [judged, good]
     sketches: dict[str, list] = field(default_factory=lambda: defaultdict(list))
     buckets: dict[str, list] = field(default_factory=lambda: defaultdict(list))
 
@@ -126,6 +127,7 @@ class Traffic:
             setattr(self, name, getattr(self, name) + getattr(row, name))
         for name in GAUGES:
             self.add_gauge(name, getattr(row, f"{name}_mean"), row.gauge_samples)
+        self.add_slo_good(row.slo_good or {})
         for metric in LATENCY_METRICS:
             blob = getattr(row, f"{metric}_sketch")
             if blob is not None and getattr(row, f"{metric}_count"):
@@ -133,6 +135,12 @@ class Traffic:
             data = getattr(row, f"{metric}_buckets")
             if data:
                 self.buckets[metric].append(buckets.BucketCounts.from_dict(data))
+
+    def add_slo_good(self, counts: dict[str, list[int]]) -> None:
+        for key, (judged, good) in counts.items():
+            acc = self.slo_good.setdefault(key, [0, 0])
+            acc[0] += judged
+            acc[1] += good
 
     def add_gauge(self, name: str, value: float | None, weight: float) -> None:
         if value is None or weight <= 0:
@@ -227,6 +235,7 @@ def _rollup_from_traffic(
         running_mean=traffic.gauge_mean("running"),
         waiting_mean=traffic.gauge_mean("waiting"),
         kv_cache_mean=traffic.gauge_mean("kv_cache"),
+        slo_good=traffic.slo_good,
     )
     for metric in LATENCY_METRICS:
         sketch = traffic.merged_sketch(metric)
@@ -246,9 +255,14 @@ def _rollup_from_traffic(
 # Raw rows -> one minute
 
 
-def _minute_traffic(requests: list[tuple], windows: list[tuple]) -> Traffic:
-    """Traffic for one (service, host, minute) from its raw request rows and scrape windows."""
+def _minute_traffic(
+    requests: list[tuple], windows: list[tuple], slo_keys: dict[str, dict[str, float]] | None = None
+) -> Traffic:
+    """Traffic for one (service, host, minute) from its raw request rows and scrape windows,
+    with the exact joint good count of each latency SLO in `slo_keys` (key -> thresholds)."""
     traffic = Traffic()
+    if slo_keys and requests:
+        traffic.slo_good = slo.judge_requests(requests, ("ttft", "tpot", "e2e"), slo_keys)
     values: dict[str, list[float]] = {m: [] for m in LATENCY_METRICS}
     for ttft, tpot, e2e, queue, prompt, output, ok in requests:
         traffic.requests += 1
@@ -693,9 +707,10 @@ def _rollup_range(
         gpus[(gpu_index, int(ts.timestamp()) // 60)].append(tuple(values))
 
     in_range = {m for m in wanted if start <= minute_start(m) < end}
+    keys = _slo_keys({sid for sid, _ in requests})
     service_rows = [
         _rollup_from_traffic(
-            _minute_traffic(requests.get(key, []), windows.get(key, [])),
+            _minute_traffic(requests.get(key, []), windows.get(key, []), keys.get(key[0])),
             service_id=key[0],
             host_id=host_id,
             resolution=MINUTE,
@@ -720,6 +735,22 @@ def _rollup_range(
     ServiceRollup.objects.bulk_create(service_rows, batch_size=200)
     GpuRollup.objects.bulk_create(gpu_rows, batch_size=500)
     return len(service_rows), touched
+
+
+def _slo_keys(service_ids: set[int]) -> dict[int, dict[str, dict[str, float]]]:
+    """Each service's latency SLOs (their P99 fields' implied one included) as key ->
+    thresholds, for the exact per-request counts a minute row keeps (two queries)."""
+    if not service_ids:
+        return {}
+    services = list(Service.objects.filter(pk__in=service_ids).prefetch_related("slos"))
+    return {
+        s.pk: {
+            slo.objective_key(o.thresholds_ms): o.thresholds_ms
+            for o in s.slo_objects()
+            if o.thresholds_ms
+        }
+        for s in services
+    }
 
 
 def _rollup_period(host_id: int, hour: datetime, resolution: int) -> None:

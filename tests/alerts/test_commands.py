@@ -9,7 +9,7 @@ pytestmark = pytest.mark.django_db
 def test_evaluate_alerts_reports_what_it_did(service):
     out = StringIO()
     call_command("evaluate_alerts", "--at", "2026-03-02T09:05:30Z", stdout=out)
-    assert out.getvalue().startswith("evaluated 9 rule(s) at 2026-03-02T09:05:00+00:00")
+    assert out.getvalue().startswith("evaluated 13 rule(s) at 2026-03-02T09:05:00+00:00")
 
 
 def test_evaluate_alerts_rejects_a_time_without_a_zone(service):
@@ -21,4 +21,4 @@ def test_the_beat_task_evaluates(service):
     from alerts.tasks import evaluate
 
     result = evaluate.delay().get()
-    assert result["rules"] == 9
+    assert result["rules"] == 13

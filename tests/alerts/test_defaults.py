@@ -28,21 +28,21 @@ def test_every_default_kind_is_created(service):
     services.ensure_default_rules(service)
     assert set(Rule.objects.filter(service=service).values_list("kind", flat=True)) == {
         "p99_e2e", "p99_ttft", "p99_tpot", "gpu_waiting", "sm_gap", "kv_cache",
-        "cost_vs_baseline", "margin", "no_data",
+        "cost_vs_baseline", "margin", "no_data", "slo_burn",
     }  # fmt: skip
 
 
 def test_ensuring_defaults_twice_creates_nothing_more(service):
     services.ensure_default_rules(service)
     assert services.ensure_default_rules(service) == []
-    assert Rule.objects.filter(service=service).count() == 9
+    assert Rule.objects.filter(service=service).count() == 13
 
 
 def test_evaluation_creates_defaults_for_a_new_service(service):
     from tests.alerts.conftest import evaluation_time
 
     services.evaluate_all(evaluation_time(0))
-    assert Rule.objects.filter(service=service, is_default=True).count() == 9
+    assert Rule.objects.filter(service=service, is_default=True).count() == 13
 
 
 def test_default_rules_pass_model_validation(service):
