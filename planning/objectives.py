@@ -79,9 +79,27 @@ def parse_objectives(texts: list[str]) -> list[Objective]:
 
 
 def service_objectives(service: Service) -> list[Objective]:
-    """The service's own objectives: today its P99 SLO fields (end-to-end, TTFT, TPOT)."""
-    return [
-        Objective(metric, "p99", float(limit))
-        for metric in ("ttft", "tpot", "e2e")
-        if (limit := service.slo_for(metric))
-    ]
+    """The service's own latency SLOs (`Service.objectives()`: its SLO objects, or the implied
+    one of its "SLO P99" fields) as percentile objectives: "TTFT <= 500 ms for 99% of requests"
+    is `ttft_p99_ms <= 500`. A target between the sweeps' standard percentiles takes the next
+    stricter one (99.5% -> P99.9), so a plan never promises less than the SLO. Several SLOs on
+    one metric keep the strictest. A joint SLO (TTFT and TPOT met by the same request) is held
+    per metric here: the plan's goodput table bounds the joint share."""
+    found: dict[str, Objective] = {}
+    for metric, limit, target in service.objectives():
+        if not limit:
+            continue
+        percentile = _percentile_at_least(target)
+        objective = Objective(metric, percentile, float(limit))
+        old = found.get(objective.name)
+        if old is None or objective.limit_ms < old.limit_ms:
+            found[objective.name] = objective
+    return list(found.values())
+
+
+def _percentile_at_least(target: float) -> str:
+    """The smallest standard percentile label whose quantile is at least `target`."""
+    for label, quantile in sorted(QUANTILE_OF.items(), key=lambda item: item[1]):
+        if quantile >= target - 1e-9:
+            return label
+    return max(QUANTILE_OF, key=QUANTILE_OF.get)
