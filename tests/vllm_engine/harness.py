@@ -384,6 +384,9 @@ class Harness:
             timeout=60,
         )
         metrics.raise_for_status()
+        # Kept beside the logs: what a failing check read.
+        (self.out / "perfhub-stored.json").write_text(json.dumps(stored, indent=1))
+        (self.out / "perfhub-metrics.json").write_text(json.dumps(metrics.json(), indent=1))
         self.login(session, base)
         return Result(
             out=self.out,
