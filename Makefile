@@ -7,7 +7,7 @@ PORT ?= 8000
 TEST_PROCESSES ?= 2
 # Tests run on PostgreSQL when DATABASE_URL is set (CI sets it), else on the SQLite default.
 
-.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock smoke
+.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock smoke e2e-vllm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -75,3 +75,13 @@ clean:
 # PostgreSQL and Redis, DEBUG off), driven from outside for about two minutes: deploy/smoke.py.
 smoke: install
 	$(BIN)/python deploy/smoke.py
+
+# A real engine: vLLM's CPU build (in .venv-vllm/, built once and kept) serves a tiny
+# random-weight Llama; the real agent pushes its /metrics here, `vllm bench serve` runs against
+# it and its file is imported; tests/vllm_engine/ checks both sides (PostgreSQL when
+# DATABASE_URL is set, else SQLite). Fails, rather than skips, when the engine is missing.
+VLLM_VENV ?= .venv-vllm
+e2e-vllm: install
+	PERFHUB_VLLM_VENV=$(VLLM_VENV) tests/vllm_engine/build_venv.sh
+	PERFHUB_VLLM_PYTHON=$(VLLM_VENV)/bin/python PERFHUB_REQUIRE_VLLM=1 \
+	  $(BIN)/python -m pytest tests/vllm_engine -m vllm -p no:xdist -p no:cacheprovider -rxX

@@ -87,3 +87,34 @@ def test_vllm_v1_successes_leave_out_aborted_and_errored_requests(scrape):
 def test_vllm_v1_errored_requests_are_errors(scrape):
     parsed = scrape("written-here-vllm-v1-aborts-errors.prom", "vllm")
     assert parsed.counter_total("request_errors") == 2
+
+
+# vLLM 0.32.0 (CPU build) before and after `vllm bench serve` sent it 400 requests of 128
+# prompt tokens and 32 output tokens (`make e2e-vllm`; SOURCES.md).
+E2E_BEFORE, E2E_AFTER = "e2e-vllm-0.32.0-cpu-before.prom", "e2e-vllm-0.32.0-cpu-after.prom"
+
+
+def test_vllm_032_counts_every_benchmark_request_and_token(scrape):
+    parsed = scrape(E2E_AFTER, "vllm")
+    assert parsed.counter_total("requests_finished") == 400  # all finished_reason="length"
+    assert parsed.counter_total("request_errors") == 0
+    assert parsed.counter_total("prompt_tokens") == 51243
+    assert parsed.counter_total("generation_tokens") == 12800
+
+
+def test_vllm_032_histograms_count_requests_and_token_gaps(scrape):
+    parsed = scrape(E2E_AFTER, "vllm")
+    assert sum(parsed.histogram("ttft_seconds").counts) == 400
+    assert sum(parsed.histogram("e2e_seconds").counts) == 400
+    assert sum(parsed.histogram("itl_seconds").counts) == 400 * 31  # gaps, not requests
+
+
+def test_vllm_032_idle_engine_gauges(scrape):
+    parsed = scrape(E2E_AFTER, "vllm")
+    assert parsed.gauges == {"requests_running": 0, "requests_waiting": 0, "kv_cache_usage": 0}
+
+
+def test_vllm_032_scrape_before_the_benchmark_counts_nothing(scrape):
+    parsed = scrape(E2E_BEFORE, "vllm")
+    assert parsed.counter_total("requests_finished") == 0
+    assert sum(parsed.histogram("ttft_seconds").counts) == 0

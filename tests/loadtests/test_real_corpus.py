@@ -123,6 +123,37 @@ def test_vllm_bench_sweep_summary_is_a_list_of_runs_in_file_order():
     check(second, ttft_p50_ms=36.01084349793382, tpot_p99_ms=12.104329406419614)
 
 
+E2E_BENCH = "vllm-bench/e2e-vllm-0.32.0-cpu-bench-serve-detailed.json"
+
+
+def test_vllm_032_cpu_bench_serve_with_per_request_arrays():
+    run = only(E2E_BENCH)
+    duration = 39.14948730500009
+    check(
+        run,
+        request_count=400,
+        errors=0,
+        concurrency=4,
+        request_rate_inf=True,
+        qps=400 / duration,
+        output_tps=12800 / duration,
+        input_tps=51243 / duration,
+        ttft_p50_ms=98.03875650004557,  # median_ttft_ms
+        ttft_p99_ms=329.19706364991646,
+        tpot_p50_ms=4.826721193547846,
+        tpot_p99_ms=32.76087033904009,
+        measured_at=utc("2026-12-01T21:29:05"),  # `date`, the machine's clock (UTC)
+    )
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 20 item 6: E2E is not taken from `latencies` without e2el keys"
+)
+def test_vllm_032_e2e_comes_from_the_latencies_array_when_the_summary_has_none():
+    # numpy's median and 99th percentile of `latencies` x 1000: vLLM's own definitions
+    check(only(E2E_BENCH), e2e_p50_ms=268.9053609999519, e2e_p99_ms=1160.3252595301815)
+
+
 def test_vllm_file_with_latencies_but_no_counts_is_refused_naming_what_is_missing():
     with pytest.raises(LoadTestFormatError) as caught:
         runs_of("vllm-bench/zhangxinyuehfad-serving_llama8B_tp1_qps_inf.json")
