@@ -146,9 +146,6 @@ def test_vllm_032_cpu_bench_serve_with_per_request_arrays():
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 20 item 6: E2E is not taken from `latencies` without e2el keys"
-)
 def test_vllm_032_e2e_comes_from_the_latencies_array_when_the_summary_has_none():
     # numpy's median and 99th percentile of `latencies` x 1000: vLLM's own definitions
     check(only(E2E_BENCH), e2e_p50_ms=268.9053609999519, e2e_p99_ms=1160.3252595301815)

@@ -10,7 +10,6 @@ arrival at the engine).
 Runs only when PERFHUB_VLLM_PYTHON names the vLLM venv's Python (`make e2e-vllm` builds it and
 sets it); skipped otherwise, and failing instead when PERFHUB_REQUIRE_VLLM=1 (CI).
 
-Checks marked xfail(strict) are issue 20's items 1-3 and 5-6, not yet on main: each says why.
 """
 
 from __future__ import annotations
@@ -29,17 +28,6 @@ from tests.vllm_engine import harness
 
 pytestmark = pytest.mark.vllm
 
-ITEMS_1_3 = "issue 20 items 1-3: live TPOT is read from vLLM's inter-token histogram"
-ITEM_3 = "issue 20 item 3: a run keeps no server-side figures of its window, nor their gap"
-ITEMS_1_3_5 = (
-    "issue 20 items 1, 3, 5: the claim check ignores the range asked for, rates over the "
-    "nominal window, and compares client-side baseline figures with server-side live ones"
-)
-ITEM_6 = "issue 20 item 6: E2E is not taken from `latencies` when the summary lacks it"
-ITEM_6_FIRST_BUCKET = (
-    "issue 20 item 6: a percentile inside the first bucket is interpolated from 0, not shown "
-    "as '< edge'"
-)
 QUANTILES = (0.5, 0.9, 0.99)
 
 
@@ -162,7 +150,6 @@ def test_stored_run_figure_is_exact(e2e, field):
     assert only_run(e2e)[field] == pytest.approx(bench_reference(e2e.bench)[field], rel=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_6)
 @pytest.mark.parametrize("field", ["e2e_p50_ms", "e2e_p99_ms"])
 def test_stored_e2e_comes_from_the_latencies_array(e2e, field):
     assert only_run(e2e)[field] == pytest.approx(bench_reference(e2e.bench)[field], rel=1e-9)
@@ -192,7 +179,6 @@ def test_live_bounds_contain_vllms_own_histogram(e2e, metric, histogram):
     assert_bounds_contain(e2e, metric, histogram)
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_6_FIRST_BUCKET)
 def test_live_percentile_inside_the_first_bucket_is_only_an_upper_bound(e2e):
     edges, cumulative = histogram_delta(e2e.before, e2e.after, "vllm:request_queue_time_seconds")
     first = [q for q in QUANTILES if bucket_of(edges, cumulative, q)[0] == 0.0]
@@ -202,7 +188,6 @@ def test_live_percentile_inside_the_first_bucket_is_only_an_upper_bound(e2e):
         assert p["value"] is None or p["value"] == p["upper"], (q, p)
 
 
-@pytest.mark.xfail(strict=True, reason=ITEMS_1_3)
 def test_live_tpot_is_vllms_per_request_tpot(e2e):
     assert_bounds_contain(e2e, "tpot", "vllm:request_time_per_output_token_seconds")
 
@@ -214,7 +199,6 @@ def page_text(html: str) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", html).split())
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_3)
 def test_run_page_shows_client_and_server_figures_apart_with_their_gap(e2e):
     text = page_text(e2e.page(only_run(e2e)["url"]).text).lower()
     assert "client" in text and "server" in text
@@ -231,7 +215,6 @@ def claim_verdicts(html: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason=ITEMS_1_3_5)
 def test_claim_check_on_the_benchmarks_window_holds(e2e):
     start, end = e2e.bench_window
     html = e2e.page(
