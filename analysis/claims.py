@@ -106,6 +106,21 @@ def judge_within(baseline: float | None, lower: float, upper: float) -> Verdict:
     return Verdict(Status.DRIFTED, nearest / baseline - 1.0, True)
 
 
+def judge_intervals(base_lower: float, base_upper: float, lower: float, upper: float) -> Verdict:
+    """Both sides known only within intervals (the engine's buckets for the baseline's run and
+    for the live window, e.g. both "< 300 ms"): holds when the baseline's interval, widened by
+    the tolerance, meets the live one; else drifted by the nearest ends. No value is invented
+    inside either bucket."""
+    low, high = base_lower * (1 - RELATIVE_TOLERANCE), base_upper * (1 + RELATIVE_TOLERANCE)
+    if upper >= low and lower <= high:
+        return Verdict(Status.HOLDS, 0.0, True)
+    if upper < low:  # live entirely faster; base_lower > 0 here
+        return Verdict(Status.DRIFTED, upper / base_lower - 1.0, True)
+    if base_upper == 0:
+        return Verdict(Status.NO_CLAIM)
+    return Verdict(Status.DRIFTED, lower / base_upper - 1.0, True)
+
+
 def is_stale(measured_at: datetime, now: datetime, max_age: timedelta) -> bool:
     return now - measured_at > max_age
 

@@ -196,7 +196,9 @@ def _latency_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) -> 
     return out
 
 
-def _paired(b: Baseline, key: str, claimed: float, live_vantage: str) -> tuple[float | None, str]:
+def _paired(
+    b: Baseline, key: str, claimed: float, live_vantage: str
+) -> tuple[float | tuple[float, float] | None, str]:
     """The baseline's figure measured where the live one was (like with like), and a note.
 
     A client-side baseline (a load-test file) compared with live engine histograms uses the
@@ -211,11 +213,33 @@ def _paired(b: Baseline, key: str, claimed: float, live_vantage: str) -> tuple[f
                 f"against the baseline run's engine-side figure ({figure['value']:,.0f} ms; "
                 f"client-side {claimed:,.0f} ms)"
             )
+        if figure.get("lower") is not None and figure.get("upper") is not None:
+            # Known only within a bucket of the engine's histogram ("< 300 ms"): compared as an
+            # interval with the live one, never as a value invented inside the bucket.
+            bucket = (figure["lower"], figure["upper"])
+            return bucket, (
+                f"against the baseline run's engine-side figure ({_interval_text(bucket)}; "
+                f"client-side {claimed:,.0f} ms)"
+            )
         return None, (
             "live figures are the engine's (server-side, from arrival at the engine); the "
             "baseline's are client-side and no engine-side figure was recorded for its run"
         )
     return None, "live figures are client-side; the baseline's are the engine's (server-side)"
+
+
+def _interval_text(bucket: tuple[float, float]) -> str:
+    lower, upper = bucket
+    return f"< {upper:,.0f} ms" if lower == 0 else f"{lower:,.0f} to {upper:,.0f} ms"
+
+
+def _live_interval(p) -> tuple[float, float]:
+    """Where a live percentile lies: its value, or its bucket ("< edge" is [0, edge])."""
+    if p.value is not None:
+        return p.value, p.value
+    if p.below_first_edge is not None:
+        return 0.0, p.below_first_edge
+    return p.above_last_edge, float("inf")
 
 
 def _latency_claim(key, name, claimed, q, gate, w, metric, b) -> Claim:
@@ -232,9 +256,12 @@ def _latency_claim(key, name, claimed, q, gate, w, metric, b) -> Claim:
     if p.count < need:
         note = f"{p.count:,} live requests; this percentile needs {need:,}"
         return Claim(key, name, "ms", claimed, p.bound, Verdict(Status.INSUFFICIENT), note)
+    if isinstance(reference, tuple):  # the baseline's engine-side figure is a bucket
+        lower, upper = _live_interval(p)
+        verdict = claims.judge_intervals(reference[0], reference[1], lower, upper)
+        return Claim(key, name, "ms", claimed, p.bound, verdict, f"live {p.text()}. {note}".strip())
     if p.value is None:  # known only within a bucket: "< edge" or "> edge"
-        lower = 0.0 if p.below_first_edge is not None else p.above_last_edge
-        upper = p.below_first_edge if p.below_first_edge is not None else float("inf")
+        lower, upper = _live_interval(p)
         verdict = claims.judge_within(reference, lower, upper)
         return Claim(key, name, "ms", claimed, p.bound, verdict, f"live {p.text()}. {note}".strip())
     return Claim(key, name, "ms", claimed, p.value, claims.judge(reference, p.value), note)
@@ -361,7 +388,12 @@ def drift_since(check: ClaimCheck, *, lookback_hours: int = 72) -> None:
             reference, _ = _paired(check.baseline, claim.key, claim.baseline, p.vantage)
             if reference is None:  # measured elsewhere: says nothing about this claim
                 continue
-            if claims.judge(reference, p.value).status == Status.HOLDS:
+            verdict = (
+                claims.judge_intervals(*reference, p.value, p.value)
+                if isinstance(reference, tuple)
+                else claims.judge(reference, p.value)
+            )
+            if verdict.status == Status.HOLDS:
                 break
             since = point.t
         else:

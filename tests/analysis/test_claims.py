@@ -2,7 +2,9 @@
 
 from datetime import UTC, datetime, timedelta
 
-from analysis.claims import Status, comparable_load, is_stale, judge, worst
+import pytest
+
+from analysis.claims import Status, comparable_load, is_stale, judge, judge_intervals, worst
 
 
 def test_a_live_p99_within_fifteen_percent_holds():
@@ -41,3 +43,13 @@ def test_a_baseline_older_than_the_limit_is_stale():
 
 def test_a_service_shows_its_worst_claim():
     assert worst([Status.HOLDS, Status.DRIFTED, Status.NO_LIVE_DATA]) == Status.DRIFTED
+
+
+def test_two_buckets_that_meet_within_the_tolerance_hold():
+    assert judge_intervals(0.0, 300.0, 0.0, 300.0).status == Status.HOLDS
+
+
+def test_a_live_bucket_wholly_above_the_baseline_bucket_drifts_by_the_nearest_ends():
+    verdict = judge_intervals(0.0, 300.0, 500.0, 800.0)
+    assert verdict.status == Status.DRIFTED
+    assert verdict.change == pytest.approx(500.0 / 300.0 - 1.0)
