@@ -221,11 +221,17 @@ def _tell_the_story(service: Service, baseline: Baseline, regression: Regression
     fired = regression.start + timedelta(seconds=rule.for_s + 120)
     resolved = regression.end + timedelta(seconds=rule.keep_firing_for_s + 120)
     value = (baseline.e2e_p99_ms or rule.threshold) * REGRESSION_FACTOR
+    # The evaluations the alert lived through: every 5 minutes, the regression's P99 until it
+    # ended, then the baseline's until the alert resolved (what its chart draws).
+    series, t = [], regression.start + timedelta(seconds=120)
+    while t <= resolved:
+        series.append([int(t.timestamp()), value if t < regression.end else baseline.e2e_p99_ms])
+        t += timedelta(minutes=5)
     instance = AlertInstance.objects.create(
         rule=rule, service=service, fingerprint=fingerprint(rule.pk, identity),
         labels={**base_labels(rule), **identity},
         annotations={"summary": f"P99 end-to-end {value:,.0f} ms above {rule.threshold:,.0f} ms"},
-        state=State.RESOLVED, value=value, threshold=rule.threshold,
+        state=State.RESOLVED, value=baseline.e2e_p99_ms, threshold=rule.threshold, series=series,
         pending_since=regression.start + timedelta(seconds=120), fired_at=fired,
         last_active_at=regression.end, resolved_at=resolved, ended_at=resolved,
         last_evaluated_at=resolved,
