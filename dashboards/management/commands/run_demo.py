@@ -34,6 +34,7 @@ from collectors.demo_prometheus import DemoPrometheus, DemoPrometheusError
 from collectors.services.periodic import run_periodic_jobs
 from collectors.services.tokens import token_issue_for_host_name
 from dashboards.demo_profile import SLO_HEADROOM, demo_profile  # noqa: F401 (re-exported)
+from dashboards.demo_receivers import demo_mail_dir
 from dossiers.models import Service
 
 DEMO_LOGIN = ("demo", "perfhub-demo")
@@ -158,6 +159,8 @@ class Command(BaseCommand):
             self._start_agent(index, service, addr, interval, slowdown if n == 0 else None)
             for n, (index, service) in enumerate(agents_for)
         ]
+        if mail := demo_mail_dir():
+            self.stdout.write(f"Alert notifications (the demo on-call receivers' email): {mail}/")
         stop = threading.Event()
         threading.Thread(target=self._jobs_loop, args=(stop, jobs_every), daemon=True).start()
         user, password = DEMO_LOGIN
