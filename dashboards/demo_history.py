@@ -29,7 +29,7 @@ from alerts.rules import base_labels, fingerprint
 from alerts.services import ensure_default_rules
 from analysis import sketches
 from analysis.alerting import State
-from collectors.agent.simulate import EngineProfile, daily_load, gpu_shares
+from collectors.agent.simulate import GPU_MEMORY_RESERVED, EngineProfile, daily_load, gpu_shares
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
 from collectors.services.rollups import rebuild_derived_rollups
 from dashboards.demo_profile import DEMO_SWING, demo_profile
@@ -185,7 +185,9 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
 
 def _gpu_rows(host, gpus, resolution, t, baseline, rng) -> list[GpuRollup]:
     load = _daily(t, resolution)
-    util, sm = gpu_shares(baseline.gpu_util or 0.7, baseline.sm_active or 0.0, load)
+    util, sm, dram = gpu_shares(
+        baseline.gpu_util or 0.7, baseline.sm_active or 0.0, baseline.dram_active or 0.0, load=load
+    )
     rows = []
     for index in range(gpus):
         rows.append(
@@ -197,13 +199,11 @@ def _gpu_rows(host, gpus, resolution, t, baseline, rng) -> list[GpuRollup]:
                 samples=resolution // 10,
                 name=host.name,
                 util_mean=min(1.0, util + rng.gauss(0, 0.003)),
-                mem_util_mean=0.5 * load,
+                mem_util_mean=dram * 0.85 if baseline.dram_active else 0.5 * load,  # as the agent
                 sm_active_mean=None if baseline.sm_active is None else sm,
-                dram_active_mean=None
-                if baseline.dram_active is None
-                else baseline.dram_active * (0.85 + 0.15 * load),
+                dram_active_mean=None if baseline.dram_active is None else dram,
                 power_mean=250 + 350 * util,
-                mem_used_max=int(70 * GB),
+                mem_used_max=int(80 * GB * GPU_MEMORY_RESERVED),
                 mem_total_bytes=80 * GB,
                 temp_max=45 + 25 * util,
             )

@@ -4,8 +4,8 @@ The demo has to tell the truth: a dossier whose baseline was measured at 2.25 re
 128-token answers must see live traffic at that rate and those lengths, or every claim about
 throughput, cost and margin "drifts" because of the simulator, not the service. So the profile
 carries the baseline's request rate (all replicas on the one simulated host), its mean prompt
-and answer lengths, its latency percentiles, its GPU-Util and SM active, and a small daily swing
-that keeps the hourly rate inside the claims' workload band. The seeded history
+and answer lengths, its latency percentiles, its GPU-Util, SM and DRAM active, and a small
+daily swing that keeps the hourly rate inside the claims' workload band. The seeded history
 (`dashboards.demo_history`) draws from the same profile, so live data continues it.
 """
 
@@ -59,6 +59,8 @@ def demo_profile(service: Service) -> EngineProfile | None:
         values["gpu_util"] = min(1.0, baseline.gpu_util)
         if baseline.sm_active:
             values["sm_active"] = min(baseline.sm_active, baseline.gpu_util)
+        if baseline.dram_active:
+            values["dram_active"] = min(1.0, baseline.dram_active)
     for metric in ("ttft", "tpot"):
         targets = _targets(
             baseline.latency(metric, "p50"),

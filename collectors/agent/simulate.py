@@ -84,8 +84,8 @@ class EngineProfile:
     without it answers vary as in production chat. `qps` None means the simulator's rate.
     `swing`: the daily drift's amplitude (0.35: the afternoon is ~1.35x the mean rate).
     Busier than the mean stretches queueing and decode, as on a real engine. `gpu_util` and
-    `sm_active` (0-1, at the mean rate): the GPUs' shares; without them, a typical
-    memory-bound decode (GPU-Util high, SM active about a third of it).
+    `sm_active` and `dram_active` (0-1, at the mean rate): the GPUs' shares; without them, a
+    typical memory-bound decode (GPU-Util high, SM active about a third of it).
     """
 
     qps: float | None = None
@@ -99,6 +99,7 @@ class EngineProfile:
     swing: float = 0.35
     gpu_util: float | None = None
     sm_active: float | None = None
+    dram_active: float | None = None
 
     DEFAULT_TTFT_SPREAD = 3.0  # P99 / P50 when no P99 is given
     DEFAULT_TPOT_SPREAD = math.exp(Z99 * 0.15)
@@ -112,7 +113,7 @@ class EngineProfile:
             raise ProfileError(f"qps: must be more than 0, got {self.qps!r}")
         if not 0 <= self.swing < 0.9:
             raise ProfileError(f"swing: must be from 0 to 0.9, got {self.swing!r}")
-        for name in ("gpu_util", "sm_active"):
+        for name in ("gpu_util", "sm_active", "dram_active"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise ProfileError(f"{name}: must be above 0 and at most 1, got {value!r}")
@@ -523,12 +524,17 @@ def daily_load(t: float, swing: float) -> float:
     return daily * ripple
 
 
-def gpu_shares(gpu_util: float, sm_active: float, load: float) -> tuple[float, float]:
-    """GPU-Util and SM active at `load` (1.0 = the mean rate) for GPUs that are `gpu_util`
-    and `sm_active` busy at the mean: both move a little with traffic (a fixed share is the
+def gpu_shares(*shares: float, load: float) -> tuple[float, ...]:
+    """Each share (GPU-Util, SM active, DRAM active...) at `load` (1.0 = the mean rate) for
+    GPUs that are that busy at the mean: they move a little with traffic (a fixed part is the
     engine's own loop, busy whatever the load)."""
     scale = 0.85 + 0.15 * load
-    return min(1.0, gpu_util * scale), min(1.0, sm_active * scale)
+    return tuple(min(1.0, share * scale) for share in shares)
+
+
+# GPU memory in use: vLLM reserves `gpu_memory_utilization` (0.9) of it up front for weights
+# and the KV cache, whatever the traffic.
+GPU_MEMORY_RESERVED = 0.9
 
 
 def _anticorrelated(z_first: float, z2: float, z3: float, k: float) -> tuple[float, float]:
@@ -567,7 +573,7 @@ class FakeGpus:
         *,
         host: str,
         rng: random.Random,
-        shares: tuple[float, float] | None = None,
+        shares: tuple[float, float, float | None] | None = None,
     ) -> None:
         self.count = count
         self.rng = rng
@@ -584,16 +590,20 @@ class FakeGpus:
         noise = self.rng.gauss
         # `load` is against the mean rate; `busy` against the daily peak (1.35 x 1.08).
         busy = _clip(load / PEAK_LOAD + noise(0, 0.03), 0.05, 1.0)
+        dram_active = _clip(0.35 + 0.45 * busy + noise(0, 0.02), 0.0, 1.0)
         if self.shares is not None:
-            util, sm_active = gpu_shares(*self.shares, load)
+            util_share, sm_share, dram_share = self.shares
+            util, sm_active = gpu_shares(util_share, sm_share, load=load)
             util = _clip(util + noise(0, 0.01), 0.0, 1.0)
             sm_active = _clip(sm_active + noise(0, 0.005), 0.0, util)
+            if dram_share is not None:
+                (dram_active,) = gpu_shares(dram_share, load=load)
+                dram_active = _clip(dram_active + noise(0, 0.005), 0.0, 1.0)
         else:
             util = _clip(0.62 + 0.36 * busy + noise(0, 0.015), 0.0, 1.0)
             sm_active = _clip(util * (0.28 + 0.12 * busy) + noise(0, 0.01), 0.0, util)
-        dram_active = _clip(0.35 + 0.45 * busy + noise(0, 0.02), 0.0, 1.0)
         power_w = min(700.0, 115.0 + 540.0 * busy**0.8 + noise(0, 6.0))
-        used = int(H100_MEMORY_BYTES * 0.9) + int(noise(0, 64)) * 1024 * 1024
+        used = int(H100_MEMORY_BYTES * GPU_MEMORY_RESERVED) + int(noise(0, 64)) * 1024 * 1024
         return {
             "ts": ts,
             "index": index,
@@ -658,7 +668,7 @@ class Simulator:
         if stated:
             first = stated[0]
             sm = first.sm_active if first.sm_active is not None else first.gpu_util / 3
-            shares = (first.gpu_util, sm)
+            shares = (first.gpu_util, sm, first.dram_active)
         self.gpus = FakeGpus(gpus, host=host, rng=self.rng, shares=shares)
         self.max_requests_per_batch = max_requests_per_batch
         self.planned: Slowdown | None = None  # the slowdown waiting for its start
