@@ -58,6 +58,23 @@ class Marker:
     url: str = ""
     tone: str = "info"
 
+    @property
+    def group(self) -> str:
+        """The timeline filter it falls under (TIMELINE_FILTERS)."""
+        return MARKER_GROUPS.get(self.kind, self.kind)
+
+
+# The dossier timeline's filters, in order: a group and its label. Deploys, config versions and
+# baseline promotions are one group (what runs, and what it is measured against).
+TIMELINE_FILTERS = (
+    ("alert", "Alerts"),
+    ("deploy", "Deploys and config"),
+    ("experiment", "Experiments"),
+    ("gate", "Gate runs"),
+    ("change", "Steps in live and load-test data"),
+)
+MARKER_GROUPS = {"baseline": "deploy"}
+
 
 def _link(name: str, *args) -> str:
     """The URL, or "" while the page it names is not wired (alerts and load-test pages)."""
@@ -138,7 +155,7 @@ def _experiment_markers(experiments: list[Experiment]) -> list[Marker]:
             at=_midnight(e.run_on),
             title=f"Experiment: {e.title}",
             detail=f"{e.variable_key}: {e.value_from} → {e.value_to} ({e.get_verdict_display()})",
-            url=reverse("dossiers:dossier", args=[e.service.slug]) + "#timeline",
+            url=reverse("dossiers:dossier", args=[e.service.slug]) + f"#experiment-{e.pk}",
             tone=tones.get(e.verdict, "info"),
         )
         for e in experiments
