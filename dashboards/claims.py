@@ -172,10 +172,9 @@ def _check(
     if w is not None and w.seconds:
         check.requests = round(w.requests)
         check.live_rate = w.requests / w.seconds / replicas
-        if w.requests:
-            check.live_workload = Workload(
-                check.live_rate, w.prompt_tokens / w.requests, w.output_tokens / w.requests
-            )
+        if (lengths := w.tokens_per_request()) is not None:
+            # Over the time the hosts reported: a gap (an agent starting) is not a lull.
+            check.live_workload = Workload(w.covered_rate / replicas, *lengths)
         tps = w.tokens_per_second(service.token_basis)
         check.live_economics = service.economics(
             tokens_per_second=tps, gpus=service.total_gpus, busy_fraction=w.gpu_util

@@ -201,3 +201,11 @@ def test_a_drifted_p99_says_since_when(svc, baseline):
     drift_since(result)
     since = (NOW - timedelta(hours=3)).strftime("%Y-%m-%d %H:%M")
     assert result.claim("e2e_p99_ms").since == f"since {since} UTC"
+
+
+def test_a_host_that_started_mid_window_is_judged_over_the_time_it_reported(svc, baseline):
+    # The live agent began 30 minutes ago (the demo's seam): the same workload, half a window.
+    seed_traffic(service=svc, start=NOW - timedelta(minutes=30), minutes=30)
+    result = check(svc, baseline)
+    assert result.workload_note == ""
+    assert result.claim("output_tps").status == Status.HOLDS
