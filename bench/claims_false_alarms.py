@@ -15,8 +15,12 @@ against the profile's own figures. A window with any "drifted" claim is a false 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 from datetime import UTC, datetime
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from analysis import claims
 from collectors.agent.simulate import EngineProfile, Simulator
