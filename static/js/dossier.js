@@ -3,7 +3,7 @@
   "use strict";
   function openTarget() {
     var target = window.location.hash && document.getElementById(window.location.hash.slice(1));
-    var card = target && target.querySelector("details");
+    var card = target && target.querySelector(":scope > details");
     if (card) { card.open = true; }
   }
   window.addEventListener("hashchange", openTarget);
