@@ -11,10 +11,23 @@ from plotly.utils import PlotlyJSONEncoder
 from alerts.models import AlertInstance
 
 
+def chart_points(instance: AlertInstance) -> list[tuple[float, float]]:
+    """The values to draw: every evaluation's while the alert was live (`series`), else the
+    values its history recorded at each state change (an alert imported or seeded without a
+    series), so the chart never says "no value" under a header that shows one."""
+    if instance.series:
+        return [(p[0], p[1]) for p in instance.series]
+    return [
+        (e.at.timestamp(), e.value)
+        for e in instance.events.exclude(value=None).order_by("at", "id")
+        if e.kind in ("pending", "firing", "resolved", "inactive")
+    ]
+
+
 def value_chart_json(instance: AlertInstance) -> str | None:
     """The figure as a JSON <script> (json_script) that static/js/panels.js draws, or None
     when nothing was recorded. No inline script: the page's CSP forbids it."""
-    points = instance.series or []
+    points = chart_points(instance)
     if not points:
         return None
     rule = instance.rule

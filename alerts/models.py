@@ -226,6 +226,15 @@ class AlertInstance(models.Model):
         return self.rule.format_value(self.value)
 
     @property
+    def value_caption(self) -> str:
+        """What the value is: the live window's while the alert is live; once it has ended,
+        the last evaluation's before the end (not a live figure any more)."""
+        if self.is_live or self.ended_at is None:
+            return self.rule.window_display
+        span = self.rule.window_display.removeprefix("live, ")
+        return f"{span} to {self.ended_at:%Y-%m-%d %H:%M} UTC, when it ended"
+
+    @property
     def identity(self) -> str:
         """The labels that tell this alert from its rule's others (e.g. the host)."""
         return ", ".join(f"{k}={v}" for k, v in sorted(self.labels.items()) if k == "host")

@@ -28,11 +28,30 @@ _STATE_ORDER = Case(
 )
 
 
-def alert_list(*, service: Service | None = None, include_ended: bool = True, limit: int = 200):
-    """Alerts, firing first, then pending, then recently ended (one query)."""
+# `?state=` on the alert list: each name and the instance states it keeps.
+STATE_FILTERS: dict[str, tuple[str, ...]] = {
+    "firing": ("firing",),
+    "pending": ("pending",),
+    "live": ("firing", "pending"),
+    "resolved": ("resolved",),
+    "inactive": ("inactive",),
+}
+
+
+def alert_list(
+    *,
+    service: Service | None = None,
+    states: tuple[str, ...] | None = None,
+    include_ended: bool = True,
+    limit: int = 200,
+):
+    """Alerts, firing first, then pending, then recently ended (one query); one service's
+    and some states' only when given."""
     qs: QuerySet[AlertInstance] = AlertInstance.objects.select_related("rule", "service")
     if service is not None:
         qs = qs.filter(service=service)
+    if states is not None:
+        qs = qs.filter(state__in=states)
     if not include_ended:
         qs = qs.live()
     return list(
@@ -108,7 +127,14 @@ def silences(now: datetime) -> dict[str, list[Silence]]:
     return out
 
 
-ALERT_STATE_KINDS = (AlertEvent.Kind.PENDING, AlertEvent.Kind.FIRING, AlertEvent.Kind.RESOLVED)
+# A pending alert that never fired ends "inactive" (pending cancelled): the timeline shows that
+# end too, or the alert would read as pending forever.
+ALERT_STATE_KINDS = (
+    AlertEvent.Kind.PENDING,
+    AlertEvent.Kind.FIRING,
+    AlertEvent.Kind.RESOLVED,
+    AlertEvent.Kind.INACTIVE,
+)
 
 
 def recent_history_for_service(

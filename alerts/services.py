@@ -219,7 +219,15 @@ def _guarded_read(inputs: rules.Inputs, keys: list[str], read) -> None:
 
 
 def _annotations(rule: Rule, obs: Observation) -> dict[str, str]:
-    cmp = "above" if rule.direction == "above" else "below"
+    # The word says where the value is, not where the rule looks: an alert kept firing (or
+    # pending on its way out) at 270 ms reads "under 300 ms", never "270 ms, above 300 ms".
+    above = obs.value > rule.threshold
+    breached = above if rule.direction == "above" else obs.value < rule.threshold
+    if breached:
+        cmp = rule.direction
+    else:
+        cmp = "under" if rule.direction == "above" else "over"
+        cmp = "at" if obs.value == rule.threshold else cmp
     return {
         "summary": f"{rule.service.name}: {rule.name} ({rule.format_value(obs.value)}, "
         f"{cmp} {rule.threshold_display})",

@@ -80,6 +80,21 @@ class ServiceWindow:
     sm_active: float | None = None
     host_ids: set[int] = field(default_factory=set)
     hosts_seen: list[HostSeen] = field(default_factory=list)  # read with `last_seen` only
+    # The workload over the time each host reported (not the whole window): requests/s summed
+    # over hosts, and tokens counted by the same source as the requests (engine counters, else
+    # pushed rows), so a host that started mid-window neither dilutes the rate nor inflates
+    # tokens per request.
+    covered_rate: float = 0.0
+    counted_requests: float = 0.0
+    counted_prompt_tokens: float = 0.0
+    counted_output_tokens: float = 0.0
+
+    def tokens_per_request(self) -> tuple[float, float] | None:
+        """Mean (prompt, output) tokens per request, or None without counted requests."""
+        if not self.counted_requests:
+            return None
+        n = self.counted_requests
+        return self.counted_prompt_tokens / n, self.counted_output_tokens / n
 
     @property
     def error_rate(self) -> float | None:
@@ -216,6 +231,15 @@ def _traffic(
             w.output_tokens += (t.generation_tps or 0.0) * seconds
             w.prompt_tokens += (t.prompt_tps or 0.0) * seconds
             w.gauge_samples += t.gauge_samples
+            if t.scraped_seconds > 0:
+                counted = (t.scraped_requests, t.scraped_prompt_tokens,
+                           t.scraped_generation_tokens, t.scraped_seconds)  # fmt: skip
+            else:
+                counted = (t.requests, t.prompt_tokens, t.output_tokens, t.request_seconds)
+            w.counted_requests += counted[0]
+            w.counted_prompt_tokens += counted[1]
+            w.counted_output_tokens += counted[2]
+            w.covered_rate += counted[0] / counted[3] if counted[3] else 0.0
         # A queue is per host: the service's queue is the sum of its hosts' mean queues;
         # KV cache usage is a per-host fraction: the mean over hosts.
         waiting = [t.gauge_mean("waiting") for t in hosts.values()]

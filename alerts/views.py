@@ -20,8 +20,33 @@ from dossiers.models import Service
 
 @login_required
 def alert_list(request: HttpRequest) -> HttpResponse:
-    alerts = selectors.alert_list()
-    return render(request, "alerts/alert_list.html", {"alerts": alerts})
+    """Alerts, firing first; `?service=SLUG` keeps one service's, `?state=` one state's
+    (firing, pending, live = both, resolved, inactive), as the fleet's links ask."""
+    service = None
+    if slug := request.GET.get("service", "").strip():
+        service = Service.objects.filter(slug=slug).first()
+        if service is None:
+            return render(
+                request,
+                "alerts/alert_list.html",
+                {"error": f"service: no service {slug!r}.", "alerts": []},
+                status=404,
+            )
+    state = request.GET.get("state", "").strip()
+    if state and state not in selectors.STATE_FILTERS:
+        choices = ", ".join(selectors.STATE_FILTERS)
+        return render(
+            request,
+            "alerts/alert_list.html",
+            {"error": f"state: {state!r} is not one of {choices}.", "alerts": []},
+            status=400,
+        )
+    alerts = selectors.alert_list(service=service, states=selectors.STATE_FILTERS.get(state))
+    return render(
+        request,
+        "alerts/alert_list.html",
+        {"alerts": alerts, "service": service, "state": state, "filtered": bool(service or state)},
+    )
 
 
 @login_required

@@ -1,5 +1,6 @@
-"""Does a dossier's claim still hold? One baseline figure against the live figure at comparable
-load: holds, drifted (by how much), no live data, not comparable, insufficient data, or stale.
+"""Does a dossier's claim still hold? One baseline figure against the live figure at an equal
+workload: holds, drifted (by how much), workload changed (by how much), no live data, not
+comparable, insufficient data, or stale.
 
 Pure functions: `dashboards.claims` reads baselines and roll-ups and asks these.
 """
@@ -18,7 +19,8 @@ class Status(StrEnum):
     # baseline no longer represents production, whatever its latency figures say.
     UNREPRESENTATIVE = "not representative"
     NO_LIVE_DATA = "no live data"
-    NOT_COMPARABLE = "not comparable"  # live load outside the baseline's band
+    WORKLOAD_CHANGED = "workload changed"  # live rate or tokens per request out of band
+    NOT_COMPARABLE = "not comparable"  # the baseline records too little of its workload
     INSUFFICIENT = "insufficient data"  # too few live requests for the figure
     STALE = "stale"  # the baseline is older than the staleness setting
     NO_CLAIM = "no claim"  # the baseline records no such figure
@@ -29,6 +31,7 @@ SEVERITY = [
     Status.DRIFTED,
     Status.UNREPRESENTATIVE,
     Status.STALE,
+    Status.WORKLOAD_CHANGED,
     Status.NOT_COMPARABLE,
     Status.INSUFFICIENT,
     Status.NO_LIVE_DATA,
@@ -45,6 +48,78 @@ LOAD_BAND = 0.25
 # in ratio points, for utilization and margin.
 RELATIVE_TOLERANCE = 0.15
 ABSOLUTE_TOLERANCE = 0.10
+
+# Tokens per request within +-10% of the baseline's mean: an end-to-end latency grows with the
+# answer's length and a first token with the prompt's, so longer answers are not a regression.
+TOKENS_BAND = 0.10
+
+# Throughput, cost per Mtok, margin and GPU busy follow the offered load itself (tokens/s is
+# requests/s x tokens per request), so they are compared only inside a band narrow enough that
+# the workload alone cannot carry them past RELATIVE_TOLERANCE: 1.07 x 1.07 = 1.145 < 1.15.
+RESOURCE_BAND = 0.07
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a service was asked to do: requests/s per replica and mean tokens per request."""
+
+    rate: float | None
+    prompt_tokens: float | None
+    output_tokens: float | None
+
+
+WORKLOAD_LABELS = {
+    "rate": "request rate",
+    "prompt_tokens": "prompt tokens per request",
+    "output_tokens": "output tokens per request",
+}
+
+
+@dataclass(frozen=True)
+class Shift:
+    """One workload figure's live departure from the baseline's, relative (0.27 = +27%)."""
+
+    field: str
+    change: float
+    band: float
+
+    def __str__(self) -> str:
+        return f"{WORKLOAD_LABELS[self.field]} {self.change:+.0%}"
+
+
+@dataclass(frozen=True)
+class WorkloadMatch:
+    """The live workload against the baseline's, over the fields a claim depends on."""
+
+    shifts: tuple[Shift, ...] = ()  # the fields outside their band
+    unknown: tuple[str, ...] = ()  # fields the baseline or the live window does not record
+
+    @property
+    def equal(self) -> bool:
+        return not self.shifts and not self.unknown
+
+    @property
+    def note(self) -> str:
+        if self.shifts:
+            return "workload changed: " + ", ".join(str(s) for s in self.shifts)
+        if self.unknown:
+            names = ", ".join(WORKLOAD_LABELS[f] for f in self.unknown)
+            return f"no workload to compare: {names} unknown"
+        return ""
+
+
+def compare_workload(baseline: Workload, live: Workload, bands: dict[str, float]) -> WorkloadMatch:
+    """Each field named in `bands` (a Workload field -> its relative band), live vs baseline."""
+    shifts, unknown = [], []
+    for name, band in bands.items():
+        then, now = getattr(baseline, name), getattr(live, name)
+        if not then or now is None:
+            unknown.append(name)
+            continue
+        change = now / then - 1.0
+        if abs(change) > band:
+            shifts.append(Shift(name, change, band))
+    return WorkloadMatch(tuple(shifts), tuple(unknown))
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,14 @@
-"""Every number a dossier claims, checked against live roll-ups at comparable load.
+"""Every number a dossier claims, checked against live roll-ups at an equal workload.
 
 A claim is a figure of the current baseline (P50/P90/P99 end-to-end, TTFT and TPOT, output
 throughput per replica, GPU busy, cost per Mtok, margin). Each is compared with the same figure
 over the last live window (`PERFHUB_CLAIMS_WINDOW_MINUTES`, merged over the service's hosts from
-1-minute roll-ups, never averaged), but only when the live request rate per replica is within the
-baseline's band (`analysis.claims.LOAD_BAND`): a P99 measured at 8 req/s says nothing at 2 req/s.
-Live cost and margin at whatever the load is are shown beside, labelled as such.
+1-minute roll-ups, never averaged), but only when the live workload matches the baseline's:
+the request rate per replica, and the mean prompt and output tokens per request, each within
+the band the figure needs (`WORKLOAD_BANDS`). A P99 measured at 8 req/s says nothing at
+2 req/s, and output tokens/s rise with longer answers whatever the service does; so a live
+window outside the band says "workload changed: output tokens per request +27%" and gives no
+verdict. Live cost and margin at whatever the load is are shown beside, labelled as such.
 
 Batched: one call for the whole fleet reads the roll-ups of every service in three queries.
 """
@@ -22,7 +25,7 @@ from django.utils import timezone
 
 from alerts.sources import ServiceWindow, service_windows
 from analysis import claims, fingerprint
-from analysis.claims import Status, Verdict
+from analysis.claims import Status, Verdict, Workload, WorkloadMatch
 from analysis.cost import Economics
 from analysis.fingerprint import Fingerprint, Lengths
 from analysis.percentiles import LATENCY_METRICS, minimum_count
@@ -35,6 +38,18 @@ from loadtests.models import source_run
 
 CLAIM_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 METRIC_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
+
+# Which workload figures each kind of claim depends on, and how far each may stray. An
+# end-to-end latency grows with both lengths, a first token with the prompt's, a decode step
+# with neither (only the batch, that is the rate); throughput, cost, margin and GPU busy with
+# all three, in the narrow band of `analysis.claims.RESOURCE_BAND`.
+_TOKENS = claims.TOKENS_BAND
+WORKLOAD_BANDS: dict[str, dict[str, float]] = {
+    "e2e": {"rate": claims.LOAD_BAND, "prompt_tokens": _TOKENS, "output_tokens": _TOKENS},
+    "ttft": {"rate": claims.LOAD_BAND, "prompt_tokens": _TOKENS},
+    "tpot": {"rate": claims.LOAD_BAND},
+    "resource": dict.fromkeys(("rate", "prompt_tokens", "output_tokens"), claims.RESOURCE_BAND),
+}
 
 
 def window_minutes() -> int:
@@ -72,7 +87,9 @@ class ClaimCheck:
     claims: list[Claim] = field(default_factory=list)
     live_rate: float | None = None  # requests/s per replica, over the window
     baseline_rate: float | None = None
-    comparable: bool | None = None
+    comparable: bool | None = None  # the live rate within the latency claims' band
+    live_workload: Workload | None = None
+    baseline_workload: Workload | None = None
     stale: bool = False
     live_economics: Economics | None = None  # at the live load, whatever it is
     requests: int = 0
@@ -88,6 +105,21 @@ class ClaimCheck:
     @property
     def drifted(self) -> list[Claim]:
         return [c for c in self.claims if c.status == Status.DRIFTED]
+
+    def workload(self, kind: str) -> WorkloadMatch | None:
+        """The live workload against the baseline's for one kind of claim (WORKLOAD_BANDS)."""
+        if self.live_workload is None or self.baseline_workload is None:
+            return None
+        return claims.compare_workload(
+            self.baseline_workload, self.live_workload, WORKLOAD_BANDS[kind]
+        )
+
+    @property
+    def workload_note(self) -> str:
+        """The widest statement that holds: what changed for the throughput, cost and margin
+        claims (the narrowest band), e.g. "workload changed: output tokens per request +27%"."""
+        match = self.workload("resource")
+        return match.note if match is not None else ""
 
     def claim(self, key: str) -> Claim | None:
         return next((c for c in self.claims if c.key == key), None)
@@ -158,6 +190,9 @@ def _check(
         check.data_seconds = w.data_seconds
         check.error_rate = w.error_rate
         check.live_rate = w.qps / replicas if w.qps is not None else None
+        if (lengths := w.tokens_per_request()) is not None:
+            # Over the time the hosts reported: a gap (an agent starting) is not a lull.
+            check.live_workload = Workload(w.covered_rate / replicas, *lengths)
         tps = w.tokens_per_second(service.token_basis)
         check.live_economics = service.economics(
             tokens_per_second=tps, gpus=service.total_gpus, busy_fraction=w.gpu_util
@@ -165,29 +200,51 @@ def _check(
     if baseline is None:
         return check
     check.baseline_rate = baseline.qps
+    check.baseline_workload = baseline_workload(baseline)
     check.comparable = claims.comparable_load(baseline.qps, check.live_rate)
     check.stale = claims.is_stale(baseline.measured_at, now, stale_after())
     check.claims = _latency_claims(check, baseline, w) + _resource_claims(check, baseline, w)
     return check
 
 
-def _gate(check: ClaimCheck, w: ServiceWindow | None) -> tuple[Status, str] | None:
-    """Why no live figure can be judged at all, if so."""
+def baseline_workload(b: Baseline) -> Workload:
+    """The workload a baseline was measured at: its rate per replica and tokens per request
+    (the recorded means, else throughput over rate)."""
+
+    def per_request(mean: float | None, tps: float | None) -> float | None:
+        if mean:
+            return mean
+        return tps / b.qps if tps and b.qps else None
+
+    return Workload(
+        b.qps,
+        per_request(b.prompt_tokens_mean, b.input_tps),
+        per_request(b.output_tokens_mean, b.output_tps),
+    )
+
+
+def _gate(check: ClaimCheck, w: ServiceWindow | None, kind: str) -> tuple[Status, str] | None:
+    """Why no live figure of this kind of claim can be judged, if so."""
     if check.stale:
         return Status.STALE, f"baseline measured {check.baseline.measured_at:%Y-%m-%d}"
     if w is None or not check.requests:
         return Status.NO_LIVE_DATA, "no live traffic in the window"
     if check.comparable is None:
         return Status.NOT_COMPARABLE, "the baseline records no request rate"
-    if not check.comparable:
-        return Status.NOT_COMPARABLE, check.load_note
+    match = check.workload(kind)
+    if match.shifts:
+        return Status.WORKLOAD_CHANGED, match.note
+    # A latency claim on a baseline without token counts keeps the rate check alone (older
+    # baselines); throughput, cost and margin mean nothing without the tokens.
+    if match.unknown and kind == "resource":
+        return Status.NOT_COMPARABLE, match.note
     return None
 
 
 def _latency_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) -> list[Claim]:
-    gate = _gate(check, w)
     out = []
     for metric in LATENCY_METRICS:
+        gate = _gate(check, w, metric)
         for label, q in CLAIM_QUANTILES.items():
             key, name = f"{metric}_{label}_ms", f"{METRIC_LABELS[metric]} {label.upper()}"
             claimed = getattr(b, key)
@@ -268,7 +325,7 @@ def _latency_claim(key, name, claimed, q, gate, w, metric, b) -> Claim:
 
 
 def _resource_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) -> list[Claim]:
-    gate = _gate(check, w)
+    gate = _gate(check, w, "resource")
     service = check.service
     live = None if gate else w
     base_econ = b.economics(service)

@@ -59,6 +59,23 @@ class Marker:
     url: str = ""
     tone: str = "info"
 
+    @property
+    def group(self) -> str:
+        """The timeline filter it falls under (TIMELINE_FILTERS)."""
+        return MARKER_GROUPS.get(self.kind, self.kind)
+
+
+# The dossier timeline's filters, in order: a group and its label. Deploys, config versions and
+# baseline promotions are one group (what runs, and what it is measured against).
+TIMELINE_FILTERS = (
+    ("alert", "Alerts"),
+    ("deploy", "Deploys and config"),
+    ("experiment", "Experiments"),
+    ("gate", "Gate runs"),
+    ("change", "Steps in live and load-test data"),
+)
+MARKER_GROUPS = {"baseline": "deploy"}
+
 
 def _link(name: str, *args) -> str:
     """The URL, or "" while the page it names is not wired (alerts and load-test pages)."""
@@ -77,6 +94,7 @@ def _alert_markers(events: list[AlertEvent]) -> list[Marker]:
         AlertEvent.Kind.FIRING: "bad",
         AlertEvent.Kind.RESOLVED: "ok",
         AlertEvent.Kind.PENDING: "warn",
+        AlertEvent.Kind.INACTIVE: "ok",
         AlertEvent.Kind.NO_DATA: "warn",
         AlertEvent.Kind.INSUFFICIENT_DATA: "warn",
         AlertEvent.Kind.ERROR: "bad",
@@ -103,17 +121,31 @@ def _alert_markers(events: list[AlertEvent]) -> list[Marker]:
 
 
 def _deploy_markers(configs: list[ConfigVersion], slug: str) -> list[Marker]:
+    """Each version's moment: made current ("deployed"; "rollback from vN" when the version it
+    replaced was newer), or only recorded when it is not known to have ever been current (a
+    trial), so the timeline never contradicts the dossier's current config."""
     url = reverse("dossiers:configs", args=[slug])
-    return [
-        Marker(
-            kind="deploy",
-            at=c.created_at,
-            title=f"Config v{c.version} deployed",
-            detail=c.note,
-            url=f"{url}?b={c.version}",
-        )
-        for c in configs
-    ]
+    deployed = sorted((c for c in configs if c.made_current_at), key=lambda c: c.made_current_at)
+    markers = []
+    for before, c in zip([None, *deployed], deployed, strict=False):
+        title, tone = f"Config v{c.version} deployed", "info"
+        if before is not None and before.version > c.version:
+            title, tone = (
+                f"Config v{c.version} deployed again: rollback from v{before.version}",
+                "warn",
+            )
+        markers.append(
+            Marker(kind="deploy", at=c.made_current_at, title=title, detail=c.note,
+                   url=f"{url}?b={c.version}", tone=tone)
+        )  # fmt: skip
+    for c in configs:
+        if c.made_current_at is None:
+            markers.append(
+                Marker(kind="deploy", at=c.created_at,
+                       title=f"Config v{c.version} recorded, not made current",
+                       detail=c.note, url=f"{url}?b={c.version}")
+            )  # fmt: skip
+    return markers
 
 
 def _experiment_markers(experiments: list[Experiment]) -> list[Marker]:
@@ -124,7 +156,7 @@ def _experiment_markers(experiments: list[Experiment]) -> list[Marker]:
             at=_midnight(e.run_on),
             title=f"Experiment: {e.title}",
             detail=f"{e.variable_key}: {e.value_from} → {e.value_to} ({e.get_verdict_display()})",
-            url=reverse("dossiers:dossier", args=[e.service.slug]) + "#timeline",
+            url=reverse("dossiers:dossier", args=[e.service.slug]) + f"#experiment-{e.pk}",
             tone=tones.get(e.verdict, "info"),
         )
         for e in experiments
@@ -223,19 +255,16 @@ def time_markers(*, service: Service, start: datetime, end: datetime) -> list[Ma
     events = [
         e for e in alert_history_for_service(service, start, end) if e.kind in CHART_ALERT_KINDS
     ][-MAX_MARKERS:]
-    configs = list(
-        ConfigVersion.objects.filter(service=service, created_at__gte=start, created_at__lte=end)
-    )
+    # Every version made by `end` (a service has a handful): a deploy in the range may be a
+    # rollback from one made before it.
+    configs = list(ConfigVersion.objects.filter(service=service, created_at__lte=end))
     experiments = list(
         Experiment.objects.filter(
             service=service, run_on__gte=start.date(), run_on__lte=end.date()
         ).select_related("service")
     )
-    markers = (
-        _alert_markers(events)
-        + _deploy_markers(configs, service.slug)
-        + _experiment_markers(experiments)
-    )
+    deploys = [m for m in _deploy_markers(configs, service.slug) if start <= m.at <= end]
+    markers = _alert_markers(events) + deploys + _experiment_markers(experiments)
     return sorted(markers, key=lambda m: m.at)[-MAX_MARKERS:]
 
 
@@ -339,8 +368,14 @@ class FleetService:
     tokens_per_second: float | None  # the whole service, on its token basis
     economics: cost.Economics | None
     economics_source: str  # "live", "baseline" or "" (none)
-    open_alerts: int
+    firing: int
+    pending: int
     baseline: Baseline | None
+
+    @property
+    def open_alerts(self) -> int:
+        """Open means live: firing or pending (a pending alert is a breach not yet long enough)."""
+        return self.firing + self.pending
 
     @property
     def dossier_url(self) -> str:
@@ -378,6 +413,14 @@ class FleetDashboard:
     def open_alerts(self) -> int:
         return sum(s.open_alerts for s in self.services)
 
+    @property
+    def firing(self) -> int:
+        return sum(s.firing for s in self.services)
+
+    @property
+    def pending(self) -> int:
+        return sum(s.pending for s in self.services)
+
 
 def _economics(service: Service, tps: float | None) -> cost.Economics | None:
     return service.economics(tokens_per_second=tps, gpus=service.total_gpus)
@@ -406,12 +449,12 @@ def fleet_dashboard(*, start: datetime, end: datetime, gpu_days: int = 7) -> Fle
         resolution_s=source, start__gte=floor, start__lt=end
     ).iterator(chunk_size=2000):
         traffic[row.service_id][row.host_id].add_row(row)
-    open_alerts = dict(
-        AlertInstance.objects.filter(state=State.FIRING)
-        .values_list("service_id")
+    live_alerts: dict[tuple[int, str], int] = {
+        (sid, state): n
+        for sid, state, n in AlertInstance.objects.live()
+        .values_list("service_id", "state")
         .annotate(n=Count("id"))
-        .values_list("service_id", "n")
-    )
+    }
 
     rows = []
     for service in services:
@@ -437,7 +480,8 @@ def fleet_dashboard(*, start: datetime, end: datetime, gpu_days: int = 7) -> Fle
                 tokens_per_second=tps,
                 economics=economics,
                 economics_source=source_label if economics else "",
-                open_alerts=open_alerts.get(service.pk, 0),
+                firing=live_alerts.get((service.pk, State.FIRING), 0),
+                pending=live_alerts.get((service.pk, State.PENDING), 0),
                 baseline=baseline,
             )
         )

@@ -204,10 +204,15 @@ def service_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     days = request.GET.get("days", "")
     days = int(days) if days.isdigit() and 1 <= int(days) <= 90 else None
     since = None if days is None else timezone.now() - timedelta(days=days)
+    entries = selectors.timeline(service=svc, since=since)
+    counts = {group: 0 for group, _ in selectors.TIMELINE_FILTERS}
+    for entry in entries:
+        counts[entry.group] = counts.get(entry.group, 0) + 1
+    filters = [(group, label, counts[group]) for group, label in selectors.TIMELINE_FILTERS]
     return render(
         request,
         "dashboards/timeline.html",
-        {"service": svc, "entries": selectors.timeline(service=svc, since=since), "days": days},
+        {"service": svc, "entries": entries, "days": days, "filters": filters},
     )
 
 

@@ -2,10 +2,12 @@
 
 For each demo service with a current baseline: hourly roll-ups for the last `days` days and
 minute roll-ups for the last day, on the host its simulated agent will push from
-(`demo-gpu-NN`, as `run_demo` names them). Traffic follows a daily curve around the baseline's
-rate; latencies follow the baseline's percentiles. One service carries a story: a regression five
-days ago (the slowest tenth of requests 2.2x slower for four hours), with its P99 alert pending,
-firing and resolving in the alert history.
+(`demo-gpu-NN`, as `run_demo` names them). Traffic, KV cache and GPU shares follow the same
+curves as the simulated engine that will continue them (`demo.profile`:
+`daily_load`, `expected_kv_usage`, `gpu_shares`), so live data joins the history without a step;
+latencies follow the baseline's percentiles and tokens per request are the baseline's means.
+One service carries a story: a regression five days ago (the slowest tenth of requests 2.2x
+slower for four hours), with its P99 alert pending, firing and resolving in the alert history.
 
 The rows are written as the roll-up job writes them (DDSketches at the project's accuracy,
 counts, tokens, GPU means), so pages, alerts and claims read them like live data. Idempotent:
@@ -29,6 +31,8 @@ from analysis import sketches
 from analysis.alerting import State
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
 from collectors.services.rollups import rebuild_derived_rollups
+from demo.profile import DEMO_SWING, demo_profile
+from demo.simulator import GPU_MEMORY_RESERVED, EngineProfile, daily_load, gpu_shares
 from dossiers.models import Baseline, Service
 from dossiers.selectors import current_baseline
 
@@ -91,19 +95,22 @@ def backfill_service(
     if ServiceRollup.objects.filter(service=service, host=host).exists():
         return False
     rng = random.Random(seed)
+    profile = demo_profile(service) or EngineProfile(swing=DEMO_SWING)
     gpus = min(MAX_GPUS, max(1, service.total_gpus))
     rate = baseline.qps * max(1, service.replicas)  # the service's whole load, one host
     start_hour = (now - timedelta(days=days)).replace(minute=0)
     service_rows, gpu_rows = [], []
     t = start_hour
     while t < now - timedelta(hours=1):
-        service_rows.append(_row(service, host, baseline, HOUR, t, rate, regression, rng))
-        gpu_rows += _gpu_rows(host, gpus, HOUR, t, baseline, rate, rng)
+        service_rows.append(_row(service, host, baseline, HOUR, t, rate, regression, rng, profile))
+        gpu_rows += _gpu_rows(host, gpus, HOUR, t, baseline, rng)
         t += timedelta(hours=1)
     t = now - timedelta(days=1)
     while t < now:
-        service_rows.append(_row(service, host, baseline, MINUTE, t, rate, regression, rng))
-        gpu_rows += _gpu_rows(host, min(gpus, 4), MINUTE, t, baseline, rate, rng)
+        service_rows.append(
+            _row(service, host, baseline, MINUTE, t, rate, regression, rng, profile)
+        )
+        gpu_rows += _gpu_rows(host, min(gpus, 4), MINUTE, t, baseline, rng)
         t += timedelta(minutes=1)
     ServiceRollup.objects.bulk_create(service_rows, batch_size=500)
     GpuRollup.objects.bulk_create(gpu_rows, batch_size=1000, ignore_conflicts=True)
@@ -114,9 +121,10 @@ def backfill_service(
     return True
 
 
-def _daily(t: datetime) -> float:
-    """Load relative to the mean: low at night (UTC), a peak in the afternoon."""
-    return 1.0 + 0.35 * math.sin((t.hour + t.minute / 60 - 9) / 24 * 2 * math.pi)
+def _daily(t: datetime, resolution: int = MINUTE) -> float:
+    """Load relative to the mean, as the simulated engine's rate follows it (`daily_load`, the
+    demo's swing), at the middle of the row's interval."""
+    return daily_load(t.timestamp() + resolution / 2, DEMO_SWING)
 
 
 def _draws(p50: float | None, p99: float | None, n: int, rng: random.Random) -> list[float]:
@@ -128,10 +136,12 @@ def _draws(p50: float | None, p99: float | None, n: int, rng: random.Random) -> 
     return [math.exp(rng.gauss(mu, sigma)) for _ in range(n)]
 
 
-def _row(service, host, baseline, resolution, t, rate, regression, rng) -> ServiceRollup:
+def _row(service, host, baseline, resolution, t, rate, regression, rng, profile) -> ServiceRollup:
     seconds = resolution
-    load = _daily(t) * rng.uniform(0.95, 1.05)
-    requests = max(1, round(rate * load * seconds))
+    load = _daily(t, resolution)
+    # Poisson noise on the count, as live traffic has (the curve itself is smooth).
+    expected = rate * load * seconds
+    requests = max(1, round(rng.gauss(expected, math.sqrt(expected))))
     slow = regression is not None and regression.covers(t)
     row = ServiceRollup(
         service=service, host=host, resolution_s=resolution, start=t, requests=requests,
@@ -145,8 +155,9 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng) -> Servi
         qps=requests / seconds,
         prompt_tps=requests * (baseline.prompt_tokens_mean or 0) / seconds,
         generation_tps=requests * (baseline.output_tokens_mean or 0) / seconds,
-        gauge_samples=seconds // 15, running_mean=(baseline.concurrency or 8) * load,
-        waiting_mean=0.2 * load * (4 if slow else 1), kv_cache_mean=min(0.97, 0.55 * load),
+        gauge_samples=seconds // 15, running_mean=profile.expected_in_flight(rate * load),
+        waiting_mean=0.2 * load * (4 if slow else 1),
+        kv_cache_mean=profile.expected_kv_usage(rate * load),
     )  # fmt: skip
     weight = requests / SAMPLES_PER_ROW
     for metric in ("e2e", "ttft", "tpot"):
@@ -172,9 +183,11 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng) -> Servi
     return row
 
 
-def _gpu_rows(host, gpus, resolution, t, baseline, rate, rng) -> list[GpuRollup]:
-    load = _daily(t)
-    util = min(0.99, (baseline.gpu_util or 0.7) * (0.85 + 0.15 * load))
+def _gpu_rows(host, gpus, resolution, t, baseline, rng) -> list[GpuRollup]:
+    load = _daily(t, resolution)
+    util, sm, dram = gpu_shares(
+        baseline.gpu_util or 0.7, baseline.sm_active or 0.0, baseline.dram_active or 0.0, load=load
+    )
     rows = []
     for index in range(gpus):
         rows.append(
@@ -185,16 +198,12 @@ def _gpu_rows(host, gpus, resolution, t, baseline, rate, rng) -> list[GpuRollup]
                 start=t,
                 samples=resolution // 10,
                 name=host.name,
-                util_mean=util * rng.uniform(0.97, 1.0),
-                mem_util_mean=0.5 * load,
-                sm_active_mean=None
-                if baseline.sm_active is None
-                else baseline.sm_active * (0.85 + 0.15 * load),
-                dram_active_mean=None
-                if baseline.dram_active is None
-                else baseline.dram_active * (0.85 + 0.15 * load),
+                util_mean=min(1.0, util + rng.gauss(0, 0.003)),
+                mem_util_mean=dram * 0.85 if baseline.dram_active else 0.5 * load,  # as the agent
+                sm_active_mean=None if baseline.sm_active is None else sm,
+                dram_active_mean=None if baseline.dram_active is None else dram,
                 power_mean=250 + 350 * util,
-                mem_used_max=int(70 * GB),
+                mem_used_max=int(80 * GB * GPU_MEMORY_RESERVED),
                 mem_total_bytes=80 * GB,
                 temp_max=45 + 25 * util,
             )
@@ -212,11 +221,17 @@ def _tell_the_story(service: Service, baseline: Baseline, regression: Regression
     fired = regression.start + timedelta(seconds=rule.for_s + 120)
     resolved = regression.end + timedelta(seconds=rule.keep_firing_for_s + 120)
     value = (baseline.e2e_p99_ms or rule.threshold) * REGRESSION_FACTOR
+    # The evaluations the alert lived through: every 5 minutes, the regression's P99 until it
+    # ended, then the baseline's until the alert resolved (what its chart draws).
+    series, t = [], regression.start + timedelta(seconds=120)
+    while t <= resolved:
+        series.append([int(t.timestamp()), value if t < regression.end else baseline.e2e_p99_ms])
+        t += timedelta(minutes=5)
     instance = AlertInstance.objects.create(
         rule=rule, service=service, fingerprint=fingerprint(rule.pk, identity),
         labels={**base_labels(rule), **identity},
         annotations={"summary": f"P99 end-to-end {value:,.0f} ms above {rule.threshold:,.0f} ms"},
-        state=State.RESOLVED, value=value, threshold=rule.threshold,
+        state=State.RESOLVED, value=baseline.e2e_p99_ms, threshold=rule.threshold, series=series,
         pending_since=regression.start + timedelta(seconds=120), fired_at=fired,
         last_active_at=regression.end, resolved_at=resolved, ended_at=resolved,
         last_evaluated_at=resolved,

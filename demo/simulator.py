@@ -7,9 +7,12 @@ So counters only grow, histogram counts equal the success counter, and the rows 
 the exposition.
 
 Each engine follows an `EngineProfile`: its request rate and the P50 (and optionally P99) of
-TTFT and TPOT, the P99 of end-to-end latency and the typical prompt and answer lengths. Latencies
-are log-normal through those targets, so a demo service's live charts agree with its dossier's
-baseline (`manage.py run_demo` derives each profile from it).
+TTFT and TPOT, the P99 of end-to-end latency, the mean prompt and answer lengths, how far the
+rate swings over the day, and optionally the GPUs' busy and SM-active shares. Latencies are
+log-normal through those targets and lengths log-normal around those means, so a demo service's
+live figures agree with its dossier's baseline at the baseline's workload (`manage.py run_demo`
+derives each profile from it, and the demo's seeded history follows the same curves:
+`daily_load`, `EngineProfile.expected_kv_usage`, `gpu_shares`).
 
 A "P99 regression" is injected with a `Slowdown`: a share of requests (default 10%) become
 `factor` times slower, so the tail moves and the median barely does. It can start after a delay
@@ -28,6 +31,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from functools import cache, cached_property
 from typing import Any
 
 
@@ -55,11 +59,14 @@ ERROR_RATE = 0.002
 MAX_STEP_S = 300.0  # after a long pause (laptop asleep) simulate at most this much traffic
 Z99 = 2.3263  # the standard normal's 99th percentile: a log-normal's P99 is P50 * exp(Z99 * sigma)
 PROMPT_SIGMA = 0.5  # spread of prompt lengths (log-normal)
+MAX_PROMPT_TOKENS = 32768  # a long-context model's window: rare enough not to bend the mean
 PROMPT_TTFT_CORRELATION = 0.5  # longer prompts take longer to prefill
 # Latency stretch per unit of rate above the mean: the afternoon peak (~1.46x the mean rate)
 # is ~1.09x slower, so a profile's P99 at the mean rate says what the SLO sees at the peak.
 PRESSURE_SLOPE = 0.2
 ITL_JITTER = 0.12  # token-to-token spread around a request's own decode step time
+RIPPLE_SHARE = 0.08 / 0.35  # the 10-minute ripple against the daily swing
+PEAK_LOAD = 1.35 * 1.08  # the default curve's busiest moment against the mean rate
 
 
 class ProfileError(ValueError):
@@ -72,9 +79,14 @@ class EngineProfile:
     """What one simulated engine serves at its mean load. Times in ms, lengths in tokens.
 
     Latencies are log-normal through each P50 and P99 (a missing P99 takes a typical spread).
+    `prompt_tokens` and `output_tokens` are the *means* per request (what a load test reports
+    and the engine's token counters divide to), not the medians of the draws.
     `e2e_p99_ms` sets how much answer lengths vary, so the end-to-end tail lands near it;
     without it answers vary as in production chat. `qps` None means the simulator's rate.
-    Busier than the mean (the daily drift) stretches queueing and decode, as on a real engine.
+    `swing`: the daily drift's amplitude (0.35: the afternoon is ~1.35x the mean rate).
+    Busier than the mean stretches queueing and decode, as on a real engine. `gpu_util` and
+    `sm_active` and `dram_active` (0-1, at the mean rate): the GPUs' shares; without them, a
+    typical memory-bound decode (GPU-Util high, SM active about a third of it).
     """
 
     qps: float | None = None
@@ -85,6 +97,10 @@ class EngineProfile:
     e2e_p99_ms: float | None = None
     prompt_tokens: float = 900.0
     output_tokens: float = 190.0
+    swing: float = 0.35
+    gpu_util: float | None = None
+    sm_active: float | None = None
+    dram_active: float | None = None
 
     DEFAULT_TTFT_SPREAD = 3.0  # P99 / P50 when no P99 is given
     DEFAULT_TPOT_SPREAD = math.exp(Z99 * 0.15)
@@ -96,6 +112,12 @@ class EngineProfile:
                 raise ProfileError(f"{name}: must be more than 0, got {getattr(self, name)!r}")
         if self.qps is not None and not self.qps > 0:
             raise ProfileError(f"qps: must be more than 0, got {self.qps!r}")
+        if not 0 <= self.swing < 0.9:
+            raise ProfileError(f"swing: must be from 0 to 0.9, got {self.swing!r}")
+        for name in ("gpu_util", "sm_active", "dram_active"):
+            value = getattr(self, name)
+            if value is not None and not 0 < value <= 1:
+                raise ProfileError(f"{name}: must be above 0 and at most 1, got {value!r}")
         if self.output_tokens < 2:
             raise ProfileError("output_tokens: at least 2 (TPOT needs a second token)")
         for metric in ("ttft", "tpot"):
@@ -162,22 +184,98 @@ class EngineProfile:
         """Where answers stop with reason "length": one in 20 as in chat traffic (190 -> 512
         by default), or beyond the 99.5th percentile when `e2e_p99_ms` is calibrated on the
         uncut tail."""
+        return self._max_tokens(self.output_sigma)
+
+    def _max_tokens(self, sigma: float) -> int:
         z = 1.6449 if self.e2e_p99_ms is None else 2.5758
-        return max(2, round(self.output_tokens * math.exp(z * self.output_sigma)))
+        return max(2, round(self.output_tokens * math.exp(z * sigma)))
+
+    @property
+    def prompt_mu(self) -> float:
+        """The log-mean of prompt lengths whose mean is `prompt_tokens` (a log-normal's mean is
+        its median x exp(sigma^2 / 2))."""
+        return math.log(self.prompt_tokens) - PROMPT_SIGMA**2 / 2
+
+    @property
+    def output_mu(self) -> float:
+        return self._output_mu(self.output_sigma)
+
+    def _output_mu(self, sigma: float) -> float:
+        """The log-mean of answer lengths whose mean, once cut at the length limit, is
+        `output_tokens` (bisection on the cut log-normal's mean)."""
+        cut = self._max_tokens(sigma)
+        low, high = math.log(self.output_tokens) - 4 * sigma - 1, math.log(self.output_tokens)
+        for _ in range(50):
+            mu = (low + high) / 2
+            if _capped_lognormal_mean(mu, sigma, cut) < self.output_tokens:
+                low = mu
+            else:
+                high = mu
+        return (low + high) / 2
 
     @property
     def output_sigma(self) -> float:
-        """Spread of answer lengths that puts the end-to-end P99 near `e2e_p99_ms`.
+        return self._length_shape[0]
 
-        The tail is decode: its log-spread combines answer length and TPOT (independent), and
-        its P99 is what the end-to-end P99 leaves after a typical first token.
+    @property
+    def length_step_correlation(self) -> float:
+        """How strongly a slow first token goes with a faster decode step (0 = independent;
+        see `_anticorrelated`)."""
+        return self._length_shape[1]
+
+    @cached_property
+    def _length_shape(self) -> tuple[float, float]:
+        """The spread of answer lengths, and their correlation with the decode step, that put
+        the end-to-end P99 near `e2e_p99_ms`.
+
+        End-to-end is first token plus answer length x decode step, each log-normal; no closed
+        form gives the sum's P99, so it is found by bisection over a fixed sample of draws (the
+        same each time: the search is smooth and the result repeatable). When even equal-length
+        answers overshoot (a baseline whose TTFT P99 plus a typical decode exceeds its end-to-end
+        P99), a slow first token goes with faster decode steps, as far as the target needs.
         """
         if self.e2e_p99_ms is None:
-            return self.DEFAULT_OUTPUT_SIGMA
-        decode_p50 = (self.output_tokens - 1) * self.tpot_p50_ms
-        decode_p99 = max(self.e2e_p99_ms - self.ttft_p50_ms, decode_p50 * 1.01)
-        decode_sigma = math.log(decode_p99 / decode_p50) / Z99
-        return max(0.05, math.sqrt(max(0.0, decode_sigma**2 - self.tpot_sigma**2)))
+            return self.DEFAULT_OUTPUT_SIGMA, 0.0
+        target = self.e2e_p99_ms
+        low, high = 0.05, 2.0
+        if self._e2e_p99(low, 0.0) < target:
+            for _ in range(30):
+                mid = (low + high) / 2
+                low, high = (mid, high) if self._e2e_p99(mid, 0.0) < target else (low, mid)
+            return (low + high) / 2, 0.0
+        sigma = low
+        low, high = 0.0, 0.95
+        for _ in range(30):
+            mid = (low + high) / 2
+            low, high = (mid, high) if self._e2e_p99(sigma, mid) > target else (low, mid)
+        return sigma, (low + high) / 2
+
+    def _e2e_p99(self, sigma: float, k: float) -> float:
+        mu, cut = self._output_mu(sigma), self._max_tokens(sigma)
+        ttft, tpot = self.ttft_p50_ms, self.tpot_p50_ms
+        values = []
+        for z_first, z2, z3 in _calibration_draws():
+            z_length, z_step = _anticorrelated(z_first, z2, z3, k)
+            length = min(cut, max(2, math.exp(mu + sigma * z_length)))
+            step = tpot * math.exp(self.tpot_sigma * z_step)
+            values.append(ttft * math.exp(self.ttft_sigma * z_first) + (length - 1) * step)
+        values.sort()
+        return values[int(0.99 * len(values))]
+
+    def expected_in_flight(self, qps: float) -> float:
+        """Requests running at `qps` (Little's law: arrival rate x mean time in the engine), as
+        the simulated engine's gauge hovers around."""
+        ttft_s = self.ttft_p50_ms / 1000.0 * math.exp(self.ttft_sigma**2 / 2)
+        tpot_s = self.tpot_p50_ms / 1000.0 * math.exp(self.tpot_sigma**2 / 2)
+        return min(MAX_NUM_SEQS, qps * (ttft_s + (self.output_tokens - 1) * tpot_s))
+
+    def expected_kv_usage(self, qps: float) -> float:
+        """The KV cache's expected share in use at `qps`: requests in flight x the tokens each
+        holds on average (its prompt and half its answer)."""
+        in_flight = self.expected_in_flight(qps)
+        return min(
+            1.0, in_flight * (self.prompt_tokens + self.output_tokens / 2) / KV_CAPACITY_TOKENS
+        )
 
 
 @dataclass
@@ -243,6 +341,9 @@ class FakeVllmEngine:
         self._ttft_sigma = self.profile.ttft_sigma
         self._tpot_sigma = self.profile.tpot_sigma
         self._output_sigma = self.profile.output_sigma
+        self._output_mu = self.profile.output_mu
+        self._length_step = self.profile.length_step_correlation
+        self._prompt_mu = self.profile.prompt_mu
         self.max_tokens = self.profile.max_tokens
         self.model_name = model_name
         self.rng = rng
@@ -268,14 +369,11 @@ class FakeVllmEngine:
 
     def qps_at(self, t: float) -> float:
         """Busier in the (UTC) afternoon, quieter at night, with a slower 10-minute ripple."""
-        t = t + self.phase_s
-        daily = 1.0 + 0.35 * math.sin(2 * math.pi * ((t / 86400.0) - 0.35))
-        ripple = 1.0 + 0.08 * math.sin(2 * math.pi * t / 600.0)
-        return self.base_qps * daily * ripple
+        return self.base_qps * daily_load(t + self.phase_s, self.profile.swing)
 
     def load_at(self, t: float) -> float:
-        """0-1: this engine's traffic against its daily peak."""
-        return min(1.0, self.qps_at(t) / (self.base_qps * 1.35 * 1.08))
+        """This engine's traffic against its mean rate (1.0 at the mean)."""
+        return self.qps_at(t) / self.base_qps
 
     def advance(self, now: float) -> None:
         """Simulate the requests that finished since the last call."""
@@ -313,19 +411,21 @@ class FakeVllmEngine:
         # Busier than the mean means longer queues and slower decode steps (bigger batches).
         pressure = 1.0 + PRESSURE_SLOPE * max(0.0, qps / self.base_qps - 1.0)
         z_prompt, z_own = rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0)
-        prompt_tokens = int(
-            min(8192, max(16, profile.prompt_tokens * math.exp(PROMPT_SIGMA * z_prompt)))
+        prompt_tokens = round(
+            min(MAX_PROMPT_TOKENS, max(16, math.exp(self._prompt_mu + PROMPT_SIGMA * z_prompt)))
         )
-        output_tokens = int(max(2, rng.lognormvariate(math.log(profile.output_tokens),
-                                                      self._output_sigma)))  # fmt: skip
-        reason = "stop"
-        if output_tokens >= self.max_tokens:
-            output_tokens, reason = self.max_tokens, "length"
         # TTFT is log-normal through the profile's P50 and P99 (still standard normal after
         # mixing in the prompt's draw). The slow tail is mostly waiting, so the queue's share
         # of it grows with the request's own draw.
         rho = PROMPT_TTFT_CORRELATION
         z = rho * z_prompt + math.sqrt(1.0 - rho * rho) * z_own
+        z_length, z_step = _anticorrelated(
+            z, rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0), self._length_step
+        )
+        output_tokens = round(max(2, math.exp(self._output_mu + self._output_sigma * z_length)))
+        reason = "stop"
+        if output_tokens >= self.max_tokens:
+            output_tokens, reason = self.max_tokens, "length"
         ttft_base_s = profile.ttft_p50_ms / 1000.0 * math.exp(self._ttft_sigma * z)
         queue_share = min(0.9, 0.1 * math.exp(z_own))
         queue_s = ttft_base_s * queue_share * pressure * factor
@@ -334,7 +434,7 @@ class FakeVllmEngine:
         # A request's TPOT is its mean decode step; each token jitters around it (mean 1).
         step_s = (
             profile.tpot_p50_ms / 1000.0
-            * rng.lognormvariate(0.0, self._tpot_sigma) * pressure * factor
+            * math.exp(self._tpot_sigma * z_step) * pressure * factor
         )  # fmt: skip
         jitter_mu = -(ITL_JITTER**2) / 2
         itls = [
@@ -431,13 +531,69 @@ class FakeVllmEngine:
         return "\n".join(lines) + "\n"
 
 
+def daily_load(t: float, swing: float) -> float:
+    """The rate at epoch second `t` against the mean: a daily sine of amplitude `swing` (peak in
+    the UTC afternoon, trough at night) times a 10-minute ripple of 0.23 x `swing`. The demo's
+    seeded history draws the same curve, so live data continues it without a step."""
+    daily = 1.0 + swing * math.sin(2 * math.pi * ((t / 86400.0) - 0.35))
+    ripple = 1.0 + swing * RIPPLE_SHARE * math.sin(2 * math.pi * t / 600.0)
+    return daily * ripple
+
+
+def gpu_shares(*shares: float, load: float) -> tuple[float, ...]:
+    """Each share (GPU-Util, SM active, DRAM active...) at `load` (1.0 = the mean rate) for
+    GPUs that are that busy at the mean: they move a little with traffic (a fixed part is the
+    engine's own loop, busy whatever the load)."""
+    scale = 0.85 + 0.15 * load
+    return tuple(min(1.0, share * scale) for share in shares)
+
+
+# GPU memory in use: vLLM reserves `gpu_memory_utilization` (0.9) of it up front for weights
+# and the KV cache, whatever the traffic.
+GPU_MEMORY_RESERVED = 0.9
+
+
+def _anticorrelated(z_first: float, z2: float, z3: float, k: float) -> tuple[float, float]:
+    """Standard normal draws for an answer's length and its decode step: with `k` > 0, a slow
+    first token goes with faster decode steps (a request that queued long is decoded in a
+    thinner batch). Each stays standard normal, so every marginal percentile stays where the
+    profile puts it; only the end-to-end tail, their sum's, gets shorter."""
+    return z2, math.sqrt(1.0 - k * k) * z3 - k * z_first
+
+
+@cache
+def _calibration_draws() -> tuple[tuple[float, float, float], ...]:
+    rng = random.Random(20261201)
+    return tuple((rng.gauss(0, 1), rng.gauss(0, 1), rng.gauss(0, 1)) for _ in range(4000))
+
+
+def _capped_lognormal_mean(mu: float, sigma: float, cap: float) -> float:
+    """E[min(X, cap)] for log-normal X: the part below the cap plus the cap times the rest."""
+    z = (math.log(cap) - mu) / sigma
+    below = math.exp(mu + sigma**2 / 2) * _phi(z - sigma)
+    return below + cap * (1.0 - _phi(z))
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
 class FakeGpus:
     """H100-like rows whose busyness follows the engines' load. NVML GPU-Util stays high while
-    SM activity is much lower (decode is memory-bound), as on real inference hosts."""
+    SM activity is much lower (decode is memory-bound), as on real inference hosts; with a
+    profile's `gpu_util` and `sm_active`, those at the mean load (`gpu_shares`)."""
 
-    def __init__(self, count: int, *, host: str, rng: random.Random) -> None:
+    def __init__(
+        self,
+        count: int,
+        *,
+        host: str,
+        rng: random.Random,
+        shares: tuple[float, float, float | None] | None = None,
+    ) -> None:
         self.count = count
         self.rng = rng
+        self.shares = shares
         self.uuids = [
             f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{host}/gpu{i}')}" for i in range(count)
         ]
@@ -448,12 +604,22 @@ class FakeGpus:
 
     def _one(self, index: int, ts: str, load: float) -> dict[str, Any]:
         noise = self.rng.gauss
-        busy = _clip(load + noise(0, 0.03), 0.05, 1.0)
-        util = _clip(0.62 + 0.36 * busy + noise(0, 0.015), 0.0, 1.0)
-        sm_active = _clip(util * (0.28 + 0.12 * busy) + noise(0, 0.01), 0.0, util)
+        # `load` is against the mean rate; `busy` against the daily peak (1.35 x 1.08).
+        busy = _clip(load / PEAK_LOAD + noise(0, 0.03), 0.05, 1.0)
         dram_active = _clip(0.35 + 0.45 * busy + noise(0, 0.02), 0.0, 1.0)
+        if self.shares is not None:
+            util_share, sm_share, dram_share = self.shares
+            util, sm_active = gpu_shares(util_share, sm_share, load=load)
+            util = _clip(util + noise(0, 0.01), 0.0, 1.0)
+            sm_active = _clip(sm_active + noise(0, 0.005), 0.0, util)
+            if dram_share is not None:
+                (dram_active,) = gpu_shares(dram_share, load=load)
+                dram_active = _clip(dram_active + noise(0, 0.005), 0.0, 1.0)
+        else:
+            util = _clip(0.62 + 0.36 * busy + noise(0, 0.015), 0.0, 1.0)
+            sm_active = _clip(util * (0.28 + 0.12 * busy) + noise(0, 0.01), 0.0, util)
         power_w = min(700.0, 115.0 + 540.0 * busy**0.8 + noise(0, 6.0))
-        used = int(H100_MEMORY_BYTES * 0.9) + int(noise(0, 64)) * 1024 * 1024
+        used = int(H100_MEMORY_BYTES * GPU_MEMORY_RESERVED) + int(noise(0, 64)) * 1024 * 1024
         return {
             "ts": ts,
             "index": index,
@@ -512,7 +678,14 @@ class Simulator:
             )
             for i, slug in enumerate(services)
         ]
-        self.gpus = FakeGpus(gpus, host=host, rng=self.rng)
+        # The GPUs follow the first profile that states them (a demo host serves one service).
+        stated = [p for p in profiles.values() if p.gpu_util is not None]
+        shares = None
+        if stated:
+            first = stated[0]
+            sm = first.sm_active if first.sm_active is not None else first.gpu_util / 3
+            shares = (first.gpu_util, sm, first.dram_active)
+        self.gpus = FakeGpus(gpus, host=host, rng=self.rng, shares=shares)
         self.max_requests_per_batch = max_requests_per_batch
         self.planned: Slowdown | None = None  # the slowdown waiting for its start
         if slowdown_after is not None:

@@ -430,6 +430,11 @@ class ConfigVersion(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     is_current = models.BooleanField(default=False)
+    made_current_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When it last became the current config (None: never, as far as we know).",
+    )
 
     class Meta:
         ordering = ["-version"]

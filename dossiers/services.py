@@ -67,12 +67,18 @@ def config_version_create(
 
 
 @transaction.atomic
-def config_version_make_current(*, config_version: ConfigVersion) -> None:
+def config_version_make_current(
+    *, config_version: ConfigVersion, at: datetime | None = None
+) -> None:
+    """Make the version the current config from `at` (now by default). Making an older version
+    current again is a rollback: the timeline says so, from the dates recorded here."""
+    at = at or timezone.now()
     ConfigVersion.objects.filter(service_id=config_version.service_id, is_current=True).exclude(
         pk=config_version.pk
     ).update(is_current=False)
-    ConfigVersion.objects.filter(pk=config_version.pk).update(is_current=True)
+    ConfigVersion.objects.filter(pk=config_version.pk).update(is_current=True, made_current_at=at)
     config_version.is_current = True
+    config_version.made_current_at = at
 
 
 @transaction.atomic

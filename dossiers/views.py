@@ -290,7 +290,7 @@ def experiment_edit(request: HttpRequest, slug: str, pk: int | None = None) -> H
             _apply_errors(form, exc)
         else:
             messages.success(request, "Experiment saved.")
-            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#timeline")
+            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#experiments")
     title = "Edit experiment" if instance else "New experiment"
     return _form_page(request, "dossiers/form.html", service, form, title=title)
 

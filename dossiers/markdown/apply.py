@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import F
 
 from dossiers import selectors, services
 from dossiers.markdown.parse import DossierFormatError, ParsedDossier, parse_dossier
@@ -195,7 +196,12 @@ def _apply(plan: ImportPlan, author) -> None:
                 ConfigVersion.objects.filter(pk=found.pk).update(created_at=item.created)
         configs[item.version] = found
         if item.is_current and not found.is_current:
-            services.config_version_make_current(config_version=found)
+            # A version new to this import was current from its own date; one that existed
+            # and comes back as current is made current now (a rollback when it is older).
+            created_here = found.pk not in {c.pk for c in existing}
+            at = item.created if created_here and item.created is not None else None
+            services.config_version_make_current(config_version=found, at=at)
+    _date_earlier_configs(service)
 
     baselines: dict[str, Baseline] = {}
     for item in parsed.baselines:
@@ -250,3 +256,15 @@ def _apply(plan: ImportPlan, author) -> None:
                 **item.fields,
             ),
         )
+
+
+def _date_earlier_configs(service: Service) -> None:
+    """A Markdown file marks only today's current version: the versions before it (lower
+    numbers) were each current in their day, from when they were made, so the timeline shows
+    them deployed; versions after it stay undated (recorded, not known to have been current)."""
+    current = service.config_versions.filter(is_current=True).first()
+    if current is None:
+        return
+    service.config_versions.filter(
+        version__lt=current.version, made_current_at__isnull=True
+    ).update(made_current_at=F("created_at"))

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from analysis import claims
 from analysis.claims import Status, comparable_load, is_stale, judge, judge_intervals, worst
 
 
@@ -53,3 +54,29 @@ def test_a_live_bucket_wholly_above_the_baseline_bucket_drifts_by_the_nearest_en
     verdict = judge_intervals(0.0, 300.0, 500.0, 800.0)
     assert verdict.status == Status.DRIFTED
     assert verdict.change == pytest.approx(500.0 / 300.0 - 1.0)
+
+
+def test_a_workload_within_every_band_is_equal():
+    then = claims.Workload(rate=2.0, prompt_tokens=900.0, output_tokens=128.0)
+    now = claims.Workload(rate=2.1, prompt_tokens=950.0, output_tokens=120.0)
+    assert claims.compare_workload(then, now, {"rate": 0.1, "output_tokens": 0.1}).equal
+
+
+def test_longer_answers_alone_are_a_changed_workload_named_with_the_change():
+    then = claims.Workload(rate=2.0, prompt_tokens=900.0, output_tokens=100.0)
+    now = claims.Workload(rate=2.0, prompt_tokens=900.0, output_tokens=127.0)
+    bands = dict.fromkeys(("rate", "prompt_tokens", "output_tokens"), 0.07)
+    match = claims.compare_workload(then, now, bands)
+    assert match.note == "workload changed: output tokens per request +27%"
+
+
+def test_a_field_the_baseline_does_not_record_is_unknown_not_equal():
+    then = claims.Workload(rate=2.0, prompt_tokens=None, output_tokens=100.0)
+    now = claims.Workload(rate=2.0, prompt_tokens=900.0, output_tokens=100.0)
+    match = claims.compare_workload(then, now, {"rate": 0.07, "prompt_tokens": 0.07})
+    assert (match.equal, match.unknown) == (False, ("prompt_tokens",))
+
+
+def test_the_resource_band_cannot_carry_a_figure_past_the_tolerance_by_workload_alone():
+    # Rate and tokens per request both at the edge of their band, in the same direction.
+    assert (1 + claims.RESOURCE_BAND) ** 2 - 1 < claims.RELATIVE_TOLERANCE

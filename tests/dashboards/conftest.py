@@ -32,19 +32,21 @@ def _values(base: float, n: int) -> list[float]:
     return [base * (0.5 + i / n) for i in range(n)]
 
 
-def _service_row(service, host, resolution, start, values: dict, minutes: int, kv, tps):
+def _service_row(service, host, resolution, start, values: dict, minutes: int, kv, tps,
+                 prompt_tps=None):  # fmt: skip
     n = len(values["e2e"])
+    prompt_tps = tps / 2 if prompt_tps is None else prompt_tps
     row = ServiceRollup(
         service=service,
         host=host,
         resolution_s=resolution,
         start=start,
         requests=n,
-        prompt_tokens=int(tps * 60 * minutes / 2),
+        prompt_tokens=int(prompt_tps * 60 * minutes),
         output_tokens=int(tps * 60 * minutes),
         request_seconds=60.0 * minutes,
         qps=n / (60.0 * minutes),
-        prompt_tps=tps / 2,
+        prompt_tps=prompt_tps,
         generation_tps=tps,
         gauge_samples=4 * minutes,
         kv_cache_mean=kv,
@@ -95,6 +97,7 @@ def seed_traffic(
     dram_active: float | None = 0.7,
     kv: float | None = 0.5,
     tokens_per_second: float = 2000.0,
+    prompt_tokens_per_second: float | None = None,  # default: half the output's
 ) -> Host:
     host_obj, _ = Host.objects.get_or_create(name=host)
     start = floor_minute(start)
@@ -109,7 +112,17 @@ def seed_traffic(
             "tpot": _values(tpot_ms, requests),
         }
         service_rows.append(
-            _service_row(service, host_obj, MINUTE, t, values, 1, kv, tokens_per_second)
+            _service_row(
+                service,
+                host_obj,
+                MINUTE,
+                t,
+                values,
+                1,
+                kv,
+                tokens_per_second,
+                prompt_tokens_per_second,
+            )
         )
         hour = t.replace(minute=0, second=0, microsecond=0)
         hour_minutes[hour] += 1
@@ -123,7 +136,17 @@ def seed_traffic(
     for hour, values in per_hour.items():
         n = hour_minutes[hour]
         service_rows.append(
-            _service_row(service, host_obj, HOUR, hour, values, n, kv, tokens_per_second)
+            _service_row(
+                service,
+                host_obj,
+                HOUR,
+                hour,
+                values,
+                n,
+                kv,
+                tokens_per_second,
+                prompt_tokens_per_second,
+            )
         )
         for g in range(gpus):
             gpu_rows.append(

@@ -1,4 +1,4 @@
-"""Each figure a dossier claims is checked against live roll-ups at comparable load."""
+"""Each figure a dossier claims is checked against live roll-ups at an equal workload."""
 
 import re
 from datetime import UTC, datetime, timedelta
@@ -24,9 +24,12 @@ def svc(team):
 
 @pytest.fixture
 def baseline(svc):
+    # The workload `seed_traffic` sends by default: 1 request/s per replica, 1,000 output and
+    # 500 prompt tokens per request.
     return make_baseline(
         svc, measured_at=NOW - timedelta(days=10), qps=1.0, e2e_p50_ms=1000.0,
-        e2e_p90_ms=1400.0, e2e_p99_ms=1480.0,
+        e2e_p90_ms=1400.0, e2e_p99_ms=1480.0, output_tps=1000.0, input_tps=500.0,
+        ttft_p50_ms=200.0, ttft_p99_ms=298.0, tpot_p50_ms=20.0, tpot_p99_ms=29.8,
     )  # fmt: skip
 
 
@@ -47,10 +50,74 @@ def test_a_p99_that_live_traffic_doubles_has_drifted(svc, baseline):
 
 
 def test_live_load_far_from_the_baseline_rate_is_not_compared(svc, baseline):
-    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, requests=20, e2e_ms=2000.0)
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, requests=20, e2e_ms=2000.0,
+                 tokens_per_second=2000 / 6)  # fmt: skip
+    claim = check(svc, baseline).claim("e2e_p99_ms")
+    assert claim.status == Status.WORKLOAD_CHANGED
+    assert claim.note == "workload changed: request rate -83%"
+
+
+# A live window that differs from the baseline only in answer length: 27% more output tokens
+# per request at the same request rate and prompt length, latencies as claimed.
+def longer_answers(svc):
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, tokens_per_second=2540.0,
+                 prompt_tokens_per_second=1000.0)  # fmt: skip
+
+
+def test_longer_answers_give_no_throughput_verdict_and_say_why(svc, baseline):
+    longer_answers(svc)
+    claim = check(svc, baseline).claim("output_tps")
+    assert claim.status == Status.WORKLOAD_CHANGED
+    assert claim.note == "workload changed: output tokens per request +27%"
+
+
+def test_longer_answers_give_no_cost_or_margin_verdict(svc, baseline):
+    longer_answers(svc)
     result = check(svc, baseline)
-    assert result.claim("e2e_p99_ms").status == Status.NOT_COMPARABLE
-    assert "outside" in result.load_note
+    assert {result.claim(k).status for k in ("cost_per_mtok", "margin")} == {
+        Status.WORKLOAD_CHANGED
+    }
+
+
+def test_longer_answers_give_no_end_to_end_latency_verdict(svc, baseline):
+    longer_answers(svc)
+    assert check(svc, baseline).claim("e2e_p99_ms").status == Status.WORKLOAD_CHANGED
+
+
+def test_longer_answers_leave_the_decode_step_claim_judged(svc, baseline):
+    longer_answers(svc)
+    assert check(svc, baseline).claim("tpot_p99_ms").status == Status.HOLDS
+
+
+def test_the_same_workload_keeps_throughput_and_cost_judged(svc, baseline):
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60)
+    result = check(svc, baseline)
+    assert [result.claim(k).status for k in ("output_tps", "cost_per_mtok", "margin")] == [
+        Status.HOLDS
+    ] * 3
+
+
+def test_a_baseline_without_prompt_lengths_gives_no_throughput_verdict(svc):
+    bare = make_baseline(svc, qps=1.0, output_tps=1000.0, input_tps=None,
+                         measured_at=NOW - timedelta(days=10))  # fmt: skip
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60)
+    claim = check(svc, bare).claim("output_tps")
+    assert (claim.status, claim.note) == (
+        Status.NOT_COMPARABLE,
+        "no workload to compare: prompt tokens per request unknown",
+    )
+
+
+def test_the_fleet_row_says_which_workload_figure_changed(client, owner, svc, baseline,
+                                                          time_machine):  # fmt: skip
+    time_machine.move_to(NOW + timedelta(seconds=30))
+    longer_answers(svc)
+    client.force_login(owner)
+    html = client.get(reverse("home")).content.decode()
+    row = html[html.index('data-service="claims-svc"') :]
+    row = row[: row.index("</tr>")]
+    assert 'data-claims="workload changed"' in row
+    assert "workload changed: output tokens per request +27%" in row
 
 
 def test_without_live_traffic_the_claim_has_no_live_data(svc, baseline):
@@ -134,3 +201,11 @@ def test_a_drifted_p99_says_since_when(svc, baseline):
     drift_since(result)
     since = (NOW - timedelta(hours=3)).strftime("%Y-%m-%d %H:%M")
     assert result.claim("e2e_p99_ms").since == f"since {since} UTC"
+
+
+def test_a_host_that_started_mid_window_is_judged_over_the_time_it_reported(svc, baseline):
+    # The live agent began 30 minutes ago (the demo's seam): the same workload, half a window.
+    seed_traffic(service=svc, start=NOW - timedelta(minutes=30), minutes=30)
+    result = check(svc, baseline)
+    assert result.workload_note == ""
+    assert result.claim("output_tps").status == Status.HOLDS

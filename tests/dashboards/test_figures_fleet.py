@@ -83,7 +83,7 @@ def test_gpu_hours_are_counted_per_day_and_split_between_services_on_a_host(serv
     assert fig.layout.barmode == "stack"
 
 
-def test_open_alerts_count_only_firing_instances(service):
+def test_open_alerts_count_firing_and_pending_instances(service):
     rule = Rule.objects.create(service=service, name="P99", kind="p99_e2e", threshold=1)
     for i, state in enumerate(["firing", "firing", "pending", "resolved"]):
         AlertInstance.objects.create(
@@ -94,4 +94,5 @@ def test_open_alerts_count_only_firing_instances(service):
             threshold=1,
             last_evaluated_at=END,
         )
-    assert _fleet().services[0].open_alerts == 2
+    row = _fleet().services[0]
+    assert (row.firing, row.pending, row.open_alerts) == (2, 1, 3)

@@ -31,7 +31,9 @@ def test_the_timeline_merges_everything_newest_first(service, rule):
     baseline = make_baseline(service)
     _event(rule, "firing", T0, value=2500, threshold=2000)
     config = ConfigVersion.objects.create(service=service, version=3, config={}, note="batch 32")
-    ConfigVersion.objects.filter(pk=config.pk).update(created_at=T0 + timedelta(hours=1))
+    ConfigVersion.objects.filter(pk=config.pk).update(
+        created_at=T0 + timedelta(hours=1), made_current_at=T0 + timedelta(hours=1)
+    )
     Experiment.objects.create(
         service=service, title="Batch 32", hypothesis="h", variable_key="max_num_seqs",
         value_from="16", value_to="32", before=baseline, run_on=(T0 - timedelta(days=1)).date(),
@@ -94,3 +96,37 @@ def test_a_step_in_the_load_test_history_is_on_the_timeline(service):
     assert change.title.endswith(f"at run #{runs[8].pk}, config v7")
     assert change.at == runs[8].measured_at and change.tone == "bad"
     assert "run 9 of 12" in change.detail
+
+
+def _config(service, version: int, made: datetime, current_at: datetime | None = None):
+    config = ConfigVersion.objects.create(service=service, version=version, config={"v": version})
+    ConfigVersion.objects.filter(pk=config.pk).update(created_at=made, made_current_at=current_at)
+
+
+def test_a_trial_config_never_made_current_is_not_called_deployed(service):
+    _config(service, 2, T0, current_at=T0)
+    _config(service, 3, T0 + timedelta(days=1))  # a canary trial; v2 stays current
+    assert [e.title for e in timeline(service=service)] == [
+        "Config v3 recorded, not made current",
+        "Config v2 deployed",
+    ]
+
+
+def test_making_an_older_config_current_again_is_a_rollback(service):
+    from dossiers.services import config_version_make_current
+
+    _config(service, 2, T0, current_at=T0)
+    _config(service, 3, T0 + timedelta(days=1), current_at=T0 + timedelta(days=1))
+    config_version_make_current(
+        config_version=service.config_versions.get(version=2), at=T0 + timedelta(days=2)
+    )
+    newest = timeline(service=service)[0]
+    assert (newest.title, newest.tone) == ("Config v2 deployed again: rollback from v3", "warn")
+
+
+def test_the_demo_timeline_agrees_with_the_current_config(demo_fleet, db):
+    # Support Chat's dossier keeps v2 current after a v3 canary trial.
+    service = demo_fleet.services["support-chat-7b"]
+    current = service.config_versions.get(is_current=True).version
+    deployed = [e.title for e in timeline(service=service) if " deployed" in e.title]
+    assert deployed[0] == f"Config v{current} deployed"

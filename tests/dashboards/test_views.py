@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dossiers.models import ConfigVersion
+from dossiers.services import config_version_create
 from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
 
 pytestmark = pytest.mark.django_db
@@ -86,8 +87,8 @@ def test_the_page_falls_back_to_24h_and_shows_the_range_error(logged_in, service
 
 
 def test_the_timeline_fragment_lists_deploys_newest_first(logged_in, service):
-    ConfigVersion.objects.create(service=service, version=1, config={})
-    ConfigVersion.objects.create(service=service, version=2, config={})
+    config_version_create(service=service, config={"v": 1})
+    config_version_create(service=service, config={"v": 2})
     response = logged_in.get(reverse("dashboards:service_timeline", args=["chat-7b"]))
     content = response.content.decode()
     assert content.index("Config v2 deployed") < content.index("Config v1 deployed")

@@ -118,7 +118,8 @@ def test_a_slowdown_moves_the_p99_and_leaves_the_median_mostly_alone():
     def p(values, q):
         return statistics.quantiles(values, n=100)[q - 1]
 
-    assert p(after, 99) > 2.5 * p(before, 99)
+    # 1,500 requests a side: over seeds 0-5 the P99 moves 2.2-3.0x, the median 1.03-1.10x.
+    assert p(after, 99) > 2.0 * p(before, 99)
     assert p(after, 50) < 1.3 * p(before, 50)
 
 

@@ -179,3 +179,41 @@ def test_set_slowdown_with_a_duration_ends_too():
     clock.now += 15.0
     sim.step()
     assert not sim.slowdown.active
+
+
+def test_a_profile_sends_its_mean_answer_length_not_its_median():
+    clock = StepClock()
+    rows = ok_rows(simulator(clock), clock, 120.0)
+    assert statistics.fmean(r["output_tokens"] for r in rows) == pytest.approx(48, rel=0.03)
+
+
+def test_a_profile_sends_its_mean_prompt_length_not_its_median(chat_rows):
+    assert statistics.fmean(r["prompt_tokens"] for r in chat_rows) == pytest.approx(350, rel=0.03)
+
+
+def test_a_small_swing_keeps_the_rate_near_the_profile_all_day():
+    steady = EngineProfile(qps=5.0, swing=0.04)
+    sim = simulator(StepClock(), steady)
+    day = [sim.engines[0].qps_at(1_700_000_000 + 600 * i) for i in range(144)]
+    assert min(day) > 5.0 * 0.94 and max(day) < 5.0 * 1.06
+
+
+def test_gpus_follow_a_profile_that_states_their_shares():
+    clock = StepClock()
+    sim = simulator(clock, EngineProfile(gpu_util=0.9, sm_active=0.6, swing=0.0))
+    clock.now += 60.0
+    gpus = sim.step()[0]
+    util = statistics.fmean(g["util"] for g in gpus)
+    sm = statistics.fmean(g["sm_active"] for g in gpus)
+    assert (round(util, 1), round(sm, 1)) == (0.9, 0.6)
+
+
+def test_an_end_to_end_p99_below_what_the_first_token_tail_allows_is_still_met():
+    # Shaped like the demo's RAG service: TTFT P99 plus a typical decode exceeds the E2E P99.
+    rag = EngineProfile(
+        qps=6.0, ttft_p50_ms=530, ttft_p99_ms=2300, tpot_p50_ms=17.5, tpot_p99_ms=29,
+        e2e_p99_ms=5100, prompt_tokens=5200, output_tokens=180,
+    )  # fmt: skip
+    clock = StepClock()
+    rows = ok_rows(simulator(clock, rag), clock, 600.0)
+    assert quantile([r["e2e_ms"] for r in rows], 0.99) == pytest.approx(5100, rel=0.1)

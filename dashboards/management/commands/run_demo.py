@@ -5,10 +5,11 @@ evaluation) in a background thread instead of Celery beat, and starts simulated 
 (`python -m demo.agent`: the real agent fed by the simulator) that push to this server through
 the real ingest API.
 
-Each simulated engine follows its service's current baseline (`demo_profile`), with its P99s
-kept under the SLOs, so the live charts agree with the dossier and the default alert rules stay
-quiet until a regression is injected: `--slowdown-after S --slowdown-for D` slows the first
-agent's service for D seconds, long enough (say 600) for its P99 rule to fire, then resolve.
+Each simulated engine sends its service's current baseline's workload and latencies
+(`demo.profile`), so the live charts continue the seeded history, the dossier's
+claims hold, and the default alert rules stay quiet until a regression is injected:
+`--slowdown-after S --slowdown-for D` slows the first agent's service for D seconds, long
+enough (say 600) for its P99 rule to fire, then resolve.
 
 `--prometheus` (needs Debian's `prometheus`) feeds the first vLLM service through a Prometheus
 source instead of an agent: a simulated engine scraped by a real Prometheus, read back through
@@ -32,71 +33,13 @@ from django.db import close_old_connections
 
 from collectors.services.periodic import run_periodic_jobs
 from collectors.services.tokens import token_issue_for_host_name
+from demo.profile import SLO_HEADROOM, demo_profile  # noqa: F401 (re-exported)
 from demo.prometheus import DemoPrometheus, DemoPrometheusError
-from demo.simulator import EngineProfile, ProfileError
+from demo.receivers import demo_mail_dir
 from dossiers.models import Service
-from dossiers.selectors import current_baseline
 
 DEMO_LOGIN = ("demo", "perfhub-demo")
-# Live P99s aim at most this share of their SLO at the mean rate: the simulator's afternoon
-# peak is ~1.1x slower, which still leaves room for noise under the SLO.
-SLO_HEADROOM = 0.8
 MAX_AGENT_GPUS = 64
-
-
-def _targets(p50: float | None, p99: float | None, slo: float | None) -> dict[str, float]:
-    """A metric's P50 and P99 targets: the baseline's, with the P99 under the SLO's headroom."""
-    if not p50:
-        return {}
-    cap = slo * SLO_HEADROOM if slo else None
-    if cap is not None and (p99 is None or p99 > cap):
-        p99 = cap
-        if p50 > p99 / 1.1:  # an SLO tighter than the baseline's median: keep some spread
-            p50 = p99 / 1.5
-    return {"p50": p50, "p99": p99} if p99 and p99 > p50 else {"p50": p50}
-
-
-def demo_profile(service: Service) -> EngineProfile | None:
-    """The simulated engine's profile from the service's current baseline (None without one).
-
-    Latencies and prompt/answer lengths are the baseline's, each P99 held under its SLO. The
-    baseline's rate is per replica and one simulated host stands for the whole service, so
-    the rate is multiplied by the replicas (its cost per Mtok then matches the baseline's).
-    """
-    baseline = current_baseline(service)
-    if baseline is None:
-        return None
-    values: dict[str, float] = {}
-    rate = baseline.qps or baseline.request_rate
-    if rate:
-        values["qps"] = rate * max(1, service.replicas)
-    if baseline.prompt_tokens_mean:
-        values["prompt_tokens"] = baseline.prompt_tokens_mean
-    if baseline.output_tokens_mean and baseline.output_tokens_mean >= 2:
-        values["output_tokens"] = baseline.output_tokens_mean
-    for metric in ("ttft", "tpot"):
-        targets = _targets(
-            baseline.latency(metric, "p50"),
-            baseline.latency(metric, "p99"),
-            service.slo_for(metric),
-        )
-        for p, value in targets.items():
-            values[f"{metric}_{p}_ms"] = round(value, 2)
-    e2e = _targets(
-        baseline.latency("e2e", "p50"), baseline.latency("e2e", "p99"), service.slo_for("e2e")
-    )
-    if "p99" in e2e:
-        values["e2e_p99_ms"] = round(e2e["p99"], 1)
-    try:
-        return EngineProfile(**values)
-    except ProfileError:
-        # The e2e P99 the SLO allows is below what the TTFT and TPOT targets imply: keep
-        # the baseline's latencies and let the answer lengths vary as usual.
-        values.pop("e2e_p99_ms", None)
-        try:
-            return EngineProfile(**values)
-        except ProfileError:
-            return None
 
 
 class QuietIngest(logging.Filter):
@@ -217,6 +160,8 @@ class Command(BaseCommand):
             self._start_agent(index, service, addr, interval, slowdown if n == 0 else None)
             for n, (index, service) in enumerate(agents_for)
         ]
+        if mail := demo_mail_dir():
+            self.stdout.write(f"Alert notifications (the demo on-call receivers' email): {mail}/")
         stop = threading.Event()
         threading.Thread(target=self._jobs_loop, args=(stop, jobs_every), daemon=True).start()
         user, password = DEMO_LOGIN

@@ -12,7 +12,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from demo.history import backfill_fleet
+from demo.receivers import ensure_demo_receivers
 from dossiers import demo
+from dossiers.models import Team
 from loadtests.demo import add_demo_loadtests
 
 
@@ -56,6 +58,9 @@ class Command(BaseCommand):
         add_demo_loadtests(list(result.services.values()))
         if history_days > 0:
             backfill_fleet(days=history_days, stdout=self.stdout)
+        teams = Team.objects.filter(services__in=list(result.services.values())).distinct()
+        if added := ensure_demo_receivers(list(teams)):
+            self.stdout.write(f"  {added} demo on-call receiver(s): alerts go to var/demo-mail/")
         self.stdout.write(
             self.style.SUCCESS(
                 f"{len(result.created)} service(s) built, {len(result.skipped)} already there."
