@@ -121,3 +121,4 @@ class Check:
     title: str  # what it looks for, for docs and pages
     run: Callable[..., Sequence[Finding]]
     per_file: bool = False
+    order: int = 100  # findings are listed by it (the built-ins take 10-110)

@@ -1,10 +1,12 @@
-"""The lint checks, in the order their findings are listed. A check module registers itself when
-imported (loadtests.lint.checks imports every module in its package), like the formats:
+"""The lint checks, listed by their `order`. A check module registers itself when imported
+(loadtests.lint.checks imports every module in its folder), like the formats:
 
-    register(Check("my_check", "what it looks for", run=my_function))
+    register(Check("my_check", "what it looks for", run=my_function, order=200))
 """
 
 from __future__ import annotations
+
+from core.names import check_name
 
 from .base import Check
 
@@ -12,6 +14,7 @@ _CHECKS: dict[str, Check] = {}
 
 
 def register(check: Check) -> Check:
+    check_name(check.name, what="lint check")
     _CHECKS[check.name] = check
     return check
 
@@ -21,8 +24,9 @@ def unregister(name: str) -> None:
 
 
 def checks() -> tuple[Check, ...]:
-    return tuple(_CHECKS.values())
+    """Every check, by `order` (registration order among equals)."""
+    return tuple(sorted(_CHECKS.values(), key=lambda check: check.order))
 
 
 def check_names() -> tuple[str, ...]:
-    return tuple(_CHECKS)
+    return tuple(check.name for check in checks())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtests.importing import lint_file, parse_file
+from loadtests.importing import LoadTestImportError, lint_file, parse_file
 from loadtests.lint import check_names
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -240,14 +240,12 @@ CASES = [
     (VLLM, vllm_failed, "failed_share", "refuse"),
     (VLLM_ARRAYS, vllm_realistic_fixed, "zero_variance", "warn"),
     (VLLM, vllm_duration, "duration", "refuse"),
-    (VLLM, vllm_impossible, "impossible", "refuse"),
     (AIPERF, aiperf_tiny, "tiny_outputs", "refuse"),
     (AIPERF, aiperf_not_honoured, "output_length", "warn"),  # not forced: a cap
     (AIPERF, aiperf_forced_not_honoured, "output_length", "refuse"),
     (AIPERF, aiperf_capped, "offered_load", "refuse"),
     (AIPERF, aiperf_failed, "failed_share", "refuse"),
     (AIPERF, aiperf_duration, "duration", "refuse"),
-    (AIPERF, aiperf_impossible, "impossible", "refuse"),
     (AIPERF, aiperf_realistic_fixed, "zero_variance", "warn"),
     (AIPERF, aiperf_cold_start, "cold_start", "warn"),  # a summary: which request is unknown
     (GUIDELLM, guidellm_unfinished, "unfinished", "refuse"),
@@ -256,14 +254,12 @@ CASES = [
     (GUIDELLM, guidellm_tiny, "tiny_outputs", "refuse"),
     (GUIDELLM, guidellm_not_honoured, "output_length", "refuse"),
     (GUIDELLM, guidellm_duration, "duration", "refuse"),
-    (GUIDELLM, guidellm_impossible, "impossible", "refuse"),
     (GUIDELLM, guidellm_cold_start, "cold_start", "refuse"),
     (GUIDELLM, guidellm_bad_timestamps, "impossible", "refuse"),
     (LLMPERF, llmperf_tiny, "tiny_outputs", "refuse"),
     (LLMPERF, llmperf_not_honoured, "output_length", "warn"),  # llmperf sets max_tokens only
     (LLMPERF, llmperf_failed, "failed_share", "refuse"),
     (LLMPERF, llmperf_capped, "offered_load", "refuse"),
-    (LLMPERF, llmperf_impossible, "impossible", "refuse"),
     (LLMPERF, llmperf_duration, "duration", "refuse"),
     (LLMPERF, llmperf_cold_start, "cold_start", "warn"),
 ]
@@ -276,6 +272,26 @@ CASES = [
 )
 def test_a_broken_file_gets_the_finding_for_its_defect(path, defect, check, severity):
     assert severities(findings(path, defect)).get(check) == severity
+
+
+# Percentiles of one distribution out of order are refused before the lint runs (the import's
+# plausibility rule, analysis.plausibility): the file is not stored at all, naming the field.
+IMPOSSIBLE_PERCENTILES = [
+    (VLLM, vllm_impossible),
+    (AIPERF, aiperf_impossible),
+    (GUIDELLM, guidellm_impossible),
+    (LLMPERF, llmperf_impossible),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "defect"),
+    IMPOSSIBLE_PERCENTILES,
+    ids=[f"{p.parent.name}-{d.__name__}" for p, d in IMPOSSIBLE_PERCENTILES],
+)
+def test_a_file_with_impossible_percentiles_is_refused_naming_the_field(path, defect):
+    with pytest.raises(LoadTestImportError, match=r"_ms: .* never decrease|above"):
+        findings(path, defect)
 
 
 def test_every_check_is_exercised_by_a_broken_file():

@@ -67,4 +67,4 @@ def _from_summary(view: RunView, t: Thresholds) -> list[Finding]:
     ]
 
 
-register(Check(NAME, "cold start in the first requests", run))
+register(Check(NAME, "cold start in the first requests", run, order=40))

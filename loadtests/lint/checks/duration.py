@@ -109,4 +109,4 @@ def _finding(message: str, evidence: dict) -> Finding:
     return Finding(NAME, Severity.REFUSE, message, FIX, evidence)
 
 
-register(Check(NAME, "duration inconsistent with completed requests and rate", run))
+register(Check(NAME, "duration inconsistent with completed requests and rate", run, order=90))

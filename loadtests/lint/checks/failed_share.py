@@ -31,4 +31,4 @@ def run(view: RunView, t: Thresholds) -> list[Finding]:
     ]
 
 
-register(Check(NAME, "failed share above a setting", run))
+register(Check(NAME, "failed share above a setting", run, order=60))

@@ -74,4 +74,4 @@ def _bad_requests(view: RunView) -> list[int]:
     return bad
 
 
-register(Check(NAME, "impossible timestamps and percentiles", run))
+register(Check(NAME, "impossible timestamps and percentiles", run, order=100))

@@ -101,4 +101,4 @@ def _open_loop(view: RunView, t: Thresholds, rate: float) -> list[Finding]:
     ]
 
 
-register(Check(NAME, "offered vs achieved concurrency or rate", run))
+register(Check(NAME, "offered vs achieved concurrency or rate", run, order=50))

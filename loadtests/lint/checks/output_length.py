@@ -44,4 +44,4 @@ def run(view: RunView, t: Thresholds) -> list[Finding]:
     ]
 
 
-register(Check(NAME, "requested fixed output length not honoured", run))
+register(Check(NAME, "requested fixed output length not honoured", run, order=30))

@@ -43,4 +43,4 @@ def run(views: list[RunView], t: Thresholds) -> list[list[Finding]]:
     return out
 
 
-register(Check(NAME, "sweep points with different workloads", run, per_file=True))
+register(Check(NAME, "sweep points with different workloads", run, per_file=True, order=110))

@@ -35,4 +35,4 @@ def _n(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-register(Check(NAME, "output tokens per request <= 2", run))
+register(Check(NAME, "output tokens per request <= 2", run, order=20))

@@ -42,4 +42,4 @@ def run(view: RunView, t: Thresholds) -> list[Finding]:
     ]
 
 
-register(Check(NAME, "too short for the percentiles reported", run))
+register(Check(NAME, "too short for the percentiles reported", run, order=10))

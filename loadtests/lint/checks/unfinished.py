@@ -32,4 +32,4 @@ def run(view: RunView, t: Thresholds) -> list[Finding]:
     ]
 
 
-register(Check(NAME, "requests left unfinished", run))
+register(Check(NAME, "requests left unfinished", run, order=70))

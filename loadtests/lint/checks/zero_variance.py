@@ -37,4 +37,4 @@ def run(view: RunView, t: Thresholds) -> list[Finding]:
     ]
 
 
-register(Check(NAME, "zero-variance output lengths under a realistic dataset", run))
+register(Check(NAME, "zero-variance output lengths under a realistic dataset", run, order=80))
