@@ -20,6 +20,7 @@ from dossiers.models import Service, Slo
 METRIC_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "end-to-end"}
 ENGINE = "engine histograms (server-side, from arrival at the engine)"
 PUSHED = "pushed requests (per request, as the agent measured them)"
+ENGINE_COUNTERS = "engine counters (server-side: requests finished, with an error or not)"
 
 
 def burn_pairs() -> list[slomath.BurnPair]:
@@ -77,11 +78,15 @@ def count(slo: Slo, w: SloWindow | None) -> tuple[slomath.Count, str, tuple[str,
     if w is None:
         return slomath.NONE, "", ("no roll-up rows in the window",)
     if slo.kind == Slo.Kind.AVAILABILITY:
-        if not w.requests:
-            note = "failures are counted from pushed requests only; none in the window"
-            return slomath.NONE, "", (note,)
-        good = w.requests - w.errors
-        return slomath.Count(w.requests, good, good), PUSHED, ()
+        if w.requests:
+            good = w.requests - w.errors
+            return slomath.Count(w.requests, good, good), PUSHED, ()
+        # The engine's own counters: successes and errors (vLLM's finished_reason, TGI's
+        # failures); aborts (the client went away) are neither good nor bad for the service.
+        good, failed = round(w.scraped_requests), round(w.scraped_errors)
+        if good + failed:
+            return slomath.Count(good + failed, good, good), ENGINE_COUNTERS, ()
+        return slomath.NONE, "", ("no finished requests in the window",)
     exact = w.exact_joint(slomath.objective_key(slo.thresholds_ms))
     if exact is not None and exact[0]:
         # Every pushed request tested against every threshold when it was rolled up.

@@ -350,7 +350,8 @@ class SloWindow:
     buckets: dict[str, buckets.BucketCounts] = field(default_factory=dict)  # metric -> (s)
     requests: int = 0
     errors: int = 0
-    scraped_requests: float = 0.0
+    scraped_requests: float = 0.0  # the engine's successful requests (its counters)
+    scraped_errors: float = 0.0  # the engine's requests finished with an error
     # Exact joint counts per latency SLO key: [judged, good], and how many roll-up rows with
     # pushed requests carried the key (all of them: the count covers the whole window).
     joint: dict[str, list[int]] = field(default_factory=dict)
@@ -435,9 +436,10 @@ def slo_windows(
             "requests",
             "errors",
             "scraped_requests",
+            "scraped_errors",
             "slo_good",
         )
-        for sid, resolution, start, n, e, scraped, good in per_host:
+        for sid, resolution, start, n, e, scraped, scraped_e, good in per_host:
             for w in windows_of(resolution, start):
                 sw = out[w].setdefault(sid, SloWindow(service_id=sid))
                 if sw.first_start is None or start < sw.first_start:
@@ -445,6 +447,7 @@ def slo_windows(
                 sw.requests += n
                 sw.errors += e
                 sw.scraped_requests += scraped
+                sw.scraped_errors += scraped_e
                 if n:
                     sw.pushed_rows += 1
                 for key, (judged, ok) in (good or {}).items():

@@ -74,3 +74,31 @@ def test_minutes_rolled_up_before_the_slo_existed_give_bounds_around_the_exact_f
     assert not reading.exact
     assert low <= exact <= high
     assert any("bounded" in n for n in reading.notes)
+
+
+def test_availability_without_pushed_requests_is_counted_from_the_engine_counters(make_services):
+    """A service whose agents only scrape its engine: 990 requests finished well and 10 with
+    an error over the window is 99% available, read from the engine's counters."""
+    from collectors.models import ServiceRollup
+
+    [service] = make_services(1)
+    host = Host.objects.create(name=f"node-{service.pk}")
+    Slo.objects.filter(service=service).delete()
+    Slo.objects.create(service=service, name="Up", kind=Slo.Kind.AVAILABILITY, target_percent=99.5)
+    for i in range(10):
+        ServiceRollup.objects.create(
+            service=service,
+            host=host,
+            resolution_s=60,
+            start=minute(MINUTES - 10 + i),
+            scraped_requests=99,
+            scraped_errors=1,
+            scraped_seconds=60,
+        )
+    reading = next(
+        r
+        for r in slo_reads.standings([service], now=minute(MINUTES) + LAG)[service.pk].readings
+        if r.slo.kind == Slo.Kind.AVAILABILITY
+    )
+    assert (reading.count.total, reading.count.good_low) == (1000, 990)
+    assert reading.source.startswith("engine counters")
