@@ -175,9 +175,21 @@ SERVICE_FIELD_RANGES: dict[str, Range] = {
 
 
 def field_problems(fields: dict, ranges: dict[str, Range]) -> list[tuple[str, str]]:
-    """(field, why) for each value of `fields` outside its range in `ranges`."""
+    """(field, why) for each value of `fields` outside its range in `ranges`. A blank or
+    non-numeric value is not judged here: the field's own validation refuses it, by name."""
     return [
         (name, why)
         for name, value in fields.items()
-        if name in ranges and value is not None and (why := ranges[name].problem(float(value)))
+        if name in ranges
+        and (number := _number(value)) is not None
+        and (why := ranges[name].problem(number))
     ]
+
+
+def _number(value: object) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None

@@ -28,7 +28,7 @@ def ensure_demo_receivers(teams: list[Team]) -> int:
         Receiver.objects.create(
             team=team,
             name=DEMO_RECEIVER,
-            kind=Receiver.Kind.EMAIL,
+            kind="email",
             emails=f"oncall@{team.slug}.demo.invalid",
         )
         added += 1

@@ -81,12 +81,16 @@ def parse_objectives(texts: list[str]) -> list[Objective]:
 def service_objectives(service: Service) -> list[Objective]:
     """The service's own latency SLOs (`Service.objectives()`: its SLO objects, or the implied
     one of its "SLO P99" fields) as percentile objectives: "TTFT <= 500 ms for 99% of requests"
-    is `ttft_p99_ms <= 500`. A target between the sweeps' standard percentiles takes the next
-    stricter one (99.5% -> P99.9), so a plan never promises less than the SLO. Several SLOs on
+    is `ttft_p99_ms <= 500`; and its "SLO P99" fields. A target between the sweeps' standard
+    percentiles takes the next stricter one (99.5% -> P99.9), so a plan never promises less
+    than the SLO. Several SLOs on
     one metric keep the strictest. A joint SLO (TTFT and TPOT met by the same request) is held
     per metric here: the plan's goodput table bounds the joint share."""
     found: dict[str, Objective] = {}
-    for metric, limit, target in service.objectives():
+    # The "SLO P99" fields still drive the P99 rules and the gate beside any SLO objects, so a
+    # plan holds them too.
+    p99_fields = [(m, service.slo_for(m), 0.99) for m in ("ttft", "tpot", "e2e")]
+    for metric, limit, target in [*service.objectives(), *p99_fields]:
         if not limit:
             continue
         percentile = _percentile_at_least(target)

@@ -44,3 +44,9 @@ def test_a_first_token_after_the_last_is_impossible():
 def test_more_memory_used_than_held_is_impossible():
     problems = plausibility.gpu_problems({"mem_used_bytes": 2, "mem_total_bytes": 1})
     assert [name for name, _ in problems] == ["mem_used_bytes"]
+
+
+def test_a_blank_or_non_numeric_field_is_left_to_the_fields_own_validation():
+    ranges = {"replicas": plausibility.GPUS}
+    assert plausibility.field_problems({"replicas": ""}, ranges) == []
+    assert plausibility.field_problems({"replicas": "many"}, ranges) == []

@@ -115,6 +115,14 @@ def mutated(valid: dict, edges: dict):
 REQUEST = mutated(VALID_REQUEST_ROW, REQUEST_EDGES)
 GPU = mutated(VALID_GPU_ROW, GPU_EDGES)
 
+
+def _ttft_within(row: dict) -> dict:
+    """A request's TTFT is part of its end-to-end time (a plausibility rule of ingest)."""
+    if row["ttft_ms"] is not None:
+        row["ttft_ms"] = min(row["ttft_ms"], row["e2e_ms"])
+    return row
+
+
 VALID_REQUEST = st.fixed_dictionaries(
     {
         "ts": st.integers(0, 600).map(lambda s: rfc3339(NOW - timedelta(seconds=60 + s))),
@@ -124,7 +132,7 @@ VALID_REQUEST = st.fixed_dictionaries(
         "output_tokens": st.one_of(st.none(), st.integers(0, 10**6)),
         "ok": st.booleans(),
     }
-)
+).map(_ttft_within)
 
 
 GPU_FIELDS = tuple(GpuSampleSerializer().fields)

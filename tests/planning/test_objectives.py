@@ -33,3 +33,12 @@ def test_a_bad_objective_is_refused_saying_what_is_wrong(text, names):
 def test_a_service_plans_for_its_own_slo_by_default(service):
     names = {o.name: o.limit_ms for o in service_objectives(service)}
     assert names == {"ttft_p99_ms": 500, "tpot_p99_ms": 50, "e2e_p99_ms": 2000}
+
+
+@pytest.mark.django_db
+def test_an_slo_object_is_planned_for_at_the_percentile_its_target_names(service):
+    from dossiers.models import Slo
+
+    Slo.objects.create(service=service, name="Chat", ttft_ms=400, target_percent=99.5)
+    objectives = {o.name: o.limit_ms for o in service_objectives(service)}
+    assert objectives["ttft_p999_ms"] == 400  # 99.5% of requests: held at the stricter P99.9
