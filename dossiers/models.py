@@ -558,7 +558,9 @@ class MeasuredRun(models.Model):
             raise ValidationError({name: why for name, why in problems})
 
     def latency(self, metric: str, percentile: str) -> float | None:
-        return getattr(self, f"{metric}_{percentile}_ms")
+        """The percentile in ms, or None when not recorded: also for a metric a baseline never
+        records (ITL, a live engine-side figure, has no column here)."""
+        return getattr(self, f"{metric}_{percentile}_ms", None)
 
     def tokens_per_second(self, basis: str) -> float | None:
         if self.output_tps is None:

@@ -214,3 +214,12 @@ def test_every_panel_has_a_title_axis_titles_and_a_legend(service):
 def test_every_panel_says_why_it_is_empty_when_nothing_arrived(service):
     for panel in service_panels(_dashboard(service)):
         assert is_empty(panel.figure), panel.id
+
+
+def test_the_itl_chart_draws_no_baseline_band_since_baselines_record_no_itl(service):
+    """ITL (a live, engine-side figure) has no baseline column: the chart leaves the band out
+    instead of failing (the panels answered 500 for every service with a baseline)."""
+    make_baseline(service)
+    fig = {"data": [], "layout": {}}
+    figures._add_baseline_band(fig, _dashboard(service), "itl")
+    assert fig["data"] == []
