@@ -191,8 +191,11 @@ def _check(
         check.error_rate = w.error_rate
         check.live_rate = w.qps / replicas if w.qps is not None else None
         if (lengths := w.tokens_per_request()) is not None:
-            # Over the time the hosts reported: a gap (an agent starting) is not a lull.
-            check.live_workload = Workload(w.covered_rate / replicas, *lengths)
+            # The request rate on the one time base of every live rate (the seconds with
+            # traffic, as a load test measures it); without those, over the time the hosts
+            # reported (a gap, an agent starting, is not a lull).
+            rate = w.qps if w.qps is not None else w.covered_rate
+            check.live_workload = Workload(rate / replicas, *lengths)
         tps = w.tokens_per_second(service.token_basis)
         check.live_economics = service.economics(
             tokens_per_second=tps, gpus=service.total_gpus, busy_fraction=w.gpu_util

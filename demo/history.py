@@ -148,6 +148,7 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
         request_seconds=float(seconds),
         # As an engine scrape would count them (the live agent's rows on the same host do).
         scraped_requests=float(requests), scraped_seconds=float(seconds),
+        scraped_busy_seconds=float(seconds),  # the demo's engines are never idle a minute
         scraped_prompt_tokens=requests * (baseline.prompt_tokens_mean or 0),
         scraped_generation_tokens=requests * (baseline.output_tokens_mean or 0),
         prompt_tokens=round(requests * (baseline.prompt_tokens_mean or 0)),
