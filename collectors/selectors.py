@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from analysis import buckets, cost, sketches
@@ -674,8 +674,8 @@ class EngineWindow:
     """A service's engine-side (server) figures over one stated window, from raw scrape
     windows: what the engine's own histograms and counters say, never request rows."""
 
-    start: datetime  # the first scrape window's start: the span actually covered
-    end: datetime
+    start: datetime  # the first whole minute covered
+    end: datetime  # the end of the last whole minute covered
     windows: int  # scrape windows merged
     finished: float  # requests finished in any way
     errored: float
@@ -686,18 +686,29 @@ class EngineWindow:
 def engine_window(
     *, service: Service, start: datetime, end: datetime, qs=STANDARD_QUANTILES
 ) -> EngineWindow | None:
-    """The engine's figures over every scrape window of `service` overlapping [start, end)
-    (bucket deltas added over hosts and windows, then the percentiles), or None when no
-    scrape overlaps. Raw rows, so within raw retention (`PERFHUB_RAW_RETENTION_DAYS`)."""
+    """The engine's figures over the whole minutes touched by the scrape windows of `service`
+    that overlap [start, end) (bucket deltas added over hosts and windows, then the
+    percentiles), or None when no scrape overlaps. Raw rows, so within raw retention
+    (`PERFHUB_RAW_RETENTION_DAYS`).
+
+    Whole minutes, each scrape window in the minute its scrape ended, as the roll-ups file it:
+    a live view of the same minutes then reads exactly these windows, so a claim checked over
+    the run's window compares the same requests on both sides. Windows cut at the run's own
+    seconds differed from the minutes at both edges (the benchmark's warm-up request, the
+    last window ending past the minute), and a P99 moved by more than 15% between them."""
+    touched = ScrapeWindow.objects.filter(service=service, ts__gt=start, start_ts__lt=end)
+    span = touched.aggregate(first=Min("ts"), last=Max("ts"))
+    if span["first"] is None:
+        return None
+    first = span["first"].replace(second=0, microsecond=0)
+    last = span["last"].replace(second=0, microsecond=0) + timedelta(minutes=1)
     rows = list(
-        ScrapeWindow.objects.filter(service=service, ts__gt=start, start_ts__lt=end).values_list(
-            "start_ts", "ts", "counters", "histograms"
+        ScrapeWindow.objects.filter(service=service, ts__gte=first, ts__lt=last).values_list(
+            "counters", "histograms"
         )
     )
-    if not rows:
-        return None
     traffic = Traffic()
-    for _, _, counters, histograms in rows:
+    for counters, histograms in rows:
         traffic.scraped_requests += counters.get("requests_finished", 0.0)
         traffic.scraped_errors += counters.get("request_errors", 0.0)
         traffic.scraped_aborts += counters.get("request_aborts", 0.0)
@@ -709,8 +720,8 @@ def engine_window(
     traffic.scraped_seconds = 1.0  # counters present: outcomes come from them
     finished, errored, aborted = traffic.outcomes
     return EngineWindow(
-        start=min(r[0] for r in rows),
-        end=max(r[1] for r in rows),
+        start=first,
+        end=last,
         windows=len(rows),
         finished=finished,
         errored=errored,

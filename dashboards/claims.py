@@ -15,6 +15,7 @@ Batched: one call for the whole fleet reads the roll-ups of every service in thr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
@@ -273,10 +274,9 @@ def _paired(
                 f"against the baseline run's engine-side figure ({figure['value']:,.0f} ms; "
                 f"client-side {claimed:,.0f} ms)"
             )
-        if figure.get("lower") is not None and figure.get("upper") is not None:
-            # Known only within a bucket of the engine's histogram ("< 300 ms"): compared as an
-            # interval with the live one, never as a value invented inside the bucket.
-            bucket = (figure["lower"], figure["upper"])
+        if (bucket := _engine_bucket(figure)) is not None:
+            # Known only within a bucket of the engine's histogram ("< 300 ms", "> 60 s"):
+            # compared as an interval with the live one, never as a value invented inside it.
             return bucket, (
                 f"against the baseline run's engine-side figure ({_interval_text(bucket)}; "
                 f"client-side {claimed:,.0f} ms)"
@@ -288,8 +288,20 @@ def _paired(
     return None, "live figures are client-side; the baseline's are the engine's (server-side)"
 
 
+def _engine_bucket(figure: dict) -> tuple[float, float] | None:
+    """The bucket an engine-side figure without a value lies in: [lower, upper], or above the
+    histogram's last finite edge."""
+    if figure.get("lower") is not None and figure.get("upper") is not None:
+        return figure["lower"], figure["upper"]
+    if figure.get("above_last_edge") is not None:
+        return figure["above_last_edge"], math.inf
+    return None
+
+
 def _interval_text(bucket: tuple[float, float]) -> str:
     lower, upper = bucket
+    if math.isinf(upper):
+        return f"> {lower:,.0f} ms"
     return f"< {upper:,.0f} ms" if lower == 0 else f"{lower:,.0f} to {upper:,.0f} ms"
 
 

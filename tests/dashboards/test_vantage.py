@@ -4,7 +4,7 @@ diagnosis rule proposes it when it dominates, and live server-side claims are ch
 the baseline run's engine-side figures."""
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from rest_framework.test import APIClient
@@ -217,3 +217,85 @@ def test_the_command_refuses_a_service_without_load_tests_with_exit_2(service):
     with pytest.raises(CommandError) as caught:
         call_command("attach_engine_side", "--service", service.slug)
     assert caught.value.returncode == 2
+
+
+def _scrape_ttfts(client, service, at, cumulative: tuple[int, int, int, int]) -> None:
+    """One vLLM scrape whose TTFT histogram has these cumulative counts at 20, 40, 60 ms, +Inf."""
+    le = ("0.02", "0.04", "0.06", "+Inf")
+    n = cumulative[-1]
+    text = "\n".join(
+        [
+            "# TYPE vllm:request_success_total counter",
+            f'vllm:request_success_total{{finished_reason="stop"}} {n}',
+            "# TYPE vllm:time_to_first_token_seconds histogram",
+            *[f'vllm:time_to_first_token_seconds_bucket{{le="{e}"}} {c}'
+              for e, c in zip(le, cumulative, strict=True)],
+            f"vllm:time_to_first_token_seconds_sum {0.03 * n}",
+            f"vllm:time_to_first_token_seconds_count {n}",
+        ]
+    ) + "\n"  # fmt: skip
+    scrape = {"ts": rfc3339(at), "service": service.slug, "source": "vllm", "exposition": text}
+    batch = make_batch(gpus=[], requests=[], scrapes=[scrape])
+    response = client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+    assert response.status_code == 202, response.content
+
+
+@pytest.fixture
+def run_after_warmup(agent_client, service, django_capture_on_commit_callbacks):
+    """A 15 s run in the minute where, 20 s earlier, ten slow warm-up requests (TTFT over the
+    engine's last 60 ms edge) reached the engine: the minute holds 210 requests, the run 200."""
+    service.replicas = 1
+    service.save()
+    minute = recent_minute()
+    scrapes = ((5, (0, 0, 0, 0)), (12, (0, 0, 0, 10)), (25, (10, 100, 100, 110)),
+               (40, (20, 200, 200, 210)))  # fmt: skip
+    for seconds, cumulative in scrapes:
+        _scrape_ttfts(agent_client, service, minute + timedelta(seconds=seconds), cumulative)
+    with django_capture_on_commit_callbacks(execute=True):
+        (run,) = import_loadtest_file(
+            service=service, content=bench_file(minute + timedelta(seconds=40)), filename="w.json"
+        )
+    run.refresh_from_db()
+    return run
+
+
+def _minute_of(run) -> datetime:
+    return run.window()[0].replace(second=0, microsecond=0)
+
+
+def test_the_engine_side_covers_the_whole_minutes_a_live_view_reads(run_after_warmup):
+    side, minute = run_after_warmup.server_side, _minute_of(run_after_warmup)
+    assert (side["covered"], side["figures"]["ttft_p99_ms"]["count"]) == (
+        [minute.isoformat(), (minute + timedelta(minutes=1)).isoformat()],
+        210,
+    )
+
+
+def test_a_claim_over_the_runs_minutes_compares_the_same_requests_on_both_sides(
+    run_after_warmup, service
+):
+    """Cut at the run's own seconds, the engine side left out the warm-up (P99 in (20, 40]),
+    while the live minute held it (P99 above 60 ms): 'drifted' on identical traffic."""
+    baseline = promote_load_test(load_test=run_after_warmup)
+    rollup_pending()
+    minute = _minute_of(run_after_warmup)
+    check = check_claims(
+        [service], {service.pk: baseline}, start=minute, end=minute + timedelta(minutes=1)
+    )
+    assert check[service.pk].claim("ttft_p99_ms").status.value == "holds"
+
+
+def test_a_baseline_engine_figure_above_the_last_edge_is_compared_as_an_interval(run, service):
+    """ "> 60 ms" on both sides holds; without the open bucket it read 'not comparable'."""
+    baseline = promote_load_test(load_test=run)
+    figure = baseline.server_side["figures"]["ttft_p99_ms"]
+    baseline.server_side["figures"]["ttft_p99_ms"] = {
+        **figure, "value": None, "lower": None, "upper": None, "above_last_edge": 30.0
+    }  # fmt: skip
+    baseline.save()
+    rollup_pending()
+    start = recent_minute() - timedelta(minutes=1)
+    check = check_claims(
+        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=3)
+    )
+    assert check[service.pk].claim("ttft_p99_ms").status.value == "holds"
