@@ -109,6 +109,7 @@ class BaselineForm(NoColonMixin, forms.ModelForm):
         fields = [
             "label",
             "measured_at",
+            "vantage",
             *BASELINE_WORKLOAD,
             *BASELINE_ENVIRONMENT,
             *BASELINE_THROUGHPUT,
@@ -118,6 +119,7 @@ class BaselineForm(NoColonMixin, forms.ModelForm):
         ]
         widgets = {"measured_at": DateTimeLocalInput(), "notes": forms.Textarea(attrs={"rows": 4})}
         labels = {
+            "vantage": "Where the latencies were measured",
             "duration_s": "Duration (s)",
             "mem_weights_bytes": "GPU memory for weights (bytes)",
             "mem_kv_bytes": "GPU memory for KV cache (bytes)",
@@ -147,7 +149,7 @@ class BaselineForm(NoColonMixin, forms.ModelForm):
     def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         """Fields in labelled groups, for the template."""
         named = [
-            ("Run", ["label", "measured_at", "make_current"]),
+            ("Run", ["label", "measured_at", "vantage", "make_current"]),
             ("Workload", BASELINE_WORKLOAD),
             ("Environment", BASELINE_ENVIRONMENT),
             ("Throughput", BASELINE_THROUGHPUT),

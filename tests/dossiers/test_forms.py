@@ -79,3 +79,12 @@ def test_the_markdown_upload_has_a_size_limit():
     upload = SimpleUploadedFile("d.md", b"x" * (forms.MAX_MARKDOWN_BYTES + 1))
     form = forms.MarkdownImportForm({}, {"file": upload})
     assert form.errors["file"] == ["File is larger than 1 MB."]
+
+
+def test_the_baseline_form_records_where_its_latencies_were_measured(service):
+    """A baseline typed in from the engine's own histograms is server-side: claims then pair it
+    with live engine figures instead of calling them not comparable."""
+    data = {"label": "from grafana", "measured_at": "2026-11-30T14:05", "vantage": "server"}
+    form = forms.BaselineForm(data, service=service)
+    assert form.is_valid(), form.errors
+    assert form.save(commit=False).vantage == "server"
