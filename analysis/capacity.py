@@ -47,7 +47,7 @@ import numpy as np
 LEVEL = 0.80  # the interval's level everywhere the planner states one
 RUN_TO_RUN = 0.06  # floor on a point's log noise: repeated runs of one setting differ by ~6%
 DEFAULT_SIGMA = 0.5  # log-spread of a latency distribution when the run gives no P50 to judge it
-CALIBRATION = 2.0  # sigma_total multiplier, measured by leave-one-out in bench/planner.py
+CALIBRATION = 3.5  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
 
 WITHIN = "within"  # the limit is crossed inside the measured range
 BEYOND = "beyond"  # the limit holds at the highest measured load: measure further first
@@ -482,12 +482,18 @@ def max_load(
         if c.status == WITHIN
         and math.log(c.load.value) - lowest <= TIE_Z * math.hypot(_log_sd(c.load), spread)
     ] or [binding]
-    weights = [1 / _log_sd(c.load) ** 2 for c in tied]
-    value = math.exp(
-        sum(w * math.log(c.load.value) for w, c in zip(weights, tied, strict=True)) / sum(weights)
-    )
-    # The interval: each bound is where some objective would bind (the tied estimates come
-    # from the same runs, so pooling them does not narrow it).
+    value = binding.load.value
+    if len(tied) > 1:
+        joint = joint_load([curves[c.name] for c in tied], level=level, calibration=calibration)
+        if joint is not None:
+            value = joint.value
+            # Bounds the joint fit closes replace the tied crossings' own (where one objective
+            # alone would bind); objectives outside the tie still bound it.
+            others = [c for c in found if c not in tied]
+            if not math.isnan(joint.low):
+                low = min([joint.low, *(c.load.low for c in others)])
+            if not math.isnan(joint.high):
+                high = min([joint.high, *(c.load.high for c in others)])
     return MaxLoad(
         WITHIN,
         Estimate(value, min(low, value), max(high, value), level),
@@ -496,6 +502,59 @@ def max_load(
         x_max,
         tuple(c.name for c in tied if c is not binding),
     )
+
+
+def joint_load(
+    objectives: Sequence[tuple[Curve, float]],
+    *,
+    level: float = LEVEL,
+    calibration: float = CALIBRATION,
+    steps: int = 240,
+) -> Estimate | None:
+    """The load whose fitted percentiles best match several limits at once, with its interval:
+    the minimum over the measured range of cost(x) = sum(((log f_k(x) - log limit_k) /
+    noise_k(x))^2), and the loads where cost / calibration^2 rises z^2 above its minimum.
+
+    For objectives the data cannot tell apart this is the maximum-likelihood load: each curve
+    informs it in proportion to its steepness over its noise, so a flat curve (whose own
+    crossing could lie anywhere) barely moves it, where averaging crossings would let it pull.
+    An end of the interval the measured range does not close is None (the caller keeps the
+    single crossings' bound there). None when the objectives share no measured range."""
+    lo = max(c.x_min for c, _ in objectives)
+    hi = min(c.x_max for c, _ in objectives)
+    if not lo < hi:
+        return None
+
+    def cost(lx: float) -> float:
+        x = math.exp(lx)
+        total = 0.0
+        for curve, limit in objectives:
+            f = curve.predict(x)
+            if not (math.isfinite(f) and f > 0):
+                return math.inf
+            total += ((math.log(f) - math.log(limit)) / curve.noise_at(x)) ** 2
+        return total
+
+    grid = [math.log(lo) + i * (math.log(hi) - math.log(lo)) / steps for i in range(steps + 1)]
+    costs = [cost(g) for g in grid]
+    i = min(range(len(grid)), key=costs.__getitem__)
+    left, right = grid[max(i - 1, 0)], grid[min(i + 1, steps)]
+    ratio = (math.sqrt(5) - 1) / 2
+    for _ in range(40):  # golden section inside the best grid cell's neighbours
+        a, b = right - ratio * (right - left), left + ratio * (right - left)
+        if cost(a) <= cost(b):
+            right = b
+        else:
+            left = a
+    best = (left + right) / 2
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    threshold = min(cost(best), costs[i]) + (z * calibration) ** 2
+    below = [g for g, c in zip(grid[: i + 1], costs[: i + 1], strict=True) if c > threshold]
+    above = [g for g, c in zip(grid[i:], costs[i:], strict=True) if c > threshold]
+    low = math.exp(below[-1]) if below else math.nan
+    high = math.exp(above[0]) if above else math.nan
+    value = math.exp(best)
+    return Estimate(value, min(low, value), max(high, value), level)
 
 
 def loglog_between(x0: float, y0: float, x1: float, y1: float, limit: float) -> float:
