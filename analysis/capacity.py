@@ -47,7 +47,7 @@ import numpy as np
 LEVEL = 0.80  # the interval's level everywhere the planner states one
 RUN_TO_RUN = 0.06  # floor on a point's log noise: repeated runs of one setting differ by ~6%
 DEFAULT_SIGMA = 0.5  # log-spread of a latency distribution when the run gives no P50 to judge it
-CALIBRATION = 3.5  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
+CALIBRATION = 4.0  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
 
 WITHIN = "within"  # the limit is crossed inside the measured range
 BEYOND = "beyond"  # the limit holds at the highest measured load: measure further first
@@ -512,8 +512,9 @@ def joint_load(
     steps: int = 240,
 ) -> Estimate | None:
     """The load whose fitted percentiles best match several limits at once, with its interval:
-    the minimum over the measured range of cost(x) = sum(((log f_k(x) - log limit_k) /
-    noise_k(x))^2), and the loads where cost / calibration^2 rises z^2 above its minimum.
+    the minimum over the measured range of cost(x) = sum(((log f_k(x) - log limit_k) / s_k)^2),
+    s_k the curve's noise where it alone reaches its limit, and the loads where
+    cost / calibration^2 rises z^2 above its minimum.
 
     For objectives the data cannot tell apart this is the maximum-likelihood load: each curve
     informs it in proportion to its steepness over its noise, so a flat curve (whose own
@@ -524,15 +525,18 @@ def joint_load(
     hi = min(c.x_max for c, _ in objectives)
     if not lo < hi:
         return None
+    # Each objective's noise is read once, where it alone would bind: noise that varied with x
+    # would make the sum smallest wherever the points are worst (a P99 over one request).
+    noise = [c.noise_at(min(max(c.inverse(limit), lo), hi)) for c, limit in objectives]
 
     def cost(lx: float) -> float:
         x = math.exp(lx)
         total = 0.0
-        for curve, limit in objectives:
+        for (curve, limit), s in zip(objectives, noise, strict=True):
             f = curve.predict(x)
             if not (math.isfinite(f) and f > 0):
                 return math.inf
-            total += ((math.log(f) - math.log(limit)) / curve.noise_at(x)) ** 2
+            total += ((math.log(f) - math.log(limit)) / s) ** 2
         return total
 
     grid = [math.log(lo) + i * (math.log(hi) - math.log(lo)) / steps for i in range(steps + 1)]
