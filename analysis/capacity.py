@@ -217,7 +217,9 @@ class Curve:
         if target <= at_lo:
             return math.exp(lo - (at_lo - target) / slope_lo) if slope_lo > 0 else 0.0
         if target >= at_hi:
-            return math.exp(hi + (target - at_hi) / slope_hi) if slope_hi > 0 else math.inf
+            if slope_hi <= 0 or (target - at_hi) / slope_hi > 700:  # past exp's range: flat
+                return math.inf
+            return math.exp(hi + (target - at_hi) / slope_hi)
         left, right = lo, hi  # monotone inside: bisection
         for _ in range(60):
             mid = (left + right) / 2

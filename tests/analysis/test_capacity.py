@@ -135,3 +135,16 @@ def test_joint_load_names_no_load_for_objectives_without_a_shared_measured_range
     low = capacity.fit_curve(queue_points([1, 2, 4]), 0.99)
     high = capacity.fit_curve(queue_points([8, 16, 32]), 0.99)
     assert capacity.joint_load([(low, 150.0), (high, 150.0)]) is None
+
+
+def test_a_nearly_flat_curve_says_the_limit_is_never_reached_rather_than_failing():
+    flat = capacity.Curve(
+        capacity.LOGLOG2,
+        (0.0, 1e-6, 0.0),
+        10.0,
+        0.99,
+        (Point(1, 1.0), Point(10, 1.0)),
+        (0.1, 0.1),
+        0,
+    )
+    assert flat.inverse(1e6) == math.inf
