@@ -28,7 +28,10 @@ new measurement at that load would carry and the fit's misfit, times a calibrati
 measured by leave-one-out on real published sweeps (`bench/planner.py`, docs/method.md).
 
 Several objectives. The lowest crossing binds. Objectives whose crossings the data cannot tell
-apart from it are tied and pooled (`max_load`).
+apart from it are tied and fitted jointly (`joint_load`): the load at which all their curves
+best match their limits, each weighted by its noise, with a profile interval. Every crossing of
+a tie estimates the same load, so taking the lowest would sit low by the noise alone, and
+averaging crossings would let a flat curve (whose crossing could be anywhere) pull.
 
 Extrapolation. A load above the highest measured one is never given as a number: the result
 says the limit holds up to the sweep's end and "measure beyond N first". A limit broken even at
@@ -452,9 +455,10 @@ def max_load(
 
     The binding objective is the one whose crossing is lowest. Objectives whose crossings the
     data cannot tell apart from the lowest (within `TIE_Z` combined standard deviations) are
-    tied: each estimates the same load, so the value is their precision-weighted mean in log
-    load rather than the lowest of several noisy estimates (which would sit low by the noise
-    alone). The interval is the lowest of the objectives' bounds.
+    tied: each estimates the same load, so the value is their joint fit (`joint_load`) rather
+    than the lowest of several noisy estimates (which would sit low by the noise alone). The
+    interval is the joint fit's where it closes it, and otherwise, like the bounds of the
+    objectives outside the tie, the lowest of the single crossings' bounds.
     """
     if not curves:
         raise ValueError("no objective to plan for")
