@@ -25,7 +25,8 @@ Weights. Each point's noise is the standard error of log(percentile):
 Intervals. The highest load meeting a limit S is the inverse of the fitted curve at S. Its
 interval inverts the curve at S * exp(-+ z * sigma_total), where sigma_total combines the noise a
 new measurement at that load would carry and the fit's misfit, times a calibration factor
-measured by leave-one-out on real published sweeps (`bench/planner.py`, docs/method.md).
+measured by leave-one-out on real published sweeps (`bench/planner.py`, docs/method.md); a
+joint fit of tied objectives (below) has its own factor, measured the same way.
 
 Several objectives. The lowest crossing binds. Objectives whose crossings the data cannot tell
 apart from it are tied and fitted jointly (`joint_load`): the load at which all their curves
@@ -50,7 +51,10 @@ import numpy as np
 LEVEL = 0.80  # the interval's level everywhere the planner states one
 RUN_TO_RUN = 0.06  # floor on a point's log noise: repeated runs of one setting differ by ~6%
 DEFAULT_SIGMA = 0.5  # log-spread of a latency distribution when the run gives no P50 to judge it
-CALIBRATION = 4.0  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
+CALIBRATION = 2.5  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
+# The joint fit's multiplier: tied objectives come from the same runs, so their errors are
+# correlated and a profile interval that treats them as independent is too narrow by itself.
+JOINT_CALIBRATION = 4.0
 
 WITHIN = "within"  # the limit is crossed inside the measured range
 BEYOND = "beyond"  # the limit holds at the highest measured load: measure further first
@@ -450,6 +454,7 @@ def max_load(
     *,
     level: float = LEVEL,
     calibration: float = CALIBRATION,
+    joint_calibration: float = JOINT_CALIBRATION,
 ) -> MaxLoad:
     """The highest load at which every objective (name -> (curve, limit in ms)) holds.
 
@@ -490,7 +495,9 @@ def max_load(
     ] or [binding]
     value = binding.load.value
     if len(tied) > 1:
-        joint = joint_load([curves[c.name] for c in tied], level=level, calibration=calibration)
+        joint = joint_load(
+            [curves[c.name] for c in tied], level=level, calibration=joint_calibration
+        )
         if joint is not None:
             value = joint.value
             # Bounds the joint fit closes replace the tied crossings' own (where one objective
@@ -514,7 +521,7 @@ def joint_load(
     objectives: Sequence[tuple[Curve, float]],
     *,
     level: float = LEVEL,
-    calibration: float = CALIBRATION,
+    calibration: float = JOINT_CALIBRATION,
     steps: int = 240,
 ) -> Estimate | None:
     """The load whose fitted percentiles best match several limits at once, with its interval:

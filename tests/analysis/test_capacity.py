@@ -126,8 +126,9 @@ def test_tied_objectives_are_fitted_jointly_so_a_flat_curve_does_not_pull_the_lo
 def test_a_joint_fit_of_consistent_objectives_narrows_the_interval():
     ttft = capacity.fit_curve(queue_points(XS, count=500), 0.99)
     e2e = capacity.fit_curve(queue_points(XS, count=500, a=1000, b=4000), 0.99)
-    alone = capacity.max_load({"ttft_p99_ms": (ttft, 200.0)}).load
-    both = capacity.max_load({"ttft_p99_ms": (ttft, 200.0), "e2e_p99_ms": (e2e, 2000.0)}).load
+    alone = capacity.joint_load([(ttft, 200.0)])
+    both = capacity.joint_load([(ttft, 200.0), (e2e, 2000.0)])
+    assert both.value == pytest.approx(32, rel=0.05)
     assert both.high - both.low < alone.high - alone.low
 
 
