@@ -25,10 +25,14 @@ Weights. Each point's noise is the standard error of log(percentile):
 Intervals. The highest load meeting a limit S is the inverse of the fitted curve at S. Its
 interval inverts the curve at S * exp(-+ z * sigma_total), where sigma_total combines the noise a
 new measurement at that load would carry and the fit's misfit, times a calibration factor
-measured by leave-one-out on real published sweeps (`bench/planner.py`, docs/method.md).
+measured by leave-one-out on real published sweeps (`bench/planner.py`, docs/method.md); a
+joint fit of tied objectives (below) has its own factor, measured the same way.
 
 Several objectives. The lowest crossing binds. Objectives whose crossings the data cannot tell
-apart from it are tied and pooled (`max_load`).
+apart from it are tied and fitted jointly (`joint_load`): the load at which all their curves
+best match their limits, each weighted by its noise, with a profile interval. Every crossing of
+a tie estimates the same load, so taking the lowest would sit low by the noise alone, and
+averaging crossings would let a flat curve (whose crossing could be anywhere) pull.
 
 Extrapolation. A load above the highest measured one is never given as a number: the result
 says the limit holds up to the sweep's end and "measure beyond N first". A limit broken even at
@@ -47,7 +51,10 @@ import numpy as np
 LEVEL = 0.80  # the interval's level everywhere the planner states one
 RUN_TO_RUN = 0.06  # floor on a point's log noise: repeated runs of one setting differ by ~6%
 DEFAULT_SIGMA = 0.5  # log-spread of a latency distribution when the run gives no P50 to judge it
-CALIBRATION = 2.0  # sigma_total multiplier, measured by leave-one-out in bench/planner.py
+CALIBRATION = 2.5  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
+# The joint fit's multiplier: tied objectives come from the same runs, so their errors are
+# correlated and a profile interval that treats them as independent is too narrow by itself.
+JOINT_CALIBRATION = 4.0
 
 WITHIN = "within"  # the limit is crossed inside the measured range
 BEYOND = "beyond"  # the limit holds at the highest measured load: measure further first
@@ -217,7 +224,9 @@ class Curve:
         if target <= at_lo:
             return math.exp(lo - (at_lo - target) / slope_lo) if slope_lo > 0 else 0.0
         if target >= at_hi:
-            return math.exp(hi + (target - at_hi) / slope_hi) if slope_hi > 0 else math.inf
+            if slope_hi <= 0 or (target - at_hi) / slope_hi > 700:  # past exp's range: flat
+                return math.inf
+            return math.exp(hi + (target - at_hi) / slope_hi)
         left, right = lo, hi  # monotone inside: bisection
         for _ in range(60):
             mid = (left + right) / 2
@@ -445,14 +454,16 @@ def max_load(
     *,
     level: float = LEVEL,
     calibration: float = CALIBRATION,
+    joint_calibration: float = JOINT_CALIBRATION,
 ) -> MaxLoad:
     """The highest load at which every objective (name -> (curve, limit in ms)) holds.
 
     The binding objective is the one whose crossing is lowest. Objectives whose crossings the
     data cannot tell apart from the lowest (within `TIE_Z` combined standard deviations) are
-    tied: each estimates the same load, so the value is their precision-weighted mean in log
-    load rather than the lowest of several noisy estimates (which would sit low by the noise
-    alone). The interval is the lowest of the objectives' bounds.
+    tied: each estimates the same load, so the value is their joint fit (`joint_load`) rather
+    than the lowest of several noisy estimates (which would sit low by the noise alone). The
+    interval is the joint fit's where it closes it, and otherwise, like the bounds of the
+    objectives outside the tie, the lowest of the single crossings' bounds.
     """
     if not curves:
         raise ValueError("no objective to plan for")
@@ -482,12 +493,20 @@ def max_load(
         if c.status == WITHIN
         and math.log(c.load.value) - lowest <= TIE_Z * math.hypot(_log_sd(c.load), spread)
     ] or [binding]
-    weights = [1 / _log_sd(c.load) ** 2 for c in tied]
-    value = math.exp(
-        sum(w * math.log(c.load.value) for w, c in zip(weights, tied, strict=True)) / sum(weights)
-    )
-    # The interval: each bound is where some objective would bind (the tied estimates come
-    # from the same runs, so pooling them does not narrow it).
+    value = binding.load.value
+    if len(tied) > 1:
+        joint = joint_load(
+            [curves[c.name] for c in tied], level=level, calibration=joint_calibration
+        )
+        if joint is not None:
+            value = joint.value
+            # Bounds the joint fit closes replace the tied crossings' own (where one objective
+            # alone would bind); objectives outside the tie still bound it.
+            others = [c for c in found if c not in tied]
+            if not math.isnan(joint.low):
+                low = min([joint.low, *(c.load.low for c in others)])
+            if not math.isnan(joint.high):
+                high = min([joint.high, *(c.load.high for c in others)])
     return MaxLoad(
         WITHIN,
         Estimate(value, min(low, value), max(high, value), level),
@@ -496,6 +515,63 @@ def max_load(
         x_max,
         tuple(c.name for c in tied if c is not binding),
     )
+
+
+def joint_load(
+    objectives: Sequence[tuple[Curve, float]],
+    *,
+    level: float = LEVEL,
+    calibration: float = JOINT_CALIBRATION,
+    steps: int = 240,
+) -> Estimate | None:
+    """The load whose fitted percentiles best match several limits at once, with its interval:
+    the minimum over the measured range of cost(x) = sum(((log f_k(x) - log limit_k) / s_k)^2),
+    s_k the curve's noise where it alone reaches its limit, and the loads where
+    cost / calibration^2 rises z^2 above its minimum.
+
+    For objectives the data cannot tell apart this is the maximum-likelihood load: each curve
+    informs it in proportion to its steepness over its noise, so a flat curve (whose own
+    crossing could lie anywhere) barely moves it, where averaging crossings would let it pull.
+    An end of the interval the measured range does not close is None (the caller keeps the
+    single crossings' bound there). None when the objectives share no measured range."""
+    lo = max(c.x_min for c, _ in objectives)
+    hi = min(c.x_max for c, _ in objectives)
+    if not lo < hi:
+        return None
+    # Each objective's noise is read once, where it alone would bind: noise that varied with x
+    # would make the sum smallest wherever the points are worst (a P99 over one request).
+    noise = [c.noise_at(min(max(c.inverse(limit), lo), hi)) for c, limit in objectives]
+
+    def cost(lx: float) -> float:
+        x = math.exp(lx)
+        total = 0.0
+        for (curve, limit), s in zip(objectives, noise, strict=True):
+            f = curve.predict(x)
+            if not (math.isfinite(f) and f > 0):
+                return math.inf
+            total += ((math.log(f) - math.log(limit)) / s) ** 2
+        return total
+
+    grid = [math.log(lo) + i * (math.log(hi) - math.log(lo)) / steps for i in range(steps + 1)]
+    costs = [cost(g) for g in grid]
+    i = min(range(len(grid)), key=costs.__getitem__)
+    left, right = grid[max(i - 1, 0)], grid[min(i + 1, steps)]
+    ratio = (math.sqrt(5) - 1) / 2
+    for _ in range(40):  # golden section inside the best grid cell's neighbours
+        a, b = right - ratio * (right - left), left + ratio * (right - left)
+        if cost(a) <= cost(b):
+            right = b
+        else:
+            left = a
+    best = (left + right) / 2
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    threshold = min(cost(best), costs[i]) + (z * calibration) ** 2
+    below = [g for g, c in zip(grid[: i + 1], costs[: i + 1], strict=True) if c > threshold]
+    above = [g for g, c in zip(grid[i:], costs[i:], strict=True) if c > threshold]
+    low = math.exp(below[-1]) if below else math.nan
+    high = math.exp(above[0]) if above else math.nan
+    value = math.exp(best)
+    return Estimate(value, min(low, value), max(high, value), level)
 
 
 def loglog_between(x0: float, y0: float, x1: float, y1: float, limit: float) -> float:

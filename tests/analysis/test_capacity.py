@@ -110,3 +110,42 @@ def test_a_rate_sweep_near_saturation_is_fitted_by_a_filling_queue():
     points = [Point(x, 100 + 20 / (1 - x / 10), 1000) for x in (1, 2, 4, 6, 8, 9.5)]
     curve = capacity.fit_curve([p for p in points if p.x != 9], 0.99)
     assert capacity.crossing(curve, 300.0).load.value == pytest.approx(9, rel=0.03)
+
+
+def test_tied_objectives_are_fitted_jointly_so_a_flat_curve_does_not_pull_the_load():
+    # TTFT rises steeply through its limit at 32; TPOT barely moves across the sweep and, read
+    # 3% high, would cross far away: the joint fit stays where the steep curve says.
+    ttft = capacity.fit_curve(queue_points(XS, count=200), 0.99)
+    flat = capacity.fit_curve([Point(x, 20 + 0.02 * x, 200) for x in XS], 0.99)
+    result = capacity.max_load(
+        {"ttft_p99_ms": (ttft, 200.0), "tpot_p99_ms": (flat, flat.predict(32) * 1.03)}
+    )
+    assert result.load.value == pytest.approx(32, rel=0.1)
+
+
+def test_a_joint_fit_of_consistent_objectives_narrows_the_interval():
+    ttft = capacity.fit_curve(queue_points(XS, count=500), 0.99)
+    e2e = capacity.fit_curve(queue_points(XS, count=500, a=1000, b=4000), 0.99)
+    alone = capacity.joint_load([(ttft, 200.0)])
+    both = capacity.joint_load([(ttft, 200.0), (e2e, 2000.0)])
+    assert both.value == pytest.approx(32, rel=0.05)
+    assert both.high - both.low < alone.high - alone.low
+
+
+def test_joint_load_names_no_load_for_objectives_without_a_shared_measured_range():
+    low = capacity.fit_curve(queue_points([1, 2, 4]), 0.99)
+    high = capacity.fit_curve(queue_points([8, 16, 32]), 0.99)
+    assert capacity.joint_load([(low, 150.0), (high, 150.0)]) is None
+
+
+def test_a_nearly_flat_curve_says_the_limit_is_never_reached_rather_than_failing():
+    flat = capacity.Curve(
+        capacity.LOGLOG2,
+        (0.0, 1e-6, 0.0),
+        10.0,
+        0.99,
+        (Point(1, 1.0), Point(10, 1.0)),
+        (0.1, 0.1),
+        0,
+    )
+    assert flat.inverse(1e6) == math.inf
