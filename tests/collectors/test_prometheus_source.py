@@ -211,11 +211,14 @@ def test_the_first_sync_backfills_and_the_next_reads_only_new_steps(stack, servi
         step_s=1, backfill_hours=1,
     )  # fmt: skip
     first = source_sync(source_id=source.pk)
+    after_first = time.monotonic()
     time.sleep(1.1)
     second = source_sync(source_id=source.pk)
+    # The steps since the first sync's cursor, one a second (more when the machine is slow).
+    since = math.ceil(time.monotonic() - after_first) + 2
     # Prometheus holds ~15 s of samples: the backfill reads all of them, one scrape a step.
     assert first.steps >= 10
-    assert 0 < second.steps <= 3
+    assert 0 < second.steps <= since
 
 
 def test_a_selector_matching_nothing_is_shown_as_no_series(stack, service, no_lag, client, owner):
