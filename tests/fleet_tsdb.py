@@ -81,11 +81,11 @@ def write_openmetrics(path: Path, *, hosts: int, start: int, scrapes: int, scrap
         slow = 1.0 + (h % 7) / 3  # hosts differ, so the fleet's percentile is a real merge
         draws = {}
         for name, edges in HISTOGRAMS.items():
-            weights = np.array([1.0 / (1 + abs(i - len(edges) / (2 * slow))) for i in
-                                range(len(edges) + 1)])  # fmt: skip
+            # geometric over the buckets, heavier-tailed on slow hosts; +Inf rare
+            weights = np.array([(0.35 + 0.1 * slow) ** i for i in range(len(edges))] + [0.002])
             counts = rng.poisson(4.0, scrapes)
             counts[0] = 0
-            draws[name] = np.array([rng.multinomial(n, weights / weights.sum()) for n in counts])
+            draws[name] = rng.multinomial(counts, weights / weights.sum())
         per_host.append(draws)
     for service in SERVICES:
         fleet.observed[service] = {n: np.zeros(len(e) + 1) for n, e in HISTOGRAMS.items()}
