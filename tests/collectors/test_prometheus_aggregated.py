@@ -179,3 +179,14 @@ def test_recorded_samples_become_one_window_each_under_the_engines_names():
     w = exposition.window(empty, exposition.parse(texts[60.5], "vllm"), 60.0)
     assert w.counters == {"requests_finished": 7.0, "request_aborts": 1.0}
     assert w.gauges["requests_running"] == 12.0
+
+
+def test_an_aggregated_sources_page_shows_the_recorded_series_it_reads(client, owner, service):
+    source = source_create(
+        name="agg-page", service=service, base_url="http://prometheus.example.com:9090",
+        mode="aggregated", engine_selector='service="chat"',
+    )  # fmt: skip
+    client.force_login(owner)
+    page = client.get(source.get_absolute_url()).content.decode()
+    assert "perfhub_service:vllm:time_to_first_token_seconds_bucket:delta" in page
+    assert "export_recording_rules" in page
