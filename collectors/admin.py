@@ -46,8 +46,8 @@ class AgentTokenAdmin(admin.ModelAdmin):
 
 @admin.register(models.PrometheusSource)
 class PrometheusSourceAdmin(admin.ModelAdmin):
-    list_display = ["name", "service", "engine", "base_url", "status", "last_success_at"]
-    list_filter = ["status", "engine", "enabled"]
+    list_display = ["name", "service", "mode", "engine", "base_url", "status", "last_success_at"]
+    list_filter = ["status", "mode", "engine", "enabled"]
     search_fields = ["name", "base_url", "service__name"]
     readonly_fields = [
         "host", "status", "last_error", "last_attempt_at", "last_success_at", "cursor",

@@ -7,8 +7,8 @@ from django import forms
 from collectors.models import PrometheusSource
 from dossiers.models import Service
 
-FIELDS = ["name", "service", "base_url", "engine", "engine_selector", "dcgm_selector", "step_s",
-          "interval_s", "backfill_hours", "enabled"]  # fmt: skip
+FIELDS = ["name", "service", "mode", "base_url", "engine", "engine_selector", "dcgm_selector",
+          "step_s", "interval_s", "backfill_hours", "enabled"]  # fmt: skip
 
 
 class PrometheusSourceForm(forms.ModelForm):
@@ -22,3 +22,8 @@ class PrometheusSourceForm(forms.ModelForm):
         self.fields["service"].queryset = Service.objects.editable_by(user).order_by("name")
         if self.instance.pk:
             self.fields["name"].disabled = True  # it names the source's host
+        # A form posted without a mode (older scripts) keeps the per-host mode.
+        self.fields["mode"].required = False
+
+    def clean_mode(self) -> str:
+        return self.cleaned_data.get("mode") or PrometheusSource.Mode.PER_HOST

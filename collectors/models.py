@@ -492,7 +492,9 @@ class PrometheusSource(models.Model):
 
     Beat reads the series the mapping tables name through `/api/v1/query_range` and ingests
     them as scrapes of `host` (created with the source), one per step; `cursor` is the last
-    step ingested. The first sync reads `backfill_hours` back so the dashboards draw at once.
+    step ingested. In the aggregated mode it reads the recording rules' per-service sums
+    instead (`collectors.exposition.recording`), one window per evaluation. The first sync
+    reads `backfill_hours` back so the dashboards draw at once.
     """
 
     class Status(models.TextChoices):
@@ -500,9 +502,22 @@ class PrometheusSource(models.Model):
         ERROR = "error", "error"
         UNKNOWN = "unknown", "not queried yet"
 
+    class Mode(models.TextChoices):
+        PER_HOST = "per_host", "per host: every host's raw series"
+        AGGREGATED = "aggregated", "aggregated: the service sums PerfHub's recording rules write"
+
     name = models.CharField(max_length=100, unique=True)
     service = models.ForeignKey(
         Service, on_delete=models.CASCADE, related_name="prometheus_sources"
+    )
+    mode = models.CharField(
+        max_length=12,
+        choices=Mode.choices,
+        default=Mode.PER_HOST,
+        help_text="Aggregated: the store evaluates `manage.py export_recording_rules` and "
+        "PerfHub reads only the per-service sums (its cost no longer grows with the hosts); the "
+        'engine selector then matches the service label, e.g. service="chat", and the step '
+        "must equal the rules' interval.",
     )
     host = models.OneToOneField(
         Host,
@@ -580,6 +595,10 @@ class PrometheusSource(models.Model):
                 check_url(self.base_url, unresolved_ok=True)
             except OutboundRefused as exc:
                 raise ValidationError({"base_url": str(exc)}) from None
+        if self.mode == self.Mode.AGGREGATED and self.dcgm_selector:
+            raise ValidationError(
+                {"dcgm_selector": "Leave blank in the aggregated mode: it reads no GPU series."}
+            )
         if self.backfill_hours is not None and self.backfill_hours > 24 * 7:
             # Ingest accepts samples up to 7 days old (DESIGN.md section 3).
             raise ValidationError({"backfill_hours": "At most 168 hours (7 days)."})

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from collectors import selectors
-from collectors.exposition import promql
+from collectors.exposition import promql, recording
 from collectors.forms import PrometheusSourceForm
 from collectors.models import PUSH_FRESHNESS, Host, PrometheusSource
 from collectors.services import prometheus
@@ -76,13 +76,17 @@ def prometheus_source(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.error(request, f"Sync failed: {outcome.error}")
         return redirect(source.get_absolute_url())
-    queries = {source.engine: promql.series_query(source.engine, source.engine_selector)}
-    if source.dcgm_selector:
+    aggregated = source.mode == PrometheusSource.Mode.AGGREGATED
+    if aggregated:
+        queries = {source.engine: recording.recorded_query(source.engine, source.engine_selector)}
+    else:
+        queries = {source.engine: promql.series_query(source.engine, source.engine_selector)}
+    if source.dcgm_selector and not aggregated:
         queries["dcgm"] = promql.series_query("dcgm", source.dcgm_selector)
     return render(
         request,
         "collectors/prometheus_source.html",
-        {"source": source, "queries": queries, "can_edit": can_edit},
+        {"source": source, "queries": queries, "can_edit": can_edit, "aggregated": aggregated},
     )
 
 

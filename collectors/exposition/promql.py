@@ -52,7 +52,7 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _sample_line(metric: dict[str, str], value: str) -> str:
+def sample_line(metric: dict[str, str], value: str) -> str:
     name = metric.get("__name__", "")
     labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(metric.items()) if k != "__name__")
     return f"{name}{{{labels}}} {value}" if labels else f"{name} {value}"
@@ -90,5 +90,5 @@ def expositions(
                 last = (ts, at[ts])
             elif not (carried and last is not None and ts - last[0] < carry_s):
                 continue
-            lines[ts].append(_sample_line(metric, last[1]))
+            lines[ts].append(sample_line(metric, last[1]))
     return {ts: "\n".join(lines[ts]) + "\n" for ts in order}

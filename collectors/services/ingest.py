@@ -103,6 +103,30 @@ def ingest_batch(
     return IngestResult(duplicate=False, batch_id=data["batch_id"], counts=counts)
 
 
+def ingest_windows(
+    *,
+    host: Host,
+    batch_id: Any,
+    sent_at: datetime,
+    agent_version: str,
+    windows: list[tuple],
+    now: datetime,
+) -> IngestResult:
+    """Store windows already differenced elsewhere (an aggregated Prometheus source: the store's
+    recording rules took each interval's increase), rows in `WINDOW_FIELDS` order, as one batch:
+    the same idempotency by `batch_id`, COPY and roll-up queue as a push."""  # fmt: skip
+    minutes = {epoch_minute(row[4]) for row in windows}
+    counts = {"gpus": 0, "requests": 0, "scrapes": 0, "windows": len(windows)}
+    data = {"batch_id": batch_id, "sent_at": sent_at, "agent_version": agent_version}
+    with transaction.atomic():
+        batch_pk = _insert_batch(host=host, data=data, counts=counts, minutes=minutes, now=now)
+        if batch_pk is None:
+            return IngestResult(duplicate=True, batch_id=batch_id)
+        storage.bulk_insert(ScrapeWindow, WINDOW_FIELDS, windows)
+        host_touch(host=host, now=now)
+    return IngestResult(duplicate=False, batch_id=batch_id, counts=counts)
+
+
 def _insert_batch(
     *,
     host: Host,

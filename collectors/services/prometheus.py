@@ -30,10 +30,10 @@ from django.utils import timezone
 from rest_framework.exceptions import APIException
 
 from collectors import exposition
-from collectors.exposition import promql
+from collectors.exposition import promql, recording
 from collectors.instruments import PULL_ERRORS, record_ingest
 from collectors.models import Host, PrometheusSource, ScrapeState
-from collectors.services.ingest import ingest_document
+from collectors.services.ingest import ingest_document, ingest_windows
 from core.outbound import OutboundRefused, answered, failure_reason, outbound_request
 
 MAX_ERROR_CHARS = 2000
@@ -63,6 +63,7 @@ def source_create(
     service,
     base_url: str,
     engine_selector: str,
+    mode: str = PrometheusSource.Mode.PER_HOST,
     engine: str = "vllm",
     dcgm_selector: str = "",
     step_s: int = 15,
@@ -79,6 +80,7 @@ def source_create(
             name=name,
             service=service,
             host=host,
+            mode=mode,
             base_url=base_url,
             engine=engine,
             engine_selector=engine_selector,
@@ -96,7 +98,7 @@ def source_update(*, source: PrometheusSource, changed: Iterable[str]) -> None:
     """After an edit: new selectors or engine read other series, so the stored state of the
     old ones must not be diffed against them (that would count every new series from zero):
     the next sync seeds afresh from its first step."""
-    if {"engine", "engine_selector", "dcgm_selector"} & set(changed):
+    if {"mode", "engine", "engine_selector", "dcgm_selector"} & set(changed):
         ScrapeState.objects.filter(host_id=source.host_id).delete()
 
 
@@ -142,7 +144,9 @@ def source_sync(*, source_id: int, now: datetime | None = None) -> SyncOutcome:
     outcome = SyncOutcome(source_id=source.pk, ok=True)
     span = sync_range(source, now)
     try:
-        if span is not None:
+        if span is not None and source.mode == PrometheusSource.Mode.AGGREGATED:
+            _sync_aggregated(source, span, now, outcome)
+        elif span is not None:
             _sync(source, span, now, outcome)
     except PrometheusError as exc:
         outcome.ok, outcome.error = False, str(exc)
@@ -209,6 +213,68 @@ def _sync(source: PrometheusSource, span: tuple[int, int], now: datetime, outcom
         )
 
 
+def _sync_aggregated(
+    source: PrometheusSource, span: tuple[int, int], now: datetime, outcome
+) -> None:
+    """Read the recording rules' per-service sums: one query per chunk whatever the host
+    count. Each recorded sample is the fleet's increase over the rule interval ending at its
+    timestamp, so it becomes one window as it is (parsed by the engine's mapping, windowed
+    against an empty scrape) and goes to the window table like a scrape's window; the roll-ups
+    and everything above them are the per-host mode's. Raw samples are read (a range selector
+    at one instant, not `query_range`'s steps), so an evaluation is never counted twice or
+    skipped when its phase differs from the step grid."""
+    start, end = span
+    step = source.step_s
+    query = recording.recorded_query(source.engine, source.engine_selector)
+    empty = exposition.ParsedScrape(source=source.engine)
+    after = source.cursor.timestamp() if source.cursor is not None else start - 1
+    seen = 0
+    while after < end:
+        chunk_end = min(int(after) + step * STEPS_PER_QUERY, end)
+        matrix = query_samples(source.base_url, query, int(after), chunk_end)
+        seen = max(seen, len(matrix))
+        windows = []
+        last = after
+        for ts, text in recording.delta_expositions(matrix).items():
+            if ts <= after:
+                continue  # ingested by an earlier sync (the range's start is inclusive)
+            try:
+                parsed = exposition.parse(text, source.engine)
+            except exposition.ExpositionError as exc:
+                raise PrometheusError(f"recorded series unreadable: {exc}") from None
+            w = exposition.window(empty, parsed, float(step))
+            at = datetime.fromtimestamp(ts, tz=UTC)
+            windows.append(
+                (
+                    source.host_id, source.service_id, source.engine, at - timedelta(seconds=step),
+                    at, float(step), dict(w.counters), dict(w.rates),
+                    {name: bc.to_dict() for name, bc in w.histograms.items()}, dict(w.gauges),
+                    bool(w.reset_detected),
+                )
+            )  # fmt: skip
+            last = ts
+        if windows:
+            key = f"{source.pk}:aggregated:{source.engine_selector}:{windows[0][4]}:{last}"
+            result = ingest_windows(
+                host=source.host, batch_id=uuid.uuid5(_BATCH_NAMESPACE, key), sent_at=now,
+                agent_version="prometheus-aggregated", windows=windows, now=now,
+            )  # fmt: skip
+            outcome_name = "duplicate" if result.duplicate else "accepted"
+            record_ingest(via="prometheus", outcome=outcome_name, counts=result.counts)
+            outcome.steps += len(windows)
+            source.cursor = datetime.fromtimestamp(last, tz=UTC)
+            PrometheusSource.objects.filter(pk=source.pk).update(cursor=source.cursor)
+        after = max(last, chunk_end)
+    outcome.series = {source.engine: seen}
+    if not seen:
+        raise PrometheusError(
+            f"no recorded series match ({source.engine}: {_selector_shown(source, source.engine)})"
+            f" between {_rfc3339(datetime.fromtimestamp(start, UTC))} and "
+            f"{_rfc3339(datetime.fromtimestamp(end, UTC))}: are PerfHub's recording rules "
+            "(manage.py export_recording_rules) loaded, every step_s seconds?"
+        )
+
+
 def _selector_shown(source: PrometheusSource, kind: str) -> str:
     return "{" + (source.dcgm_selector if kind == "dcgm" else source.engine_selector) + "}"
 
@@ -234,13 +300,25 @@ ERROR_TYPES = frozenset(
 
 
 def query_range(base_url: str, query: str, start: int, end: int, step: int) -> list[dict]:
-    """The matrix `query_range` answers. Raises PrometheusError saying what went wrong.
+    """The matrix `query_range` answers. Raises PrometheusError saying what went wrong."""
+    params = {"query": query, "start": start, "end": end, "step": step}
+    return _matrix(base_url, "/api/v1/query_range", params)
+
+
+def query_samples(base_url: str, selector: str, start: int, end: int) -> list[dict]:
+    """The raw samples of `selector`'s series from `start` to `end` (both included: a range
+    selector read at one instant), as a matrix. Raises PrometheusError."""
+    params = {"query": f"{selector}[{max(end - start, 1)}s]", "time": end}
+    return _matrix(base_url, "/api/v1/query", params)
+
+
+def _matrix(base_url: str, path: str, params: dict) -> list[dict]:
+    """Ask `path` and return the matrix it answers.
 
     The call goes through the outbound guard (loopback, private, link-local refused at
     connect time, redirects included); errors are described in fixed words, never with
     the answer's text, since `last_error` is readable by every signed-in user."""
-    url = base_url.rstrip("/") + "/api/v1/query_range"
-    params = {"query": query, "start": start, "end": end, "step": step}
+    url = base_url.rstrip("/") + path
     try:
         response = outbound_request(
             "POST", url, data=params, timeout=settings.PERFHUB_PULL_TIMEOUT_S,

@@ -1,0 +1,192 @@
+"""The aggregated Prometheus source, against the real `prometheus` and `promtool`: three hosts'
+raw series backfilled into a TSDB, PerfHub's recording rules backfilled over them, and the
+roll-ups read through the recorded per-service sums equal those read host by host."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+import yaml
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from analysis import buckets
+from collectors import exposition
+from collectors.exposition import recording
+from collectors.models import PrometheusSource, ScrapeWindow, ServiceRollup
+from collectors.services.prometheus import source_create, source_sync
+from collectors.services.rollups import Traffic, rollup_pending
+from dossiers.models import Service
+from tests import fleet_tsdb
+
+pytestmark = pytest.mark.usefixtures("outbound_loopback")
+
+# roll-up latency metric -> the vLLM histogram that feeds it
+HISTOGRAMS = {"ttft": "vllm:time_to_first_token_seconds",
+              "e2e": "vllm:e2e_request_latency_seconds",
+              "itl": "vllm:inter_token_latency_seconds"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fleet_prometheus(tmp_path_factory):
+    """3 hosts, 20 minutes scraped every 30 s ending a few minutes ago, rules every 60 s."""
+    workdir = tmp_path_factory.mktemp("fleet")
+    start = (int(time.time()) - 25 * 60) // 60 * 60
+    fleet = fleet_tsdb.write_openmetrics(
+        workdir / "fleet.om", hosts=3, start=start, scrapes=40, scrape_s=30
+    )
+    rules = workdir / "rules.yml"
+    rules.write_text(
+        yaml.safe_dump(recording.rules_document(["vllm", "dcgm"], interval_s=60), sort_keys=False)
+    )
+    prom = fleet_tsdb.build_tsdb(workdir, workdir / "fleet.om", rules, start=start,
+                                 end=fleet.end + 120)  # fmt: skip
+    try:
+        yield prom, fleet
+    finally:
+        prom.stop()
+
+
+@pytest.fixture
+def no_lag(settings):
+    settings.PERFHUB_PROMETHEUS_LAG_S = 0
+
+
+def twin(service: Service, slug: str) -> Service:
+    return Service.objects.create(
+        slug=slug, name=slug, team=service.team, model_name="m", model_params_b=Decimal(7),
+        engine="vllm", gpu_model="H100", gpus_per_replica=1, replicas=1, gpu_hour_price=2,
+    )  # fmt: skip
+
+
+def synced(prom_url: str, service: Service, mode: str) -> Traffic:
+    source = source_create(
+        name=f"fleet-{mode}", service=service, base_url=prom_url, mode=mode,
+        engine_selector='service="fleet-a"', step_s=60, backfill_hours=1,
+    )  # fmt: skip
+    outcome = source_sync(source_id=source.pk)
+    assert outcome.ok, outcome.error
+    rollup_pending()
+    traffic = Traffic()
+    for row in ServiceRollup.objects.filter(service=service, resolution_s=60):
+        traffic.add_row(row)
+    return traffic
+
+
+@pytest.fixture
+def both_modes(fleet_prometheus, service, no_lag) -> tuple[Traffic, Traffic, fleet_tsdb.Fleet]:
+    prom, fleet = fleet_prometheus
+    per_host = synced(prom.url, service, PrometheusSource.Mode.PER_HOST)
+    aggregated = synced(prom.url, twin(service, "chat-agg"), PrometheusSource.Mode.AGGREGATED)
+    return per_host, aggregated, fleet
+
+
+def test_aggregated_and_per_host_roll_ups_count_the_same_observations(both_modes):
+    per_host, aggregated, fleet = both_modes
+    for metric in HISTOGRAMS:
+        a = aggregated.merged_buckets(metric)
+        p = per_host.merged_buckets(metric)
+        assert a.counts == p.counts, metric
+        # ...and both are what the three hosts observed (fleet-a has no restart)
+        assert list(a.counts) == list(fleet.observed["fleet-a"][HISTOGRAMS[metric]])
+
+
+def test_aggregated_percentiles_fall_in_the_per_host_percentiles_bucket(both_modes):
+    per_host, aggregated, _ = both_modes
+    for metric in HISTOGRAMS:
+        for q in (0.5, 0.9, 0.99):
+            a = buckets.quantile(aggregated.merged_buckets(metric), q)
+            p = buckets.quantile(per_host.merged_buckets(metric), q)
+            assert (a.lower, a.upper) == (p.lower, p.upper), (metric, q)
+
+
+def test_aggregated_and_per_host_count_the_same_requests_and_tokens(both_modes):
+    per_host, aggregated, _ = both_modes
+    assert aggregated.scraped_requests == per_host.scraped_requests > 0
+    assert aggregated.scraped_aborts == per_host.scraped_aborts > 0
+    assert aggregated.scraped_prompt_tokens == per_host.scraped_prompt_tokens > 0
+    assert aggregated.scraped_generation_tokens == per_host.scraped_generation_tokens > 0
+
+
+def test_a_second_aggregated_sync_adds_no_window(fleet_prometheus, service, no_lag):
+    prom, _ = fleet_prometheus
+    source = source_create(
+        name="fleet-again", service=service, base_url=prom.url, mode="aggregated",
+        engine_selector='service="fleet-a"', step_s=60, backfill_hours=1,
+    )  # fmt: skip
+    first = source_sync(source_id=source.pk)
+    windows = ScrapeWindow.objects.filter(host=source.host).count()
+    again = source_sync(source_id=source.pk, now=timezone.now() + timedelta(minutes=1))
+    assert first.steps == windows > 0
+    assert again.ok and again.steps == 0
+    assert ScrapeWindow.objects.filter(host=source.host).count() == windows
+
+
+def test_an_aggregated_source_without_recorded_series_names_the_rules(
+    fleet_prometheus, service, no_lag
+):
+    prom, _ = fleet_prometheus
+    source = source_create(
+        name="fleet-none", service=service, base_url=prom.url, mode="aggregated",
+        engine_selector='service="no-such-service"', step_s=60, backfill_hours=1,
+    )  # fmt: skip
+    outcome = source_sync(source_id=source.pk)
+    assert not outcome.ok
+    assert "export_recording_rules" in outcome.error
+
+
+def test_the_exported_recording_rules_pass_promtool(tmp_path):
+    path = tmp_path / "perfhub.recording.yml"
+    call_command("export_recording_rules", "--output", str(path))
+    checked = fleet_tsdb.promtool("check", "rules", str(path))
+    assert "SUCCESS" in checked
+
+
+def test_a_bad_service_label_is_refused_with_exit_2():
+    with pytest.raises(CommandError, match="service label") as exc:
+        call_command("export_recording_rules", "--service-label", "not a label")
+    assert exc.value.returncode == 2
+
+
+def test_an_aggregated_source_refuses_a_dcgm_selector(service):
+    with pytest.raises(ValidationError) as exc:
+        source_create(
+            name="agg-gpu", service=service, base_url="http://prometheus.example.com:9090",
+            mode="aggregated", engine_selector='service="a"', dcgm_selector='job="dcgm"',
+        )  # fmt: skip
+    assert "dcgm_selector" in exc.value.message_dict
+
+
+def test_recorded_samples_become_one_window_each_under_the_engines_names():
+    matrix = [
+        {"metric": {"__name__": "perfhub_service:vllm:request_success_total:delta",
+                    "service": "a", "finished_reason": "stop"},
+         "values": [[60.5, "7"], [120.5, "3"]]},
+        {"metric": {"__name__": "perfhub_service:vllm:request_success_total:delta",
+                    "service": "a", "finished_reason": "abort"},
+         "values": [[60.5, "1"]]},
+        {"metric": {"__name__": "perfhub_service:vllm:num_requests_running:sum",
+                    "service": "a"}, "values": [[60.5, "12"]]},
+    ]  # fmt: skip
+    texts = recording.delta_expositions(matrix)
+    assert list(texts) == [60.5, 120.5]
+    empty = exposition.ParsedScrape(source="vllm")
+    w = exposition.window(empty, exposition.parse(texts[60.5], "vllm"), 60.0)
+    assert w.counters == {"requests_finished": 7.0, "request_aborts": 1.0}
+    assert w.gauges["requests_running"] == 12.0
+
+
+def test_an_aggregated_sources_page_shows_the_recorded_series_it_reads(client, owner, service):
+    source = source_create(
+        name="agg-page", service=service, base_url="http://prometheus.example.com:9090",
+        mode="aggregated", engine_selector='service="chat"',
+    )  # fmt: skip
+    client.force_login(owner)
+    page = client.get(source.get_absolute_url()).content.decode()
+    assert "perfhub_service:vllm:time_to_first_token_seconds_bucket:delta" in page
+    assert "export_recording_rules" in page
