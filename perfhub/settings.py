@@ -363,6 +363,9 @@ PERFHUB_LINT = json.loads(os.environ.get("PERFHUB_LINT") or "{}")
 # engine/exporter/agent URLs time out after this many seconds.
 PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS = env_int("PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS", 30)
 PERFHUB_PULL_TIMEOUT_S = env_int("PERFHUB_PULL_TIMEOUT_S", 5)
+# Batches claimed by a roll-up that has not finished after this long are claimed again (the
+# worker died mid-roll-up: killed, out of memory, its host gone).
+PERFHUB_ROLLUP_CLAIM_TIMEOUT_S = env_int("PERFHUB_ROLLUP_CLAIM_TIMEOUT_S", 600)
 # GET /metrics: allowed with this bearer token, or from these networks (CIDRs).
 PERFHUB_METRICS_TOKEN = env_str("PERFHUB_METRICS_TOKEN")
 PERFHUB_METRICS_ALLOW = env_list("PERFHUB_METRICS_ALLOW", "127.0.0.1/32,::1/128")

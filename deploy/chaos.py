@@ -1,0 +1,549 @@
+"""`make chaos`: faults under load, on the production shape, with exactly-once accounting.
+
+The stack is `make smoke`'s (deploy/stack.py: docker-compose.yml's migrate, web, worker and
+beat commands as local processes, DEBUG off, timings shortened), but on a PRIVATE PostgreSQL
+cluster (initdb into a temporary directory, a free port) and a PRIVATE redis-server, because
+those are what the faults restart: the machine's shared servers are never touched. Real agents
+push (`python -m demo.agent`: the perfhub-agent observing the engine simulator, per-request
+rows and engine scrapes) and one is pulled by beat; a Celery worker rolls up, beat schedules.
+
+While they run, one fault after another (each with the time it was injected):
+
+- worker killed in a roll-up: the pushing host's row is locked from outside, so the roll-up
+  that claimed its batches waits inside `rollup_host_minutes`; seen waiting there (its
+  backend in pg_stat_activity, the batches claimed and not rolled up), the worker's whole
+  process group gets SIGKILL; the lock is let go and the worker restarted, as compose would.
+- PostgreSQL restarted (`pg_ctl restart -m fast`: every connection dropped).
+- Redis restarted (no persistence: the broker's queue, rate-limit counters and the heartbeat
+  are gone).
+- the spool's disk full: the pushing agent's spool lives on a small tmpfs (a real ENOSPC)
+  that is filled while web is down, so the agent must keep what it cannot spool.
+- beat stopped "for 10 minutes": see BEAT_GAP below for what is compressed and how.
+
+Then the agents stop (their spools empty), the worker drains, and the report compares what
+ingest accepted (its batches' own counts, and the raw rows) with the roll-ups (requests and
+tokens per host and minute; hours; the service-merged rows): lost and doubled per fault
+window and in total, what is stuck (batches not rolled up, claims, queued tasks, notifications
+not sent), and webhook deliveries per alert firing. It prints a table, writes
+var/chaos-report.json and exits 1 when anything is lost, doubled or stuck.
+Everything started is stopped and the private servers' directories removed, also on failure.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# deploy/ is scripts, not a package: its modules import each other from this folder.
+from smoke import AGENT_INTERVAL_S, PROFILE, SETUP_SCRIPT, TIMINGS  # noqa: I001
+from stack import ROOT, Stack, StackFailure, check, compose_commands, free_port
+from stack import start_receiver, wait_for
+
+REPORT = ROOT / "var" / "chaos-report.json"
+FLEET_SCRIPT = ROOT / "deploy" / "chaos_setup.py"
+# After smoke_setup.py (which imported what this uses): the replaying host's token.
+REPLAY_TOKEN_SCRIPT = """
+_, replay_token = token_issue_for_host_name(
+    host_name=os.environ["CHAOS_REPLAY_HOST"], label="chaos"
+)
+print(json.dumps({"replay_token": replay_token}))
+"""
+PUSH_HOST, PULL_HOST, REPLAY_HOST = "chaos-gpu-01", "chaos-pull-01", "chaos-replay-01"
+# The pushing agent is slowed throughout (30% of requests 4x slower): the rule fires once and
+# keeps firing through every fault; a second firing message would be a duplicate.
+SLOWED = ["--simulate-slowdown-after", "0", "--simulate-slowdown-share", "0.3",
+          "--simulate-slowdown-factor", "4"]  # fmt: skip
+P99_THRESHOLD_MS = 2000
+CHAOS_TIMINGS = {
+    **TIMINGS,
+    # A claim left by the killed worker is taken again after this (default 10 minutes).
+    "PERFHUB_ROLLUP_CLAIM_TIMEOUT_S": "8",
+}
+# "Beat stopped for 10 minutes", compressed: beat is really stopped for BEAT_STOP_S while the
+# live agents keep pushing, and a third agent comes back from a BEAT_GAP outage of its own: its
+# spool holds BEAT_GAP of batches (written by the agent's own Spool, the simulator's clock set
+# back), which the real agent replays on start. When beat starts again (with its schedule file,
+# whose entries are all overdue) the roll-ups catch up on more than BEAT_GAP of sample time.
+BEAT_GAP = timedelta(minutes=10)
+BEAT_STOP_S = 20
+SPOOL_TMPFS = "256k"
+
+
+class ChaosFailure(StackFailure):
+    pass
+
+
+# ------------------------------------------------------------------------------ private servers
+
+
+def _as_postgres() -> list[str]:
+    """PostgreSQL refuses to run as root: as root, run its tools as the `postgres` user."""
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+class PrivatePostgres:
+    """A throwaway cluster: initdb into a temporary directory, trust auth, a free port."""
+
+    def __init__(self) -> None:
+        versions = sorted(
+            glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2])
+        )
+        check(versions, "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin")
+        self.bin = Path(versions[-1])
+        self.dir = Path(tempfile.mkdtemp(prefix="perfhub-chaos-pg-"))
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(self.dir, user.pw_uid, user.pw_gid)
+        self.data = self.dir / "data"
+        self.port = free_port()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/perfhub"
+        self.admin_url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _pg(self, *args: str, timeout: float = 60) -> None:
+        result = subprocess.run(
+            [*_as_postgres(), str(self.bin / args[0]), *args[1:]],
+            capture_output=True, text=True, timeout=timeout, cwd=self.dir,
+        )  # fmt: skip
+        check(result.returncode == 0, f"{args[0]} exited {result.returncode}: {result.stderr}")
+
+    def create(self) -> None:
+        self._pg("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync",
+                 "-E", "UTF8")  # fmt: skip
+        self.start()
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE perfhub")
+
+    def start(self) -> None:
+        # fsync off: a throwaway cluster; nothing here is meant to survive the machine.
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} -c fsync=off "
+            "-c full_page_writes=off -c max_connections=100"
+        )
+        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-w",
+                 "-o", options, "start")  # fmt: skip
+
+    def restart(self) -> None:
+        self._pg("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "restart")
+
+    def destroy(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            try:
+                self._pg("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            except (StackFailure, subprocess.TimeoutExpired) as exc:
+                print(f"chaos: stopping the private PostgreSQL: {exc}", file=sys.stderr)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.url, autocommit=True)
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+class Chaos(Stack):
+    prefix = "perfhub-chaos-"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pg = PrivatePostgres()
+        self.redis_port = free_port()
+        self.receiver = start_receiver()
+        self.config: dict = {}
+        self.faults: list[dict] = []
+        self.spool_mount: Path | None = None
+
+    # -- infrastructure
+
+    def start_redis(self) -> None:
+        self.start(
+            "redis",
+            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no"],
+        )  # fmt: skip
+        wait_for("private Redis answers PING", self.redis_ping, 15, every=0.2)
+
+    def redis_ping(self) -> bool:
+        out = subprocess.run(
+            ["redis-cli", "-p", str(self.redis_port), "ping"], capture_output=True, text=True
+        )
+        return out.stdout.strip() == "PONG"
+
+    def redis(self, *args: str) -> str:
+        out = subprocess.run(
+            ["redis-cli", "-p", str(self.redis_port), "-n", "0", *args],
+            capture_output=True, text=True, timeout=10,
+        )  # fmt: skip
+        return out.stdout.strip()
+
+    def sql(self, query: str, params: tuple = ()) -> list[tuple]:
+        with self.pg.connect() as conn:
+            return conn.execute(query, params).fetchall()
+
+    # -- the steps
+
+    def main(self) -> None:
+        commands = compose_commands()
+        with self.step("private PostgreSQL (initdb) and Redis on free ports"):
+            self.env(
+                database_url=self.pg.url,
+                redis_url=f"redis://127.0.0.1:{self.redis_port}/0",
+                timings=CHAOS_TIMINGS,
+            )
+            self.pg.create()
+            self.start_redis()
+            self.log(f"  PostgreSQL {self.pg.bin.parent.name} on :{self.pg.port}, "
+                     f"Redis on :{self.redis_port}")  # fmt: skip
+        collect = self.spawn("collectstatic", ["deploy/collectstatic.sh"])
+        with self.step("migrate (compose's migrate service)"):
+            self.run("migrate", commands["migrate"])
+        with self.step("start web, worker and beat with compose's commands"):
+            check(collect.wait(timeout=120) == 0, "collectstatic failed")
+            for name in ("web", "worker", "beat"):
+                self.start(name, commands[name])
+        pull_port = free_port()
+        with self.step("configure: demo fleet, alert rule, loopback webhook, tokens"):
+            self.configure(pull_port)
+        with self.step("agents: one pushing (slowed), one pulled by beat"):
+            wait_for("/healthz", lambda: requests.get(self.base + "/healthz", timeout=2).ok, 60)
+            self.start_agents(pull_port)
+        with self.step("load: batches accepted and rolled up"):
+            wait_for("a rolled-up batch", lambda: self.batches()["rolled_up"] >= 3, 40)
+            self.alive()
+
+        with self.step("fault: worker killed inside a roll-up"):
+            self.kill_worker_in_rollup()
+
+        with self.step("settle: agents stop, every spool empty, every batch rolled up"):
+            self.settle()
+
+    def configure(self, pull_port: int) -> None:
+        script = "\n".join(
+            [FLEET_SCRIPT.read_text(), SETUP_SCRIPT.read_text(), REPLAY_TOKEN_SCRIPT]
+        )
+        setup = self.run(
+            "setup",
+            ["python", "manage.py", "shell", "-c", script],
+            env={
+                **self._env,
+                "SMOKE_P99_THRESHOLD_MS": str(P99_THRESHOLD_MS),
+                "SMOKE_WEBHOOK_URL": f"http://127.0.0.1:{self.receiver.server_port}/hook",
+                "SMOKE_PUSH_HOST": PUSH_HOST,
+                "SMOKE_PULL_HOST": PULL_HOST,
+                "SMOKE_PULL_URL": f"http://127.0.0.1:{pull_port}/batch",
+                "CHAOS_REPLAY_HOST": REPLAY_HOST,
+            },
+        )
+        *_, config, replay = setup.stdout.strip().splitlines()
+        self.config = {**json.loads(config), **json.loads(replay)}
+
+    def agent_cmd(self, slug: str, host: str, spool: Path) -> list[str]:
+        return [
+            sys.executable, "-m", "demo.agent", "--gpus", "1", "--service", slug,
+            "--host", host, "--interval", str(AGENT_INTERVAL_S), "--spool-dir", str(spool),
+        ]  # fmt: skip
+
+    def start_agents(self, pull_port: int) -> None:
+        slug = self.config["pushed"]
+        self.spools = {PUSH_HOST: self.tmp / "spool" / PUSH_HOST}
+        self.start(
+            "agent-push",
+            [*self.agent_cmd(slug, PUSH_HOST, self.spools[PUSH_HOST]), "--server", self.base,
+             "--simulate-profile", f"{slug}:{PROFILE}", *SLOWED],
+            env={**self._env, "PERFHUB_TOKEN": self.config["token"]},
+        )  # fmt: skip
+        pulled = self.config["pulled"]
+        self.start(
+            "agent-pull",
+            [*self.agent_cmd(pulled, PULL_HOST, self.tmp / "spool" / PULL_HOST),
+             "--serve", f"127.0.0.1:{pull_port}"],
+        )  # fmt: skip
+
+    # -- what the database says
+
+    def batches(self) -> dict[str, int]:
+        [row] = self.sql(
+            "SELECT count(*), count(rolled_up_at), count(quarantined_at),"
+            " count(*) FILTER (WHERE claim IS NOT NULL AND rolled_up_at IS NULL),"
+            " coalesce(sum((counts->>'requests')::bigint), 0)"
+            " FROM collectors_ingestbatch"
+        )
+        keys = ("accepted", "rolled_up", "quarantined", "claimed", "requests")
+        return dict(zip(keys, row, strict=True))
+
+    def fault(self, name: str, detail: str) -> dict:
+        entry = {"fault": name, "injected_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                 "detail": detail, "before": self.batches()}  # fmt: skip
+        self.faults.append(entry)
+        self.log(f"  injected at {entry['injected_at']}: {detail}")
+        return entry
+
+    def recovered(self, entry: dict, timeout: float = 40) -> None:
+        """After a fault: new batches accepted, and everything accepted so far rolled up."""
+        accepted = entry["before"]["accepted"]
+
+        def caught_up() -> bool:
+            now = self.batches()
+            return now["accepted"] > accepted + 2 and now["rolled_up"] + now["quarantined"] >= (
+                accepted
+            )
+
+        wait_for(f"recovery from '{entry['fault']}'", caught_up, timeout, every=0.5)
+        entry["recovered_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        entry["after"] = self.batches()
+
+    # -- the faults
+
+    def kill_worker_in_rollup(self) -> None:
+        [(host_id,)] = self.sql("SELECT id FROM collectors_host WHERE name = %s", (PUSH_HOST,))
+        with self.pg.connect() as holder:
+            # Hold the host's row: the roll-up that claims its batches waits on this lock.
+            holder.execute("BEGIN")
+            holder.execute("SELECT 1 FROM collectors_host WHERE id = %s FOR UPDATE", (host_id,))
+
+            def waiting_rollup() -> int:
+                blocked = self.sql(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND query LIKE '%%collectors_host%%FOR UPDATE%%' AND pid <> %s",
+                    (holder.info.backend_pid,),
+                )
+                claimed = self.sql(
+                    "SELECT count(*) FROM collectors_ingestbatch WHERE host_id = %s"
+                    " AND claim IS NOT NULL AND rolled_up_at IS NULL",
+                    (host_id,),
+                )[0][0]
+                return claimed if blocked and claimed else 0
+
+            claimed = wait_for("a roll-up waiting inside the host's lock", waiting_rollup, 30, 0.2)
+            entry = self.fault(
+                "worker killed inside a roll-up",
+                f"SIGKILL to the worker's process group while its roll-up held a claim on "
+                f"{claimed} batch(es) of {PUSH_HOST} and waited for the host's row",
+            )
+            self.stop("worker", signal.SIGKILL, timeout=5)
+            holder.execute("ROLLBACK")
+        self.start("worker", compose_commands()["worker"])
+        self.recovered(entry)
+
+    # -- the end
+
+    def settle(self) -> None:
+        for name in [n for n in self.procs if n.startswith("agent-")]:
+            self.stop(name)
+        for host, spool in self.spools.items():
+            left = list(spool.glob("*.json")) if spool.exists() else []
+            check(not left, f"{host}'s spool still holds {len(left)} batch(es)")
+        wait_for(
+            "every accepted batch rolled up",
+            lambda: (b := self.batches())["rolled_up"] + b["quarantined"] == b["accepted"],
+            60,
+            every=0.5,
+        )
+        time.sleep(3)  # a last evaluation and delivery round
+
+    # -- accounting
+
+    def account(self) -> dict:
+        """Accepted vs rolled up, per host and minute (requests, prompt and output tokens)."""
+        raw = {
+            (h, m): (n, p, o)
+            for h, m, n, p, o in self.sql(
+                "SELECT host_id, date_trunc('minute', ts), count(*),"
+                " coalesce(sum(prompt_tokens), 0), coalesce(sum(output_tokens), 0)"
+                " FROM collectors_requestsample GROUP BY 1, 2"
+            )
+        }
+        rolled = {
+            (h, m): (n, p, o)
+            for h, m, n, p, o in self.sql(
+                "SELECT host_id, start, sum(requests), sum(prompt_tokens), sum(output_tokens)"
+                " FROM collectors_servicerollup WHERE resolution_s = 60 GROUP BY 1, 2"
+            )
+        }
+        lost = Counter()
+        doubled = Counter()
+        for key in set(raw) | set(rolled):
+            a, r = raw.get(key, (0, 0, 0)), rolled.get(key, (0, 0, 0))
+            for i, what in enumerate(("requests", "prompt_tokens", "output_tokens")):
+                lost[what] += max(0, a[i] - r[i])
+                doubled[what] += max(0, r[i] - a[i])
+        batches = self.batches()
+        [(hourly,)] = self.sql(
+            "SELECT coalesce(sum(requests), 0) FROM collectors_servicerollup"
+            " WHERE resolution_s = 3600"
+        )
+        [(merged,)] = self.sql(
+            "SELECT coalesce(sum(requests), 0) FROM collectors_servicemergedrollup"
+            " WHERE resolution_s = 60"
+        )
+        accepted_rows = sum(v[0] for v in raw.values())
+        return {
+            "batches_accepted": batches["accepted"],
+            "requests_accepted": batches["requests"],  # ingest's own count, per batch
+            "request_rows": accepted_rows,
+            "requests_rolled_up": sum(v[0] for v in rolled.values()),
+            "requests_hourly": int(hourly),
+            "requests_merged": int(merged),
+            "minutes_compared": len(set(raw) | set(rolled)),
+            "lost": dict(lost),
+            "doubled": dict(doubled),
+        }
+
+    def stuck(self) -> dict:
+        batches = self.batches()
+        [(sending,)] = self.sql("SELECT count(*) FROM alerts_notification WHERE status <> 'sent'")
+        return {
+            "batches_not_rolled_up": batches["accepted"] - batches["rolled_up"],
+            "batches_quarantined": batches["quarantined"],
+            "claims_open": batches["claimed"],
+            "queued_tasks": int(self.redis("LLEN", "celery") or 0),
+            "notifications_not_sent": sending,
+        }
+
+    def alerts(self) -> dict:
+        """Webhook deliveries per alert firing: each firing told once, each resolution once."""
+        firings = self.sql(
+            "SELECT fingerprint, fired_at, resolved_at FROM alerts_alertinstance"
+            " WHERE fired_at IS NOT NULL"
+        )
+        with self.receiver.lock:
+            bodies = list(self.receiver.bodies)
+        told: Counter = Counter()
+        for body in bodies:
+            for alert in body["alerts"]:
+                told[(alert["fingerprint"], alert["startsAt"], body["status"])] += 1
+        per_firing = []
+        for fingerprint, fired_at, resolved_at in firings:
+            starts = fired_at.astimezone(UTC).isoformat(timespec="milliseconds")
+            starts = starts.replace("+00:00", "Z")
+            per_firing.append(
+                {
+                    "fingerprint": fingerprint,
+                    "fired_at": starts,
+                    "firing_messages": told[(fingerprint, starts, "firing")],
+                    "resolved": resolved_at is not None,
+                    "resolved_messages": told[(fingerprint, starts, "resolved")],
+                }
+            )
+        return {"firings": per_firing, "messages": len(bodies), "bodies": bodies}
+
+    def report(self) -> tuple[dict, list[str]]:
+        accounting, stuck, alerts = self.account(), self.stuck(), self.alerts()
+        problems = []
+        lost = sum(accounting["lost"].values())
+        doubled = sum(accounting["doubled"].values())
+        if lost:
+            problems.append(f"lost: {accounting['lost']}")
+        if doubled:
+            problems.append(f"doubled: {accounting['doubled']}")
+        n = accounting["request_rows"]
+        for key in (
+            "requests_accepted",
+            "requests_rolled_up",
+            "requests_hourly",
+            "requests_merged",
+        ):
+            if accounting[key] != n:
+                problems.append(f"{key} is {accounting[key]}, the accepted rows {n}")
+        problems += [f"stuck: {k} = {v}" for k, v in stuck.items() if v]
+        if not alerts["firings"]:
+            problems.append("the rule never fired: no delivery to count")
+        for f in alerts["firings"]:
+            if f["firing_messages"] != 1:
+                problems.append(f"alert {f['fingerprint']} firing told {f['firing_messages']}x")
+            if f["resolved"] and f["resolved_messages"] != 1:
+                problems.append(
+                    f"alert {f['fingerprint']} resolution told {f['resolved_messages']}x"
+                )
+        report = {
+            "faults": self.faults,
+            "accounting": accounting,
+            "stuck": stuck,
+            "alerts": alerts,
+            "problems": problems,
+        }
+        return report, problems
+
+    def cleanup(self) -> None:
+        self.stop_all()
+        self.receiver.shutdown()
+        self.receiver.server_close()
+        if self.spool_mount is not None:
+            subprocess.run(["umount", "-l", str(self.spool_mount)], check=False)
+        self.pg.destroy()
+
+
+def print_report(report: dict) -> None:
+    print("\nfault                                     injected (UTC)        accepted  rolled up")
+    for f in report["faults"]:
+        after = f.get("after") or {}
+        print(f"  {f['fault']:<40}{f['injected_at'][11:19]:>10}  "
+              f"{after.get('accepted', '-'):>14}  {after.get('rolled_up', '-'):>9}")  # fmt: skip
+    a = report["accounting"]
+    print(
+        f"\nrequests: accepted {a['request_rows']} (ingest counted {a['requests_accepted']}), "
+        f"rolled up {a['requests_rolled_up']} (hourly {a['requests_hourly']}, "
+        f"merged {a['requests_merged']}) over {a['minutes_compared']} host-minutes"
+    )
+    print(f"lost: {a['lost']}   doubled: {a['doubled']}")
+    print(f"stuck: {report['stuck']}")
+    for f in report["alerts"]["firings"]:
+        resolved = f", resolved told {f['resolved_messages']}x" if f["resolved"] else ""
+        print(
+            f"alert {f['fingerprint']} fired {f['fired_at']}: "
+            f"told {f['firing_messages']}x{resolved}"
+        )
+
+
+def main() -> int:
+    chaos = Chaos()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ok = False
+    report: dict = {}
+    try:
+        chaos.main()
+        report, problems = chaos.report()
+        ok = not problems
+    except StackFailure as exc:
+        chaos.log(f"CHAOS FAILED at {exc}")
+        print(chaos.tails(), file=sys.stderr)
+        report = {"faults": chaos.faults, "problems": [str(exc)]}
+    except KeyboardInterrupt:
+        chaos.log("interrupted")
+    finally:
+        chaos.cleanup()
+    total = time.monotonic() - chaos.started
+    report["seconds"] = round(total, 1)
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(report, indent=2, default=str))
+    if "accounting" in report:
+        print_report(report)
+    for problem in report.get("problems", []):
+        print(f"PROBLEM: {problem}", file=sys.stderr)
+    if not ok:
+        print(f"chaos: FAILED after {total:.0f} s; logs kept in {chaos.tmp}", file=sys.stderr)
+        return 1
+    shutil.rmtree(chaos.tmp, ignore_errors=True)
+    print(
+        f"\nchaos: {len(chaos.faults)} faults, 0 lost, 0 doubled, nothing stuck, in {total:.0f} s"
+    )
+    print(f"report: {REPORT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
