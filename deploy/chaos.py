@@ -50,7 +50,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # deploy/ is scripts, not a package: its modules import each other from this folder.
-from smoke import AGENT_INTERVAL_S, PROFILE, SETUP_SCRIPT, TIMINGS  # noqa: I001
+from smoke import AGENT_INTERVAL_S, PROFILE, SETUP_SCRIPT, TIMINGS, setup_inputs  # noqa: I001
 from stack import ROOT, Stack, StackFailure, check, compose_commands, free_port
 from stack import start_receiver, wait_for
 
@@ -68,7 +68,6 @@ PUSH_HOST, PULL_HOST, REPLAY_HOST = "chaos-gpu-01", "chaos-pull-01", "chaos-repl
 # keeps firing through every fault; a second firing message would be a duplicate.
 SLOWED = ["--simulate-slowdown-after", "0", "--simulate-slowdown-share", "0.3",
           "--simulate-slowdown-factor", "4"]  # fmt: skip
-P99_THRESHOLD_MS = 2000
 CHAOS_TIMINGS = {
     **TIMINGS,
     # A claim left by the killed worker is taken again after this (default 10 minutes).
@@ -80,12 +79,37 @@ CHAOS_TIMINGS = {
 # back), which the real agent replays on start. When beat starts again (with its schedule file,
 # whose entries are all overdue) the roll-ups catch up on more than BEAT_GAP of sample time.
 BEAT_GAP = timedelta(minutes=10)
+# The replaying agent runs at the agent's default interval (10 s): 60 batches for the gap, so
+# its replay stays under ingest's rate limit (120 pushes a minute per host; at the live agents'
+# 2 s, 300 batches would be throttled to 2.5 minutes of replay, correctly but too slowly here).
+REPLAY_INTERVAL_S = 10
 BEAT_STOP_S = 20
 SPOOL_TMPFS = "256k"
+SUPERVISED = ("web", "worker", "beat")  # compose: restart: unless-stopped
 
 
-class ChaosFailure(StackFailure):
-    pass
+def write_backdated_spool(
+    directory: Path, host: str, slug: str, gap: timedelta, interval: float
+) -> int:
+    """The spool an agent cut off for `gap` would hold: one batch per interval, from the
+    simulator on a clock set back by `gap`, written by the agent's own Spool. Returns how many."""
+    sys.path.insert(0, str(ROOT))
+    from collectors.agent.batch import new_batch
+    from collectors.agent.spool import Spool
+    from demo.simulator import Simulator
+
+    now = time.time()
+    clock = [now - gap.total_seconds()]
+    simulator = Simulator(host=host, services=[slug], gpus=1, clock=lambda: clock[0])
+    spool = Spool(directory, max_bytes=256 * 1024 * 1024)
+    written = 0
+    while clock[0] + interval < now:
+        clock[0] += interval
+        gpus, scrapes, requests_ = simulator.step()
+        at = datetime.fromtimestamp(clock[0], UTC)
+        spool.put(new_batch(host=host, gpus=gpus, scrapes=scrapes, requests=requests_, now=at))
+        written += 1
+    return written
 
 
 # ------------------------------------------------------------------------------ private servers
@@ -138,7 +162,9 @@ class PrivatePostgres:
                  "-o", options, "start")  # fmt: skip
 
     def restart(self) -> None:
-        self._pg("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "restart")
+        # -l again: without it the new server would write to (and hold open) our pipe.
+        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-m", "fast",
+                 "-w", "restart")  # fmt: skip
 
     def destroy(self) -> None:
         if (self.data / "postmaster.pid").exists():
@@ -210,7 +236,7 @@ class Chaos(Stack):
                      f"Redis on :{self.redis_port}")  # fmt: skip
         collect = self.spawn("collectstatic", ["deploy/collectstatic.sh"])
         with self.step("migrate (compose's migrate service)"):
-            self.run("migrate", commands["migrate"])
+            self.run("migrate", commands["migrate"], timeout=300)  # a loaded machine: slow
         with self.step("start web, worker and beat with compose's commands"):
             check(collect.wait(timeout=120) == 0, "collectstatic failed")
             for name in ("web", "worker", "beat"):
@@ -227,6 +253,14 @@ class Chaos(Stack):
 
         with self.step("fault: worker killed inside a roll-up"):
             self.kill_worker_in_rollup()
+        with self.step("fault: PostgreSQL restarted"):
+            self.restart_postgres()
+        with self.step("fault: Redis restarted"):
+            self.restart_redis()
+        with self.step("fault: the spool's disk full while web is down"):
+            self.fill_spool_disk()
+        with self.step(f"fault: beat stopped ({BEAT_GAP.seconds // 60} minutes of sample time)"):
+            self.stop_beat()
 
         with self.step("settle: agents stop, every spool empty, every batch rolled up"):
             self.settle()
@@ -240,11 +274,7 @@ class Chaos(Stack):
             ["python", "manage.py", "shell", "-c", script],
             env={
                 **self._env,
-                "SMOKE_P99_THRESHOLD_MS": str(P99_THRESHOLD_MS),
-                "SMOKE_WEBHOOK_URL": f"http://127.0.0.1:{self.receiver.server_port}/hook",
-                "SMOKE_PUSH_HOST": PUSH_HOST,
-                "SMOKE_PULL_HOST": PULL_HOST,
-                "SMOKE_PULL_URL": f"http://127.0.0.1:{pull_port}/batch",
+                **setup_inputs(self.receiver.server_port, pull_port, PUSH_HOST, PULL_HOST),
                 "CHAOS_REPLAY_HOST": REPLAY_HOST,
             },
         )
@@ -257,9 +287,23 @@ class Chaos(Stack):
             "--host", host, "--interval", str(AGENT_INTERVAL_S), "--spool-dir", str(spool),
         ]  # fmt: skip
 
+    def mount_spool_disk(self, directory: Path) -> str:
+        """A small tmpfs under the pushing agent's spool, for a real ENOSPC; '' when mounted,
+        else why not (mounting needs root)."""
+        directory.mkdir(parents=True)
+        result = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={SPOOL_TMPFS}", "tmpfs", str(directory)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if result.returncode != 0:
+            return (result.stderr or result.stdout).strip() or f"mount exited {result.returncode}"
+        self.spool_mount = directory
+        return ""
+
     def start_agents(self, pull_port: int) -> None:
         slug = self.config["pushed"]
         self.spools = {PUSH_HOST: self.tmp / "spool" / PUSH_HOST}
+        self.no_tmpfs = self.mount_spool_disk(self.spools[PUSH_HOST])
         self.start(
             "agent-push",
             [*self.agent_cmd(slug, PUSH_HOST, self.spools[PUSH_HOST]), "--server", self.base,
@@ -272,6 +316,33 @@ class Chaos(Stack):
             [*self.agent_cmd(pulled, PULL_HOST, self.tmp / "spool" / PULL_HOST),
              "--serve", f"127.0.0.1:{pull_port}"],
         )  # fmt: skip
+
+    # -- compose's restart policy
+
+    def supervise(self) -> None:
+        """Restart web, worker or beat when one exits, as compose's `restart: unless-stopped`
+        does; each restart is recorded on the fault in progress, with the process's last
+        CRITICAL or ERROR line (why it exited)."""
+        for name in SUPERVISED:
+            proc = self.procs.get(name)
+            if proc is None or proc.poll() is None:
+                continue
+            why = [
+                line.get("message", "")
+                for line in self.log_lines(name)
+                if line.get("level") in ("CRITICAL", "ERROR")
+            ]
+            restart = {
+                "process": name,
+                "exit_code": proc.returncode,
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "why": (why or ["(no error logged)"])[-1][:300],
+            }
+            self.log(f"  {name} exited ({proc.returncode}): {restart['why']}; restarted")
+            if self.faults:
+                self.faults[-1].setdefault("restarts", []).append(restart)
+            self.procs.pop(name)
+            self.start(name, compose_commands()[name])
 
     # -- what the database says
 
@@ -297,6 +368,7 @@ class Chaos(Stack):
         accepted = entry["before"]["accepted"]
 
         def caught_up() -> bool:
+            self.supervise()
             now = self.batches()
             return now["accepted"] > accepted + 2 and now["rolled_up"] + now["quarantined"] >= (
                 accepted
@@ -311,9 +383,10 @@ class Chaos(Stack):
     def kill_worker_in_rollup(self) -> None:
         [(host_id,)] = self.sql("SELECT id FROM collectors_host WHERE name = %s", (PUSH_HOST,))
         with self.pg.connect() as holder:
-            # Hold the host's row: the roll-up that claims its batches waits on this lock.
+            # Hold the host's row: the roll-up that claims its batches waits on this lock (its
+            # FOR UPDATE conflicts with KEY SHARE; ingest's writes to the host row do not).
             holder.execute("BEGIN")
-            holder.execute("SELECT 1 FROM collectors_host WHERE id = %s FOR UPDATE", (host_id,))
+            holder.execute("SELECT 1 FROM collectors_host WHERE id = %s FOR KEY SHARE", (host_id,))
 
             def waiting_rollup() -> int:
                 blocked = self.sql(
@@ -339,6 +412,90 @@ class Chaos(Stack):
         self.start("worker", compose_commands()["worker"])
         self.recovered(entry)
 
+    def restart_postgres(self) -> None:
+        entry = self.fault(
+            "PostgreSQL restarted",
+            "pg_ctl restart -m fast under load: every connection of web, worker and beat dropped",
+        )
+        self.pg.restart()
+        self.recovered(entry)
+
+    def restart_redis(self) -> None:
+        entry = self.fault(
+            "Redis restarted",
+            "redis-server stopped and started again without persistence: the broker's queue, "
+            "rate-limit counters and beat's heartbeat gone",
+        )
+        self.stop("redis")
+        self.start_redis()
+        self.recovered(entry)
+
+    def fill_spool_disk(self) -> None:
+        if self.no_tmpfs:
+            self.faults.append({"fault": "the spool's disk full", "skipped": self.no_tmpfs})
+            self.log(f"  SKIPPED: no tmpfs for the spool ({self.no_tmpfs})")
+            return
+        filler = self.spool_mount / "filler"
+        try:
+            with open(filler, "wb", buffering=0) as handle:
+                while True:
+                    handle.write(b"\0" * 4096)
+        except OSError:  # ENOSPC: the disk is full
+            pass
+        entry = self.fault(
+            "the spool's disk full",
+            f"the pushing agent's spool (a {SPOOL_TMPFS} tmpfs) filled to ENOSPC, then web "
+            f"stopped for {3 * AGENT_INTERVAL_S} s so its batches had to be kept",
+        )
+        spooled = self.agent_log_count("agent-push", "push of batch")
+        self.stop("web")
+        wait_for(
+            "the agent failing to push",
+            lambda: self.agent_log_count("agent-push", "push of batch") > spooled,
+            20,
+            every=0.5,
+        )
+        time.sleep(2 * AGENT_INTERVAL_S)
+        self.start("web", compose_commands()["web"])
+        wait_for("/healthz", lambda: requests.get(self.base + "/healthz", timeout=2).ok, 60, 0.5)
+        filler.unlink()
+        self.recovered(entry)
+
+    def agent_log_count(self, name: str, text: str) -> int:
+        return (self.tmp / f"{name}.log").read_text(errors="replace").count(text)
+
+    def stop_beat(self) -> None:
+        replay = self.tmp / "spool" / REPLAY_HOST
+        slug = self.config["pulled"]
+        batches = write_backdated_spool(replay, REPLAY_HOST, slug, BEAT_GAP, REPLAY_INTERVAL_S)
+        self.spools[REPLAY_HOST] = replay
+        entry = self.fault(
+            "beat stopped",
+            f"beat stopped for {BEAT_STOP_S}+ s while the agents pushed and a third agent "
+            f"replayed {batches} spooled batches ({BEAT_GAP.seconds // 60} minutes of sample "
+            "time); then beat started again on its old schedule file",
+        )
+        self.stop("beat")
+        began = time.monotonic()
+        self.start(
+            "agent-replay",
+            [
+                *self.agent_cmd(slug, REPLAY_HOST, replay),
+                "--server",
+                self.base,
+                "--interval",
+                str(REPLAY_INTERVAL_S),
+            ],
+            env={**self._env, "PERFHUB_TOKEN": self.config["replay_token"]},
+        )
+        wait_for("the replaying agent's spool empty", lambda: not any(replay.glob("*.json")), 90)
+        time.sleep(max(0.0, BEAT_STOP_S - (time.monotonic() - began)))
+        entry["beat_stopped_s"] = round(time.monotonic() - began, 1)
+        pending = self.batches()
+        entry["backlog_batches"] = pending["accepted"] - pending["rolled_up"]
+        self.start("beat", compose_commands()["beat"])
+        self.recovered(entry, timeout=60)
+
     # -- the end
 
     def settle(self) -> None:
@@ -347,12 +504,13 @@ class Chaos(Stack):
         for host, spool in self.spools.items():
             left = list(spool.glob("*.json")) if spool.exists() else []
             check(not left, f"{host}'s spool still holds {len(left)} batch(es)")
-        wait_for(
-            "every accepted batch rolled up",
-            lambda: (b := self.batches())["rolled_up"] + b["quarantined"] == b["accepted"],
-            60,
-            every=0.5,
-        )
+
+        def drained() -> bool:
+            self.supervise()
+            b = self.batches()
+            return b["rolled_up"] + b["quarantined"] == b["accepted"]
+
+        wait_for("every accepted batch rolled up", drained, 60, every=0.5)
         time.sleep(3)  # a last evaluation and delivery round
 
     # -- accounting
@@ -425,15 +583,14 @@ class Chaos(Stack):
         told: Counter = Counter()
         for body in bodies:
             for alert in body["alerts"]:
-                told[(alert["fingerprint"], alert["startsAt"], body["status"])] += 1
+                starts = datetime.fromisoformat(alert["startsAt"])
+                told[(alert["fingerprint"], starts, body["status"])] += 1
         per_firing = []
-        for fingerprint, fired_at, resolved_at in firings:
-            starts = fired_at.astimezone(UTC).isoformat(timespec="milliseconds")
-            starts = starts.replace("+00:00", "Z")
+        for fingerprint, starts, resolved_at in firings:
             per_firing.append(
                 {
                     "fingerprint": fingerprint,
-                    "fired_at": starts,
+                    "fired_at": starts.astimezone(UTC).isoformat(timespec="seconds"),
                     "firing_messages": told[(fingerprint, starts, "firing")],
                     "resolved": resolved_at is not None,
                     "resolved_messages": told[(fingerprint, starts, "resolved")],
@@ -459,6 +616,16 @@ class Chaos(Stack):
         ):
             if accounting[key] != n:
                 problems.append(f"{key} is {accounting[key]}, the accepted rows {n}")
+        # Batches an agent could not keep (a failed spool write, a spool over its bound): never
+        # accepted, so no server count shows them; the agents' logs do.
+        dropped = {
+            name: self.agent_log_count(name, "delivering a batch failed")
+            + self.agent_log_count(name, "their data is lost")
+            for name in ("agent-push", "agent-replay")
+        }
+        accounting["agent_dropped"] = dropped
+        if sum(dropped.values()):
+            problems.append(f"agents dropped batches: {dropped}")
         problems += [f"stuck: {k} = {v}" for k, v in stuck.items() if v]
         if not alerts["firings"]:
             problems.append("the rule never fired: no delivery to count")

@@ -12,14 +12,9 @@ from decimal import Decimal
 from dossiers.models import Service, Team
 
 chaos_team = Team.objects.create(slug="chaos", name="Chaos")
-for number in (1, 2):
-    Service.objects.create(
-        slug=f"chaos-chat-{number}",
-        name=f"Chaos chat {number}",
-        team=chaos_team,
-        model_name="Llama-3.1-8B-Instruct",
-        model_params_b=Decimal("8"),
-        engine="vllm",
-        gpu_model="H100",
-        gpu_hour_price=Decimal("2.5"),
-    )
+fleet = {"model_name": "Llama-3.1-8B-Instruct", "model_params_b": Decimal("8"), "engine": "vllm"}
+Service.objects.bulk_create(
+    Service(slug=f"chaos-chat-{n}", name=f"Chaos chat {n}", team=chaos_team, gpu_model="H100",
+            gpu_hour_price=Decimal("2.5"), **fleet)
+    for n in (1, 2)
+)  # fmt: skip

@@ -95,6 +95,19 @@ EXPECTED_TASKS = (
 SmokeFailure = StackFailure
 
 
+def setup_inputs(
+    receiver_port: int, pull_port: int, push_host: str = PUSH_HOST, pull_host: str = PULL_HOST
+) -> dict[str, str]:
+    """smoke_setup.py's inputs (its environment)."""
+    return {
+        "SMOKE_P99_THRESHOLD_MS": str(P99_THRESHOLD_MS),
+        "SMOKE_WEBHOOK_URL": f"http://127.0.0.1:{receiver_port}/hook",
+        "SMOKE_PUSH_HOST": push_host,
+        "SMOKE_PULL_HOST": pull_host,
+        "SMOKE_PULL_URL": f"http://127.0.0.1:{pull_port}/batch",
+    }
+
+
 class Smoke(Stack):
     prefix = "perfhub-smoke-"
 
@@ -161,14 +174,7 @@ class Smoke(Stack):
             setup = self.run(
                 "setup",
                 ["python", "manage.py", "shell", "-c", SETUP_SCRIPT.read_text()],
-                env={
-                    **self._env,
-                    "SMOKE_P99_THRESHOLD_MS": str(P99_THRESHOLD_MS),
-                    "SMOKE_WEBHOOK_URL": f"http://127.0.0.1:{self.receiver.server_port}/hook",
-                    "SMOKE_PUSH_HOST": PUSH_HOST,
-                    "SMOKE_PULL_HOST": PULL_HOST,
-                    "SMOKE_PULL_URL": f"http://127.0.0.1:{pull_port}/batch",
-                },
+                env={**self._env, **setup_inputs(self.receiver.server_port, pull_port)},
             )
             self.config = json.loads(setup.stdout.strip().splitlines()[-1])
             self.log(f"  pushed: {self.config['pushed']}, pulled: {self.config['pulled']}")

@@ -174,10 +174,10 @@ class Stack:
         return env
 
     def run(
-        self, name: str, cmd: list[str], env: dict[str, str] | None = None
+        self, name: str, cmd: list[str], env: dict[str, str] | None = None, timeout: float = 120
     ) -> subprocess.CompletedProcess:
         result = subprocess.run(
-            cmd, cwd=ROOT, env=env or self._env, capture_output=True, text=True, timeout=120
+            cmd, cwd=ROOT, env=env or self._env, capture_output=True, text=True, timeout=timeout
         )
         (self.tmp / f"{name}.log").write_text(result.stdout + result.stderr)
         check(

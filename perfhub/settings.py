@@ -120,7 +120,11 @@ TEMPLATES = [
 
 # DATABASE_URL selects PostgreSQL (psycopg 3); unset means a SQLite file under var/.
 if database_url := env_str("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(database_url, conn_max_age=60)}
+    # Health checks: a connection kept from an earlier request is tested before reuse, so a
+    # restarted PostgreSQL costs a reconnect, not a 500 per process (`make chaos` restarts it).
+    DATABASES = {
+        "default": dj_database_url.parse(database_url, conn_max_age=60, conn_health_checks=True)
+    }
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
