@@ -72,6 +72,10 @@ CHAOS_TIMINGS = {
     **TIMINGS,
     # A claim left by the killed worker is taken again after this (default 10 minutes).
     "PERFHUB_ROLLUP_CLAIM_TIMEOUT_S": "8",
+    # A notification whose broker message the Redis restart lost is enqueued again after this
+    # (10 minutes by default, checked every 5 minutes); loopback deliveries take milliseconds.
+    "PERFHUB_NOTIFICATIONS_STUCK_AFTER_S": "15",
+    "PERFHUB_NOTIFICATIONS_REQUEUE_EVERY_S": "5",
 }
 # "Beat stopped for 10 minutes", compressed: beat is really stopped for BEAT_STOP_S while the
 # live agents keep pushing, and a third agent comes back from a BEAT_GAP outage of its own: its
@@ -86,6 +90,27 @@ REPLAY_INTERVAL_S = 10
 BEAT_STOP_S = 20
 SPOOL_TMPFS = "256k"
 SUPERVISED = ("web", "worker", "beat")  # compose: restart: unless-stopped
+# What each fault did, as the report shows it (keys of a fault's entry).
+EVIDENCE = ("batches_claimed_by_killed_roll_up", "agent_push_failures", "web_5xx",
+            "postgres_up_since", "redis_keys_after_restart", "agent_held_in_memory",
+            "backlog_batches", "backlog_sample_minutes", "beat_stopped_s")  # fmt: skip
+
+
+def minute_start(epoch_minute: int) -> datetime:
+    return datetime.fromtimestamp(epoch_minute * 60, tz=UTC)
+
+
+def compare(raw: dict, rolled: dict, keys: set) -> tuple[Counter, Counter]:
+    """Lost (accepted, not rolled up) and doubled (rolled up beyond what was accepted) over
+    `keys` (host, minute), for requests and both token counts."""
+    lost: Counter = Counter()
+    doubled: Counter = Counter()
+    for key in keys:
+        a, r = raw.get(key, (0, 0, 0)), rolled.get(key, (0, 0, 0))
+        for i, what in enumerate(("requests", "prompt_tokens", "output_tokens")):
+            lost[what] += max(0, a[i] - r[i])
+            doubled[what] += max(0, r[i] - a[i])
+    return lost, doubled
 
 
 def write_backdated_spool(
@@ -357,15 +382,21 @@ class Chaos(Stack):
         return dict(zip(keys, row, strict=True))
 
     def fault(self, name: str, detail: str) -> dict:
-        entry = {"fault": name, "injected_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                 "detail": detail, "before": self.batches()}  # fmt: skip
+        entry = {
+            "fault": name,
+            "injected_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "detail": detail,
+            "before": self.batches(),
+            "push_failures_before": self.agent_log_count("agent-push", "push of batch"),
+        }
         self.faults.append(entry)
         self.log(f"  injected at {entry['injected_at']}: {detail}")
         return entry
 
-    def recovered(self, entry: dict, timeout: float = 40) -> None:
-        """After a fault: new batches accepted, and everything accepted so far rolled up."""
-        accepted = entry["before"]["accepted"]
+    def recovered(self, entry: dict, timeout: float = 40, accepted: int | None = None) -> None:
+        """After a fault: new batches accepted, and the `accepted` first batches (by default
+        all accepted before the fault) rolled up."""
+        accepted = entry["before"]["accepted"] if accepted is None else accepted
 
         def caught_up() -> bool:
             self.supervise()
@@ -377,6 +408,15 @@ class Chaos(Stack):
         wait_for(f"recovery from '{entry['fault']}'", caught_up, timeout, every=0.5)
         entry["recovered_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         entry["after"] = self.batches()
+        entry["web_5xx"] = sum(
+            1
+            for line in self.log_lines("web")
+            if line.get("event") == "request"
+            and line["status"] >= 500
+            and entry["injected_at"] <= line["ts"][:19] + "+00:00" <= entry["recovered_at"]
+        )
+        failures = self.agent_log_count("agent-push", "push of batch")
+        entry["agent_push_failures"] = failures - entry.pop("push_failures_before")
 
     # -- the faults
 
@@ -407,6 +447,7 @@ class Chaos(Stack):
                 f"SIGKILL to the worker's process group while its roll-up held a claim on "
                 f"{claimed} batch(es) of {PUSH_HOST} and waited for the host's row",
             )
+            entry["batches_claimed_by_killed_roll_up"] = claimed
             self.stop("worker", signal.SIGKILL, timeout=5)
             holder.execute("ROLLBACK")
         self.start("worker", compose_commands()["worker"])
@@ -418,6 +459,8 @@ class Chaos(Stack):
             "pg_ctl restart -m fast under load: every connection of web, worker and beat dropped",
         )
         self.pg.restart()
+        [(started,)] = self.sql("SELECT pg_postmaster_start_time()")
+        entry["postgres_up_since"] = started.astimezone(UTC).isoformat(timespec="seconds")
         self.recovered(entry)
 
     def restart_redis(self) -> None:
@@ -428,6 +471,7 @@ class Chaos(Stack):
         )
         self.stop("redis")
         self.start_redis()
+        entry["redis_keys_after_restart"] = int(self.redis("DBSIZE") or 0)  # 0: all gone
         self.recovered(entry)
 
     def fill_spool_disk(self) -> None:
@@ -460,6 +504,9 @@ class Chaos(Stack):
         wait_for("/healthz", lambda: requests.get(self.base + "/healthz", timeout=2).ok, 60, 0.5)
         filler.unlink()
         self.recovered(entry)
+        # The fault happened only if the agent met the full disk (and kept the batches).
+        entry["agent_held_in_memory"] = self.agent_log_count("agent-push", "held in memory")
+        check(entry["agent_held_in_memory"], "the agent never met the full disk")
 
     def agent_log_count(self, name: str, text: str) -> int:
         return (self.tmp / f"{name}.log").read_text(errors="replace").count(text)
@@ -493,8 +540,13 @@ class Chaos(Stack):
         entry["beat_stopped_s"] = round(time.monotonic() - began, 1)
         pending = self.batches()
         entry["backlog_batches"] = pending["accepted"] - pending["rolled_up"]
+        [(first, last)] = self.sql(
+            "SELECT min(minute::bigint), max(minute::bigint) FROM collectors_ingestbatch,"
+            " jsonb_array_elements_text(minutes) AS minute WHERE rolled_up_at IS NULL"
+        )
+        entry["backlog_sample_minutes"] = (last - first + 1) if first is not None else 0
         self.start("beat", compose_commands()["beat"])
-        self.recovered(entry, timeout=60)
+        self.recovered(entry, timeout=60, accepted=pending["accepted"])
 
     # -- the end
 
@@ -511,6 +563,10 @@ class Chaos(Stack):
             return b["rolled_up"] + b["quarantined"] == b["accepted"]
 
         wait_for("every accepted batch rolled up", drained, 60, every=0.5)
+        wait_for("every notification sent", lambda: not self.stuck()["notifications_not_sent"],
+                 40, every=0.5)  # fmt: skip
+        # Nothing stuck as the service itself sees it: beat's heartbeat fresh, no roll-up lag.
+        wait_for("/readyz 200", lambda: requests.get(self.base + "/readyz", timeout=5).ok, 30)
         time.sleep(3)  # a last evaluation and delivery round
 
     # -- accounting
@@ -532,13 +588,23 @@ class Chaos(Stack):
                 " FROM collectors_servicerollup WHERE resolution_s = 60 GROUP BY 1, 2"
             )
         }
-        lost = Counter()
-        doubled = Counter()
-        for key in set(raw) | set(rolled):
-            a, r = raw.get(key, (0, 0, 0)), rolled.get(key, (0, 0, 0))
-            for i, what in enumerate(("requests", "prompt_tokens", "output_tokens")):
-                lost[what] += max(0, a[i] - r[i])
-                doubled[what] += max(0, r[i] - a[i])
+        lost, doubled = compare(raw, rolled, set(raw) | set(rolled))
+        # Per fault: the host-minutes the batches received from its injection to the next
+        # fault's brought in (the replayed gap's minutes count for beat's stop).
+        received = self.sql(
+            "SELECT host_id, received_at, minutes, (counts->>'requests')::bigint"
+            " FROM collectors_ingestbatch"
+        )
+        injected = [f for f in self.faults if "before" in f]
+        starts = [datetime.fromisoformat(f["injected_at"]) for f in injected]
+        for i, entry in enumerate(injected):
+            end = starts[i + 1] if i + 1 < len(starts) else datetime.max.replace(tzinfo=UTC)
+            mine = [b for b in received if starts[i] <= b[1] < end]
+            keys = {(h, minute_start(m)) for h, _, ms, _ in mine for m in ms}
+            f_lost, f_doubled = compare(raw, rolled, keys)
+            entry["requests_accepted"] = sum(n or 0 for *_, n in mine)
+            entry["lost"] = f_lost["requests"]
+            entry["doubled"] = f_doubled["requests"]
         batches = self.batches()
         [(hourly,)] = self.sql(
             "SELECT coalesce(sum(requests), 0) FROM collectors_servicerollup"
@@ -655,11 +721,16 @@ class Chaos(Stack):
 
 
 def print_report(report: dict) -> None:
-    print("\nfault                                     injected (UTC)        accepted  rolled up")
+    print(f"\n{'fault':<32} {'injected':>8} {'accepted':>9} {'lost':>5} {'doubled':>7}  evidence")
     for f in report["faults"]:
-        after = f.get("after") or {}
-        print(f"  {f['fault']:<40}{f['injected_at'][11:19]:>10}  "
-              f"{after.get('accepted', '-'):>14}  {after.get('rolled_up', '-'):>9}")  # fmt: skip
+        if "skipped" in f:
+            print(f"{f['fault']:<32} skipped: {f['skipped']}")
+            continue
+        evidence = {k: f[k] for k in EVIDENCE if k in f}
+        if f.get("restarts"):
+            evidence["restarted"] = [r["process"] for r in f["restarts"]]
+        print(f"{f['fault']:<32} {f['injected_at'][11:19]:>8} {f.get('requests_accepted', '-'):>9} "
+              f"{f.get('lost', '-'):>5} {f.get('doubled', '-'):>7}  {evidence}")  # fmt: skip
     a = report["accounting"]
     print(
         f"\nrequests: accepted {a['request_rows']} (ingest counted {a['requests_accepted']}), "

@@ -287,7 +287,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "alerts.evaluate",
         "schedule": env_float("PERFHUB_EVALUATE_EVERY_S", 60.0),
     },
-    "alerts-requeue-stuck": {"task": "alerts.requeue_stuck_notifications", "schedule": 300.0},
+    # Notifications whose message was lost (a restarted broker) or whose worker died mid-send.
+    "alerts-requeue-stuck": {
+        "task": "alerts.requeue_stuck_notifications",
+        "schedule": env_float("PERFHUB_NOTIFICATIONS_REQUEUE_EVERY_S", 300.0),
+    },
     # Proof that beat schedules and a worker runs: /readyz reads the time it writes.
     "perfhub-heartbeat": {
         "task": "perfhub.heartbeat",
@@ -379,6 +383,9 @@ PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 # Alerts: evaluate windows that closed this long ago (late samples cause no false alarms);
 # "no data" rules look this far back for the hosts a service had.
 PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120)
+# A notification queued, retrying or sending for this long is enqueued again (the claim still
+# sends it once); keep it above the longest delivery (receivers time out well under a minute).
+PERFHUB_NOTIFICATIONS_STUCK_AFTER_S = env_int("PERFHUB_NOTIFICATIONS_STUCK_AFTER_S", 600)
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
 # SLO burn-rate alerts: the multi-window pairs every service with an SLO starts with, as
 # "name:factor:long window s:severity" items; the short window is a twelfth of the long one.
