@@ -7,7 +7,7 @@ PORT ?= 8000
 TEST_PROCESSES ?= 2
 # Tests run on PostgreSQL when DATABASE_URL is set (CI sets it), else on the SQLite default.
 
-.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock smoke e2e-vllm
+.PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock smoke chaos e2e-vllm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -75,6 +75,13 @@ clean:
 # PostgreSQL and Redis, DEBUG off), driven from outside for about two minutes: deploy/smoke.py.
 smoke: install
 	$(BIN)/python deploy/smoke.py
+
+# Faults under load on the same shape, on a private PostgreSQL cluster and Redis (the ones it
+# restarts): a worker killed in a roll-up, PostgreSQL and Redis restarted, the spool's disk
+# full, beat stopped; then every accepted sample must be rolled up exactly once and every alert
+# told once (deploy/chaos.py; report in var/chaos-report.json).
+chaos: install
+	$(BIN)/python deploy/chaos.py
 
 # A real engine: vLLM's CPU build (in .venv-vllm/, built once and kept) serves a tiny
 # random-weight Llama; the real agent pushes its /metrics here, `vllm bench serve` runs against

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from celery.exceptions import Retry
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -301,18 +302,22 @@ def deliver(notification_id: int, *, final_attempt: bool = False) -> str:
     return "sent"
 
 
-STUCK_AFTER = timedelta(minutes=10)
+def stuck_after() -> timedelta:
+    """How long a notification may wait (or be sending) before it counts as left behind; longer
+    than any delivery takes, so a send in progress is never started a second time."""
+    return timedelta(seconds=settings.PERFHUB_NOTIFICATIONS_STUCK_AFTER_S)
 
 
 def requeue_stuck(now: datetime | None = None) -> list[int]:
     """Notifications a lost message or a dead worker left behind: send them again.
 
-    Queued or retrying rows untouched for `STUCK_AFTER`, and rows claimed for sending that
+    Queued or retrying rows untouched for `stuck_after()` (their broker message lost: a
+    restarted Redis keeps no queue), and rows claimed for sending that
     long ago (the worker died mid-send), are put back to retrying and enqueued; the claim in
     `deliver` still guarantees one sender at a time.
     """
     now = now or timezone.now()
-    cutoff = now - STUCK_AFTER
+    cutoff = now - stuck_after()
     waiting = Q(status__in=[Notification.Status.QUEUED, Notification.Status.RETRYING]) & (
         Q(claimed_at__lt=cutoff) | Q(claimed_at__isnull=True, created_at__lt=cutoff)
     )

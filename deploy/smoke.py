@@ -30,27 +30,33 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import requests
-import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-COMPOSE_FILE = ROOT / "docker-compose.yml"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# deploy/ is scripts, not a package: its modules import each other from this folder.
+from stack import (
+    APP_SERVICES,
+    ROOT,
+    Stack,
+    StackFailure,
+    check,
+    compose_commands,
+    compose_environment_keys,
+    compose_services,
+    free_port,
+    start_receiver,
+    wait_for,
+)
+
+__all__ = ["compose_commands", "compose_environment_keys"]  # read by tests/ops/test_compose.py
 SETUP_SCRIPT = ROOT / "deploy" / "smoke_setup.py"
-APP_SERVICES = ("migrate", "web", "worker", "beat")
 PUSH_HOST, PULL_HOST = "smoke-gpu-01", "smoke-pull-01"
 AGENT_INTERVAL_S = 2
 P99_THRESHOLD_MS = 2000
@@ -86,202 +92,40 @@ EXPECTED_TASKS = (
 )
 
 
-class SmokeFailure(Exception):
-    pass
+SmokeFailure = StackFailure
 
 
-def check(condition: object, message: str) -> None:
-    if not condition:
-        raise SmokeFailure(message)
+def setup_inputs(
+    receiver_port: int, pull_port: int, push_host: str = PUSH_HOST, pull_host: str = PULL_HOST
+) -> dict[str, str]:
+    """smoke_setup.py's inputs (its environment)."""
+    return {
+        "SMOKE_P99_THRESHOLD_MS": str(P99_THRESHOLD_MS),
+        "SMOKE_WEBHOOK_URL": f"http://127.0.0.1:{receiver_port}/hook",
+        "SMOKE_PUSH_HOST": push_host,
+        "SMOKE_PULL_HOST": pull_host,
+        "SMOKE_PULL_URL": f"http://127.0.0.1:{pull_port}/batch",
+    }
 
 
-def wait_for(what: str, probe: Callable[[], object], timeout: float, every: float = 1.0):
-    """Call `probe` until it returns something truthy; its last exception or value says why not."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            result = probe()
-        except (requests.RequestException, SmokeFailure, KeyError, ValueError) as exc:
-            last = exc
-        else:
-            if result:
-                return result
-            last = result
-        time.sleep(every)
-    raise SmokeFailure(f"{what}: not within {timeout:.0f} s (last: {last!r:.300})")
+class Smoke(Stack):
+    prefix = "perfhub-smoke-"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# ------------------------------------------------------------------------------ compose
-
-
-def compose_services() -> dict[str, dict]:
-    """docker-compose.yml's services, anchors and merges resolved."""
-    return yaml.safe_load(COMPOSE_FILE.read_text())["services"]
-
-
-def compose_commands() -> dict[str, list[str]]:
-    """The command each application service runs: what `make smoke` starts."""
-    services = compose_services()
-    return {name: list(services[name]["command"]) for name in APP_SERVICES}
-
-
-def compose_environment_keys() -> set[str]:
-    services = compose_services()
-    return {key for name in APP_SERVICES for key in services[name]["environment"]}
-
-
-# ------------------------------------------------------------------------------ receiver
-
-
-class Receiver(BaseHTTPRequestHandler):
-    """The webhook receiver: records every JSON body posted to it."""
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        with self.server.lock:
-            self.server.bodies.append(json.loads(body))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-# ------------------------------------------------------------------------------ the run
-
-
-class Smoke:
     def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.tmp = Path(tempfile.mkdtemp(prefix="perfhub-smoke-"))
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        super().__init__()
         server = urlsplit(os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/")
         self.db_name = f"perfhub_smoke_{secrets.token_hex(4)}"
         self.admin_url = urlunsplit(server._replace(path="/postgres"))
         self.database_url = urlunsplit(server._replace(path=f"/{self.db_name}"))
         self.redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
         self.db_created = False
-        self.receiver = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-        self.receiver.bodies, self.receiver.lock = [], threading.Lock()
+        self.receiver = start_receiver()
         self.config: dict = {}
-        self.times: list[tuple[str, float]] = []
 
-    # -- helpers
-
-    def log(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.started:6.1f}s] {text}", flush=True)
-
-    @contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        began = time.monotonic()
-        self.log(f"{name} ...")
-        try:
-            yield
-        except SmokeFailure as exc:
-            raise SmokeFailure(f"step '{name}': {exc}") from None
-        except Exception as exc:
-            raise SmokeFailure(f"step '{name}': {type(exc).__name__}: {exc}") from exc
-        took = time.monotonic() - began
-        self.times.append((name, took))
-        self.log(f"{name}: ok ({took:.1f} s)")
-
-    def env(self, **extra: str) -> dict[str, str]:
-        """Compose's environment with values for this machine, plus the smoke's timings."""
-        compose = {
-            "DATABASE_URL": self.database_url,
-            "REDIS_URL": self.redis_url,
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "CSRF_TRUSTED_ORIGINS": self.base,
-            "SITE_URL": self.base,
-            "SECURE_COOKIES": "false",
-            "STATIC_MANIFEST": "true",
-        }
-        missing = compose_environment_keys() - set(compose)
-        check(not missing, f"docker-compose.yml sets {sorted(missing)}, which the smoke does not")
-        dropped = {"DEBUG", "LOG_FORMAT", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}
-        env = {k: v for k, v in os.environ.items() if k not in dropped}
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        env.update(compose)
-        env.update(TIMINGS)
-        env.update(
-            DEBUG="false",
-            PERFHUB_VAR_DIR=str(self.tmp / "var"),
-            STATIC_ROOT=str(self.tmp / "static"),
-            BIND=f"127.0.0.1:{self.port}",
-            WEB_WORKERS="2",
-            WORKER_CONCURRENCY="2",
-            HOSTNAME=socket.gethostname(),
+    def env(self) -> dict[str, str]:
+        return super().env(
+            database_url=self.database_url, redis_url=self.redis_url, timings=TIMINGS
         )
-        env.update(extra)
-        self._env = env
-        return env
-
-    def run(
-        self, name: str, cmd: list[str], env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess:
-        result = subprocess.run(
-            cmd, cwd=ROOT, env=env or self._env, capture_output=True, text=True, timeout=120
-        )
-        (self.tmp / f"{name}.log").write_text(result.stdout + result.stderr)
-        check(
-            result.returncode == 0,
-            f"`{shlex.join(cmd)}` exited {result.returncode}: {result.stderr[-1500:]}",
-        )
-        return result
-
-    def spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
-        """A short-lived command run in the background; its output goes to its log."""
-        log = (self.tmp / f"{name}.log").open("ab")
-        return subprocess.Popen(cmd, cwd=ROOT, env=self._env, stdout=log, stderr=subprocess.STDOUT)
-
-    def start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
-        log = (self.tmp / f"{name}.log").open("ab")
-        # A session of its own: stopping it stops its children (gunicorn's and Celery's).
-        self.procs[name] = subprocess.Popen(
-            cmd, cwd=ROOT, env=env or self._env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-
-    def alive(self) -> None:
-        for name, proc in self.procs.items():
-            check(proc.poll() is None, f"{name} exited with {proc.returncode}")
-
-    def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-    def log_lines(self, name: str) -> list[dict]:
-        lines = []
-        for line in (self.tmp / f"{name}.log").read_text(errors="replace").splitlines():
-            if line.startswith("{"):
-                with suppress(ValueError):  # a line that only starts like JSON
-                    lines.append(json.loads(line))
-        return lines
-
-    def tails(self) -> str:
-        out = []
-        for path in sorted(self.tmp.glob("*.log")):
-            lines = path.read_text(errors="replace").splitlines()[-15:]
-            out.append(f"--- {path.name} (last {len(lines)} lines)\n" + "\n".join(lines))
-        return "\n".join(out)
 
     def get(self, session: requests.Session, path: str, **kw) -> requests.Response:
         response = session.get(self.base + path, timeout=20, **kw)
@@ -320,7 +164,6 @@ class Smoke:
             for name in ("web", "worker", "beat"):
                 self.start(name, commands[name])
 
-        threading.Thread(target=self.receiver.serve_forever, daemon=True).start()
         pull_port = free_port()
         with self.step("configure: demo fleet, smoke rule, loopback webhook, token, pull host"):
             # The demo's back-filled history is left out: the data checked is the agents'.
@@ -331,14 +174,7 @@ class Smoke:
             setup = self.run(
                 "setup",
                 ["python", "manage.py", "shell", "-c", SETUP_SCRIPT.read_text()],
-                env={
-                    **self._env,
-                    "SMOKE_P99_THRESHOLD_MS": str(P99_THRESHOLD_MS),
-                    "SMOKE_WEBHOOK_URL": f"http://127.0.0.1:{self.receiver.server_port}/hook",
-                    "SMOKE_PUSH_HOST": PUSH_HOST,
-                    "SMOKE_PULL_HOST": PULL_HOST,
-                    "SMOKE_PULL_URL": f"http://127.0.0.1:{pull_port}/batch",
-                },
+                env={**self._env, **setup_inputs(self.receiver.server_port, pull_port)},
             )
             self.config = json.loads(setup.stdout.strip().splitlines()[-1])
             self.log(f"  pushed: {self.config['pushed']}, pulled: {self.config['pulled']}")

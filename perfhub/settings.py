@@ -120,7 +120,11 @@ TEMPLATES = [
 
 # DATABASE_URL selects PostgreSQL (psycopg 3); unset means a SQLite file under var/.
 if database_url := env_str("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(database_url, conn_max_age=60)}
+    # Health checks: a connection kept from an earlier request is tested before reuse, so a
+    # restarted PostgreSQL costs a reconnect, not a 500 per process (`make chaos` restarts it).
+    DATABASES = {
+        "default": dj_database_url.parse(database_url, conn_max_age=60, conn_health_checks=True)
+    }
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -283,7 +287,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "alerts.evaluate",
         "schedule": env_float("PERFHUB_EVALUATE_EVERY_S", 60.0),
     },
-    "alerts-requeue-stuck": {"task": "alerts.requeue_stuck_notifications", "schedule": 300.0},
+    # Notifications whose message was lost (a restarted broker) or whose worker died mid-send.
+    "alerts-requeue-stuck": {
+        "task": "alerts.requeue_stuck_notifications",
+        "schedule": env_float("PERFHUB_NOTIFICATIONS_REQUEUE_EVERY_S", 300.0),
+    },
     # Proof that beat schedules and a worker runs: /readyz reads the time it writes.
     "perfhub-heartbeat": {
         "task": "perfhub.heartbeat",
@@ -363,6 +371,9 @@ PERFHUB_LINT = json.loads(os.environ.get("PERFHUB_LINT") or "{}")
 # engine/exporter/agent URLs time out after this many seconds.
 PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS = env_int("PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS", 30)
 PERFHUB_PULL_TIMEOUT_S = env_int("PERFHUB_PULL_TIMEOUT_S", 5)
+# Batches claimed by a roll-up that has not finished after this long are claimed again (the
+# worker died mid-roll-up: killed, out of memory, its host gone).
+PERFHUB_ROLLUP_CLAIM_TIMEOUT_S = env_int("PERFHUB_ROLLUP_CLAIM_TIMEOUT_S", 600)
 # GET /metrics: allowed with this bearer token, or from these networks (CIDRs).
 PERFHUB_METRICS_TOKEN = env_str("PERFHUB_METRICS_TOKEN")
 PERFHUB_METRICS_ALLOW = env_list("PERFHUB_METRICS_ALLOW", "127.0.0.1/32,::1/128")
@@ -372,6 +383,9 @@ PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 # Alerts: evaluate windows that closed this long ago (late samples cause no false alarms);
 # "no data" rules look this far back for the hosts a service had.
 PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120)
+# A notification queued, retrying or sending for this long is enqueued again (the claim still
+# sends it once); keep it above the longest delivery (receivers time out well under a minute).
+PERFHUB_NOTIFICATIONS_STUCK_AFTER_S = env_int("PERFHUB_NOTIFICATIONS_STUCK_AFTER_S", 600)
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
 # SLO burn-rate alerts: the multi-window pairs every service with an SLO starts with, as
 # "name:factor:long window s:severity" items; the short window is a twelfth of the long one.

@@ -6,6 +6,9 @@ Outcomes (DESIGN.md section 3):
   with exponential backoff, reusing its batch_id so the server counts it once.
 - any other 4xx (400 bad field, 401/403 token, 413 too large) and 3xx: permanent. Logged with
   the server's answer and dropped: resending the same bytes cannot succeed.
+
+A spool that cannot be written (the disk full, read-only) does not lose the batch: it is held
+in memory, behind whatever is spooled, within the same byte bound, until the server answers.
 """
 
 from __future__ import annotations
@@ -120,20 +123,56 @@ class Delivery:
         self.retry_at: float | None = None if not len(spool) else clock()
         self.delivered = 0
         self.rejected = 0
+        # Batches the spool could not take (its disk full), oldest first: sent after it.
+        self.held: list[tuple[dict[str, Any], int]] = []
+
+    def waiting(self) -> int:
+        """Batches not delivered yet: spooled on disk or held in memory."""
+        return len(self.spool) + len(self.held)
 
     def submit(self, batch: dict[str, Any]) -> Outcome:
         """Deliver a fresh batch now, or queue it behind the spool."""
         if self.retry_at is not None:
-            self.spool.put(batch)
+            self._keep(batch)
             settled = self.drain() if self.retry_due() else {}
             return settled.get(batch["batch_id"], Outcome.SPOOLED)
         result = self.pusher.push(batch)
         if result.outcome is Outcome.RETRY:
-            self.spool.put(batch)
+            self._keep(batch)
             self._failed(result, batch)
             return Outcome.SPOOLED
         self._settled(batch, result)
         return result.outcome
+
+    def _keep(self, batch: dict[str, Any]) -> None:
+        """Spool the batch; when the spool cannot be written, hold it in memory instead.
+
+        Once anything is held, later batches are held too (the order stays the collection
+        order), within the spool's byte bound: past it the oldest held batch is dropped.
+        """
+        if not self.held:
+            try:
+                self.spool.put(batch)
+                return
+            except OSError as exc:
+                log.warning(
+                    "spool %s cannot be written (%s): batches are held in memory until the "
+                    "server takes them",
+                    self.spool.directory,
+                    exc,
+                )
+        size = len(json.dumps(batch, separators=(",", ":")))
+        self.held.append((batch, size))
+        total = sum(n for _, n in self.held)
+        while total > self.spool.max_bytes and len(self.held) > 1:
+            dropped, n = self.held.pop(0)
+            total -= n
+            log.warning(
+                "batches held in memory are over the %d-byte limit: dropped batch %s, its data "
+                "is lost",
+                self.spool.max_bytes,
+                dropped.get("batch_id"),
+            )
 
     def retry_due(self) -> bool:
         return self.retry_at is not None and self.clock() >= self.retry_at
@@ -152,6 +191,15 @@ class Delivery:
                 return settled
             self._settled(batch, result)
             self.spool.remove(path)
+            settled[str(batch.get("batch_id"))] = result.outcome
+        while self.held:
+            batch, _ = self.held[0]
+            result = self.pusher.push(batch)
+            if result.outcome is Outcome.RETRY:
+                self._failed(result, batch)
+                return settled
+            self._settled(batch, result)
+            self.held.pop(0)
             settled[str(batch.get("batch_id"))] = result.outcome
         if self.failures:
             log.info(
@@ -194,7 +242,7 @@ class Delivery:
             batch.get("batch_id"),
             why,
             result.detail,
-            len(self.spool),
+            self.waiting(),
             self.spool.directory,
             delay,
         )

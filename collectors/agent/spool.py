@@ -46,11 +46,17 @@ class Spool:
         self._next_seq += 1
         path = self.directory / name
         tmp = self.directory / f".{name}.tmp"
-        with open(tmp, "wb") as handle:
-            handle.write(json.dumps(batch, separators=(",", ":")).encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(json.dumps(batch, separators=(",", ":")).encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except OSError:
+            # A full disk: what was written of the batch would only hold the space.
+            tmp.unlink(missing_ok=True)
+            self._next_seq -= 1
+            raise
         _fsync_dir(self.directory)
         self._enforce_bound(keep=path)
         return path

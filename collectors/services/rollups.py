@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -65,7 +66,6 @@ GAUGES = {
     "kv_cache": "kv_cache_usage",
 }
 GPU_MEANS = ("util", "mem_util", "sm_active", "sm_occupancy", "dram_active", "power")
-CLAIM_TIMEOUT = timedelta(minutes=10)
 # Minutes further apart than this are read from raw rows in separate range queries.
 RANGE_GAP_MINUTES = 10
 MAX_REASON_CHARS = 500
@@ -800,6 +800,13 @@ class RollupReport:
     hosts: int = 0
 
 
+def claim_timeout() -> timedelta:
+    """How long a claim is honoured: after that its batches are claimable again (the worker
+    that took them died mid-roll-up; a slow one re-rolling them is harmless, roll-ups are
+    recomputed under the host's lock)."""
+    return timedelta(seconds=settings.PERFHUB_ROLLUP_CLAIM_TIMEOUT_S)
+
+
 def _claim_batches(now: datetime, limit: int) -> uuid.UUID | None:
     """Stamp up to `limit` unclaimed batches with a new claim; None when there is nothing.
 
@@ -809,7 +816,7 @@ def _claim_batches(now: datetime, limit: int) -> uuid.UUID | None:
     """
     claim = uuid.uuid4()
     claimable = Q(rolled_up_at__isnull=True, quarantined_at__isnull=True) & (
-        Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - CLAIM_TIMEOUT)
+        Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - claim_timeout())
     )
     with transaction.atomic():
         candidates = IngestBatch.objects.filter(claimable).order_by("id")

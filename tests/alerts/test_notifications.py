@@ -183,3 +183,17 @@ def test_a_notification_being_sent_now_is_left_alone(timeline, p99_rule, webhook
     timeline.run(FIRE)
     Notification.objects.update(status=Notification.Status.SENDING, claimed_at=T0)
     assert notifications.requeue_stuck(now=T0 + timedelta(minutes=5)) == []
+
+
+def test_a_queued_notification_whose_message_was_lost_is_sent_once_after_the_stuck_delay(
+    timeline, p99_rule, webhook, webhook_server, settings
+):
+    settings.PERFHUB_NOTIFICATIONS_STUCK_AFTER_S = 15
+    timeline.run(FIRE)
+    sent = len(webhook_server.bodies)
+    # The broker restarted before a worker took the message: the row waits, queued.
+    Notification.objects.update(status=Notification.Status.QUEUED, claimed_at=None, created_at=T0)
+    assert notifications.requeue_stuck(now=T0 + timedelta(seconds=10)) == []
+    assert notifications.requeue_stuck(now=T0 + timedelta(seconds=16)) != []
+    assert Notification.objects.get().status == Notification.Status.SENT
+    assert len(webhook_server.bodies) == sent + 1

@@ -60,6 +60,17 @@ def test_it_skips_a_batch_another_worker_claimed_recently(agent_client, service)
     assert rollup_pending(now=timezone.now() + timedelta(minutes=11)) == 1
 
 
+def test_a_dead_workers_claim_is_taken_over_after_the_claim_timeout(
+    agent_client, service, settings
+):
+    settings.PERFHUB_ROLLUP_CLAIM_TIMEOUT_S = 8
+    push(agent_client, make_batch())
+    IngestBatch.objects.update(claimed_at=timezone.now())  # claimed by a worker since killed
+    assert rollup_pending(now=timezone.now() + timedelta(seconds=5)) == 0
+    assert rollup_pending(now=timezone.now() + timedelta(seconds=9)) == 1
+    assert ServiceRollup.objects.get(resolution_s=MINUTE).requests == 3
+
+
 def test_a_late_sample_re_rolls_its_minute(agent_client, service):
     minute = recent_minute(4)
     push(agent_client, make_batch(ts=minute))

@@ -169,3 +169,45 @@ def test_it_replays_a_spool_left_by_a_previous_run_first(ingest, tmp_path, clock
     delivery_to(url, tmp_path, clock).submit(fresh)
 
     assert state.stored == [leftover["batch_id"], fresh["batch_id"]]
+
+
+class FullDisk(Spool):
+    """A spool whose disk is full until `free()`: every write fails with ENOSPC."""
+
+    full = True
+
+    def put(self, batch: dict):
+        if self.full:
+            raise OSError(28, "No space left on device")
+        return super().put(batch)
+
+
+def test_a_full_spool_disk_during_an_outage_loses_no_batch(ingest, tmp_path, clock):
+    url, state = ingest
+    state.fail_first = 4  # the server is down for the first four pushes
+    delivery = delivery_to(url, tmp_path, clock)
+    delivery.spool = FullDisk(tmp_path / "spool", 10_000_000)
+    sent = [new_batch(host="gpu-01") for _ in range(5)]
+
+    run(delivery, clock, sent[:3])
+    delivery.spool.full = False  # space again: later batches still queue behind the held ones
+    run(delivery, clock, sent[3:])
+    for _ in range(5):
+        clock.now += 60.0
+        delivery.drain()
+
+    assert state.stored == [b["batch_id"] for b in sent]
+    assert delivery.waiting() == 0
+
+
+def test_a_failed_spool_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    spool = Spool(tmp_path / "spool", 10_000_000)
+
+    def no_space(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("collectors.agent.spool.os.fsync", no_space)
+    with pytest.raises(OSError):
+        spool.put(new_batch(host="gpu-01"))
+
+    assert list((tmp_path / "spool").iterdir()) == []

@@ -1,0 +1,787 @@
+"""`make chaos`: faults under load, on the production shape, with exactly-once accounting.
+
+The stack is `make smoke`'s (deploy/stack.py: docker-compose.yml's migrate, web, worker and
+beat commands as local processes, DEBUG off, timings shortened), but on a PRIVATE PostgreSQL
+cluster (initdb into a temporary directory, a free port) and a PRIVATE redis-server, because
+those are what the faults restart: the machine's shared servers are never touched. Real agents
+push (`python -m demo.agent`: the perfhub-agent observing the engine simulator, per-request
+rows and engine scrapes) and one is pulled by beat; a Celery worker rolls up, beat schedules.
+
+While they run, one fault after another (each with the time it was injected):
+
+- worker killed in a roll-up: the pushing host's row is locked from outside, so the roll-up
+  that claimed its batches waits inside `rollup_host_minutes`; seen waiting there (its
+  backend in pg_stat_activity, the batches claimed and not rolled up), the worker's whole
+  process group gets SIGKILL; the lock is let go and the worker restarted, as compose would.
+- PostgreSQL restarted (`pg_ctl restart -m fast`: every connection dropped).
+- Redis restarted (no persistence: the broker's queue, rate-limit counters and the heartbeat
+  are gone).
+- the spool's disk full: the pushing agent's spool lives on a small tmpfs (a real ENOSPC)
+  that is filled while web is down, so the agent must keep what it cannot spool.
+- beat stopped "for 10 minutes": see BEAT_GAP below for what is compressed and how.
+
+Then the agents stop (their spools empty), the worker drains, and the report compares what
+ingest accepted (its batches' own counts, and the raw rows) with the roll-ups (requests and
+tokens per host and minute; hours; the service-merged rows): lost and doubled per fault
+window and in total, what is stuck (batches not rolled up, claims, queued tasks, notifications
+not sent), and webhook deliveries per alert firing. It prints a table, writes
+var/chaos-report.json and exits 1 when anything is lost, doubled or stuck.
+Everything started is stopped and the private servers' directories removed, also on failure.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# deploy/ is scripts, not a package: its modules import each other from this folder.
+from smoke import AGENT_INTERVAL_S, PROFILE, SETUP_SCRIPT, TIMINGS, setup_inputs  # noqa: I001
+from stack import ROOT, Stack, StackFailure, check, compose_commands, free_port
+from stack import start_receiver, wait_for
+
+REPORT = ROOT / "var" / "chaos-report.json"
+FLEET_SCRIPT = ROOT / "deploy" / "chaos_setup.py"
+# After smoke_setup.py (which imported what this uses): the replaying host's token.
+REPLAY_TOKEN_SCRIPT = """
+_, replay_token = token_issue_for_host_name(
+    host_name=os.environ["CHAOS_REPLAY_HOST"], label="chaos"
+)
+print(json.dumps({"replay_token": replay_token}))
+"""
+PUSH_HOST, PULL_HOST, REPLAY_HOST = "chaos-gpu-01", "chaos-pull-01", "chaos-replay-01"
+# The pushing agent is slowed throughout (30% of requests 4x slower): the rule fires once and
+# keeps firing through every fault; a second firing message would be a duplicate.
+SLOWED = ["--simulate-slowdown-after", "0", "--simulate-slowdown-share", "0.3",
+          "--simulate-slowdown-factor", "4"]  # fmt: skip
+CHAOS_TIMINGS = {
+    **TIMINGS,
+    # A claim left by the killed worker is taken again after this (default 10 minutes).
+    "PERFHUB_ROLLUP_CLAIM_TIMEOUT_S": "8",
+    # A notification whose broker message the Redis restart lost is enqueued again after this
+    # (10 minutes by default, checked every 5 minutes); loopback deliveries take milliseconds.
+    "PERFHUB_NOTIFICATIONS_STUCK_AFTER_S": "15",
+    "PERFHUB_NOTIFICATIONS_REQUEUE_EVERY_S": "5",
+}
+# "Beat stopped for 10 minutes", compressed: beat is really stopped for BEAT_STOP_S while the
+# live agents keep pushing, and a third agent comes back from a BEAT_GAP outage of its own: its
+# spool holds BEAT_GAP of batches (written by the agent's own Spool, the simulator's clock set
+# back), which the real agent replays on start. When beat starts again (with its schedule file,
+# whose entries are all overdue) the roll-ups catch up on more than BEAT_GAP of sample time.
+BEAT_GAP = timedelta(minutes=10)
+# The replaying agent runs at the agent's default interval (10 s): 60 batches for the gap, so
+# its replay stays under ingest's rate limit (120 pushes a minute per host; at the live agents'
+# 2 s, 300 batches would be throttled to 2.5 minutes of replay, correctly but too slowly here).
+REPLAY_INTERVAL_S = 10
+BEAT_STOP_S = 20
+SPOOL_TMPFS = "256k"
+SUPERVISED = ("web", "worker", "beat")  # compose: restart: unless-stopped
+# What each fault did, as the report shows it (keys of a fault's entry).
+EVIDENCE = ("batches_claimed_by_killed_roll_up", "agent_push_failures", "web_5xx",
+            "postgres_up_since", "redis_keys_after_restart", "agent_held_in_memory",
+            "backlog_batches", "backlog_sample_minutes", "beat_stopped_s")  # fmt: skip
+
+
+def minute_start(epoch_minute: int) -> datetime:
+    return datetime.fromtimestamp(epoch_minute * 60, tz=UTC)
+
+
+def compare(raw: dict, rolled: dict, keys: set) -> tuple[Counter, Counter]:
+    """Lost (accepted, not rolled up) and doubled (rolled up beyond what was accepted) over
+    `keys` (host, minute), for requests and both token counts."""
+    lost: Counter = Counter()
+    doubled: Counter = Counter()
+    for key in keys:
+        a, r = raw.get(key, (0, 0, 0)), rolled.get(key, (0, 0, 0))
+        for i, what in enumerate(("requests", "prompt_tokens", "output_tokens")):
+            lost[what] += max(0, a[i] - r[i])
+            doubled[what] += max(0, r[i] - a[i])
+    return lost, doubled
+
+
+def write_backdated_spool(
+    directory: Path, host: str, slug: str, gap: timedelta, interval: float
+) -> int:
+    """The spool an agent cut off for `gap` would hold: one batch per interval, from the
+    simulator on a clock set back by `gap`, written by the agent's own Spool. Returns how many."""
+    sys.path.insert(0, str(ROOT))
+    from collectors.agent.batch import new_batch
+    from collectors.agent.spool import Spool
+    from demo.simulator import Simulator
+
+    now = time.time()
+    clock = [now - gap.total_seconds()]
+    simulator = Simulator(host=host, services=[slug], gpus=1, clock=lambda: clock[0])
+    spool = Spool(directory, max_bytes=256 * 1024 * 1024)
+    written = 0
+    while clock[0] + interval < now:
+        clock[0] += interval
+        gpus, scrapes, requests_ = simulator.step()
+        at = datetime.fromtimestamp(clock[0], UTC)
+        spool.put(new_batch(host=host, gpus=gpus, scrapes=scrapes, requests=requests_, now=at))
+        written += 1
+    return written
+
+
+# ------------------------------------------------------------------------------ private servers
+
+
+def _as_postgres() -> list[str]:
+    """PostgreSQL refuses to run as root: as root, run its tools as the `postgres` user."""
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+class PrivatePostgres:
+    """A throwaway cluster: initdb into a temporary directory, trust auth, a free port."""
+
+    def __init__(self) -> None:
+        versions = sorted(
+            glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2])
+        )
+        check(versions, "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin")
+        self.bin = Path(versions[-1])
+        self.dir = Path(tempfile.mkdtemp(prefix="perfhub-chaos-pg-"))
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(self.dir, user.pw_uid, user.pw_gid)
+        self.data = self.dir / "data"
+        self.port = free_port()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/perfhub"
+        self.admin_url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _pg(self, *args: str, timeout: float = 60) -> None:
+        result = subprocess.run(
+            [*_as_postgres(), str(self.bin / args[0]), *args[1:]],
+            capture_output=True, text=True, timeout=timeout, cwd=self.dir,
+        )  # fmt: skip
+        check(result.returncode == 0, f"{args[0]} exited {result.returncode}: {result.stderr}")
+
+    def create(self) -> None:
+        self._pg("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync",
+                 "-E", "UTF8")  # fmt: skip
+        self.start()
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE perfhub")
+
+    def start(self) -> None:
+        # fsync off: a throwaway cluster; nothing here is meant to survive the machine.
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} -c fsync=off "
+            "-c full_page_writes=off -c max_connections=100"
+        )
+        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-w",
+                 "-o", options, "start")  # fmt: skip
+
+    def restart(self) -> None:
+        # -l again: without it the new server would write to (and hold open) our pipe.
+        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-m", "fast",
+                 "-w", "restart")  # fmt: skip
+
+    def destroy(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            try:
+                self._pg("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            except (StackFailure, subprocess.TimeoutExpired) as exc:
+                print(f"chaos: stopping the private PostgreSQL: {exc}", file=sys.stderr)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.url, autocommit=True)
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+class Chaos(Stack):
+    prefix = "perfhub-chaos-"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pg = PrivatePostgres()
+        self.redis_port = free_port()
+        self.receiver = start_receiver()
+        self.config: dict = {}
+        self.faults: list[dict] = []
+        self.spool_mount: Path | None = None
+
+    # -- infrastructure
+
+    def start_redis(self) -> None:
+        self.start(
+            "redis",
+            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no"],
+        )  # fmt: skip
+        wait_for("private Redis answers PING", self.redis_ping, 15, every=0.2)
+
+    def redis_ping(self) -> bool:
+        out = subprocess.run(
+            ["redis-cli", "-p", str(self.redis_port), "ping"], capture_output=True, text=True
+        )
+        return out.stdout.strip() == "PONG"
+
+    def redis(self, *args: str) -> str:
+        out = subprocess.run(
+            ["redis-cli", "-p", str(self.redis_port), "-n", "0", *args],
+            capture_output=True, text=True, timeout=10,
+        )  # fmt: skip
+        return out.stdout.strip()
+
+    def sql(self, query: str, params: tuple = ()) -> list[tuple]:
+        with self.pg.connect() as conn:
+            return conn.execute(query, params).fetchall()
+
+    # -- the steps
+
+    def main(self) -> None:
+        commands = compose_commands()
+        with self.step("private PostgreSQL (initdb) and Redis on free ports"):
+            self.env(
+                database_url=self.pg.url,
+                redis_url=f"redis://127.0.0.1:{self.redis_port}/0",
+                timings=CHAOS_TIMINGS,
+            )
+            self.pg.create()
+            self.start_redis()
+            self.log(f"  PostgreSQL {self.pg.bin.parent.name} on :{self.pg.port}, "
+                     f"Redis on :{self.redis_port}")  # fmt: skip
+        collect = self.spawn("collectstatic", ["deploy/collectstatic.sh"])
+        with self.step("migrate (compose's migrate service)"):
+            self.run("migrate", commands["migrate"], timeout=300)  # a loaded machine: slow
+        with self.step("start web, worker and beat with compose's commands"):
+            check(collect.wait(timeout=120) == 0, "collectstatic failed")
+            for name in ("web", "worker", "beat"):
+                self.start(name, commands[name])
+        pull_port = free_port()
+        with self.step("configure: demo fleet, alert rule, loopback webhook, tokens"):
+            self.configure(pull_port)
+        with self.step("agents: one pushing (slowed), one pulled by beat"):
+            wait_for("/healthz", lambda: requests.get(self.base + "/healthz", timeout=2).ok, 60)
+            self.start_agents(pull_port)
+        with self.step("load: batches accepted and rolled up"):
+            wait_for("a rolled-up batch", lambda: self.batches()["rolled_up"] >= 3, 40)
+            self.alive()
+
+        with self.step("fault: worker killed inside a roll-up"):
+            self.kill_worker_in_rollup()
+        with self.step("fault: PostgreSQL restarted"):
+            self.restart_postgres()
+        with self.step("fault: Redis restarted"):
+            self.restart_redis()
+        with self.step("fault: the spool's disk full while web is down"):
+            self.fill_spool_disk()
+        with self.step(f"fault: beat stopped ({BEAT_GAP.seconds // 60} minutes of sample time)"):
+            self.stop_beat()
+
+        with self.step("settle: agents stop, every spool empty, every batch rolled up"):
+            self.settle()
+
+    def configure(self, pull_port: int) -> None:
+        script = "\n".join(
+            [FLEET_SCRIPT.read_text(), SETUP_SCRIPT.read_text(), REPLAY_TOKEN_SCRIPT]
+        )
+        setup = self.run(
+            "setup",
+            ["python", "manage.py", "shell", "-c", script],
+            env={
+                **self._env,
+                **setup_inputs(self.receiver.server_port, pull_port, PUSH_HOST, PULL_HOST),
+                "CHAOS_REPLAY_HOST": REPLAY_HOST,
+            },
+        )
+        *_, config, replay = setup.stdout.strip().splitlines()
+        self.config = {**json.loads(config), **json.loads(replay)}
+
+    def agent_cmd(self, slug: str, host: str, spool: Path) -> list[str]:
+        return [
+            sys.executable, "-m", "demo.agent", "--gpus", "1", "--service", slug,
+            "--host", host, "--interval", str(AGENT_INTERVAL_S), "--spool-dir", str(spool),
+        ]  # fmt: skip
+
+    def mount_spool_disk(self, directory: Path) -> str:
+        """A small tmpfs under the pushing agent's spool, for a real ENOSPC; '' when mounted,
+        else why not (mounting needs root)."""
+        directory.mkdir(parents=True)
+        result = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={SPOOL_TMPFS}", "tmpfs", str(directory)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if result.returncode != 0:
+            return (result.stderr or result.stdout).strip() or f"mount exited {result.returncode}"
+        self.spool_mount = directory
+        return ""
+
+    def start_agents(self, pull_port: int) -> None:
+        slug = self.config["pushed"]
+        self.spools = {PUSH_HOST: self.tmp / "spool" / PUSH_HOST}
+        self.no_tmpfs = self.mount_spool_disk(self.spools[PUSH_HOST])
+        self.start(
+            "agent-push",
+            [*self.agent_cmd(slug, PUSH_HOST, self.spools[PUSH_HOST]), "--server", self.base,
+             "--simulate-profile", f"{slug}:{PROFILE}", *SLOWED],
+            env={**self._env, "PERFHUB_TOKEN": self.config["token"]},
+        )  # fmt: skip
+        pulled = self.config["pulled"]
+        self.start(
+            "agent-pull",
+            [*self.agent_cmd(pulled, PULL_HOST, self.tmp / "spool" / PULL_HOST),
+             "--serve", f"127.0.0.1:{pull_port}"],
+        )  # fmt: skip
+
+    # -- compose's restart policy
+
+    def supervise(self) -> None:
+        """Restart web, worker or beat when one exits, as compose's `restart: unless-stopped`
+        does; each restart is recorded on the fault in progress, with the process's last
+        CRITICAL or ERROR line (why it exited)."""
+        for name in SUPERVISED:
+            proc = self.procs.get(name)
+            if proc is None or proc.poll() is None:
+                continue
+            why = [
+                line.get("message", "")
+                for line in self.log_lines(name)
+                if line.get("level") in ("CRITICAL", "ERROR")
+            ]
+            restart = {
+                "process": name,
+                "exit_code": proc.returncode,
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "why": (why or ["(no error logged)"])[-1][:300],
+            }
+            self.log(f"  {name} exited ({proc.returncode}): {restart['why']}; restarted")
+            if self.faults:
+                self.faults[-1].setdefault("restarts", []).append(restart)
+            self.procs.pop(name)
+            self.start(name, compose_commands()[name])
+
+    # -- what the database says
+
+    def batches(self) -> dict[str, int]:
+        [row] = self.sql(
+            "SELECT count(*), count(rolled_up_at), count(quarantined_at),"
+            " count(*) FILTER (WHERE claim IS NOT NULL AND rolled_up_at IS NULL),"
+            " coalesce(sum((counts->>'requests')::bigint), 0)"
+            " FROM collectors_ingestbatch"
+        )
+        keys = ("accepted", "rolled_up", "quarantined", "claimed", "requests")
+        return dict(zip(keys, row, strict=True))
+
+    def fault(self, name: str, detail: str) -> dict:
+        entry = {
+            "fault": name,
+            "injected_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "detail": detail,
+            "before": self.batches(),
+            "push_failures_before": self.agent_log_count("agent-push", "push of batch"),
+        }
+        self.faults.append(entry)
+        self.log(f"  injected at {entry['injected_at']}: {detail}")
+        return entry
+
+    def recovered(self, entry: dict, timeout: float = 40, accepted: int | None = None) -> None:
+        """After a fault: new batches accepted, and the `accepted` first batches (by default
+        all accepted before the fault) rolled up."""
+        accepted = entry["before"]["accepted"] if accepted is None else accepted
+
+        def caught_up() -> bool:
+            self.supervise()
+            now = self.batches()
+            return now["accepted"] > accepted + 2 and now["rolled_up"] + now["quarantined"] >= (
+                accepted
+            )
+
+        wait_for(f"recovery from '{entry['fault']}'", caught_up, timeout, every=0.5)
+        entry["recovered_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        entry["after"] = self.batches()
+        entry["web_5xx"] = sum(
+            1
+            for line in self.log_lines("web")
+            if line.get("event") == "request"
+            and line["status"] >= 500
+            and entry["injected_at"] <= line["ts"][:19] + "+00:00" <= entry["recovered_at"]
+        )
+        failures = self.agent_log_count("agent-push", "push of batch")
+        entry["agent_push_failures"] = failures - entry.pop("push_failures_before")
+
+    # -- the faults
+
+    def kill_worker_in_rollup(self) -> None:
+        [(host_id,)] = self.sql("SELECT id FROM collectors_host WHERE name = %s", (PUSH_HOST,))
+        with self.pg.connect() as holder:
+            # Hold the host's row: the roll-up that claims its batches waits on this lock (its
+            # FOR UPDATE conflicts with KEY SHARE; ingest's writes to the host row do not).
+            holder.execute("BEGIN")
+            holder.execute("SELECT 1 FROM collectors_host WHERE id = %s FOR KEY SHARE", (host_id,))
+
+            def waiting_rollup() -> int:
+                blocked = self.sql(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND query LIKE '%%collectors_host%%FOR UPDATE%%' AND pid <> %s",
+                    (holder.info.backend_pid,),
+                )
+                claimed = self.sql(
+                    "SELECT count(*) FROM collectors_ingestbatch WHERE host_id = %s"
+                    " AND claim IS NOT NULL AND rolled_up_at IS NULL",
+                    (host_id,),
+                )[0][0]
+                return claimed if blocked and claimed else 0
+
+            claimed = wait_for("a roll-up waiting inside the host's lock", waiting_rollup, 30, 0.2)
+            entry = self.fault(
+                "worker killed inside a roll-up",
+                f"SIGKILL to the worker's process group while its roll-up held a claim on "
+                f"{claimed} batch(es) of {PUSH_HOST} and waited for the host's row",
+            )
+            entry["batches_claimed_by_killed_roll_up"] = claimed
+            self.stop("worker", signal.SIGKILL, timeout=5)
+            holder.execute("ROLLBACK")
+        self.start("worker", compose_commands()["worker"])
+        self.recovered(entry)
+
+    def restart_postgres(self) -> None:
+        entry = self.fault(
+            "PostgreSQL restarted",
+            "pg_ctl restart -m fast under load: every connection of web, worker and beat dropped",
+        )
+        self.pg.restart()
+        [(started,)] = self.sql("SELECT pg_postmaster_start_time()")
+        entry["postgres_up_since"] = started.astimezone(UTC).isoformat(timespec="seconds")
+        self.recovered(entry)
+
+    def restart_redis(self) -> None:
+        entry = self.fault(
+            "Redis restarted",
+            "redis-server stopped and started again without persistence: the broker's queue, "
+            "rate-limit counters and beat's heartbeat gone",
+        )
+        self.stop("redis")
+        self.start_redis()
+        entry["redis_keys_after_restart"] = int(self.redis("DBSIZE") or 0)  # 0: all gone
+        self.recovered(entry)
+
+    def fill_spool_disk(self) -> None:
+        if self.no_tmpfs:
+            self.faults.append({"fault": "the spool's disk full", "skipped": self.no_tmpfs})
+            self.log(f"  SKIPPED: no tmpfs for the spool ({self.no_tmpfs})")
+            return
+        filler = self.spool_mount / "filler"
+        try:
+            with open(filler, "wb", buffering=0) as handle:
+                while True:
+                    handle.write(b"\0" * 4096)
+        except OSError:  # ENOSPC: the disk is full
+            pass
+        entry = self.fault(
+            "the spool's disk full",
+            f"the pushing agent's spool (a {SPOOL_TMPFS} tmpfs) filled to ENOSPC, then web "
+            f"stopped for {3 * AGENT_INTERVAL_S} s so its batches had to be kept",
+        )
+        spooled = self.agent_log_count("agent-push", "push of batch")
+        self.stop("web")
+        wait_for(
+            "the agent failing to push",
+            lambda: self.agent_log_count("agent-push", "push of batch") > spooled,
+            20,
+            every=0.5,
+        )
+        time.sleep(2 * AGENT_INTERVAL_S)
+        self.start("web", compose_commands()["web"])
+        wait_for("/healthz", lambda: requests.get(self.base + "/healthz", timeout=2).ok, 60, 0.5)
+        filler.unlink()
+        self.recovered(entry)
+        # The fault happened only if the agent met the full disk (and kept the batches).
+        entry["agent_held_in_memory"] = self.agent_log_count("agent-push", "held in memory")
+        check(entry["agent_held_in_memory"], "the agent never met the full disk")
+
+    def agent_log_count(self, name: str, text: str) -> int:
+        return (self.tmp / f"{name}.log").read_text(errors="replace").count(text)
+
+    def stop_beat(self) -> None:
+        replay = self.tmp / "spool" / REPLAY_HOST
+        slug = self.config["pulled"]
+        batches = write_backdated_spool(replay, REPLAY_HOST, slug, BEAT_GAP, REPLAY_INTERVAL_S)
+        self.spools[REPLAY_HOST] = replay
+        entry = self.fault(
+            "beat stopped",
+            f"beat stopped for {BEAT_STOP_S}+ s while the agents pushed and a third agent "
+            f"replayed {batches} spooled batches ({BEAT_GAP.seconds // 60} minutes of sample "
+            "time); then beat started again on its old schedule file",
+        )
+        self.stop("beat")
+        began = time.monotonic()
+        self.start(
+            "agent-replay",
+            [
+                *self.agent_cmd(slug, REPLAY_HOST, replay),
+                "--server",
+                self.base,
+                "--interval",
+                str(REPLAY_INTERVAL_S),
+            ],
+            env={**self._env, "PERFHUB_TOKEN": self.config["replay_token"]},
+        )
+        wait_for("the replaying agent's spool empty", lambda: not any(replay.glob("*.json")), 90)
+        time.sleep(max(0.0, BEAT_STOP_S - (time.monotonic() - began)))
+        entry["beat_stopped_s"] = round(time.monotonic() - began, 1)
+        pending = self.batches()
+        entry["backlog_batches"] = pending["accepted"] - pending["rolled_up"]
+        [(first, last)] = self.sql(
+            "SELECT min(minute::bigint), max(minute::bigint) FROM collectors_ingestbatch,"
+            " jsonb_array_elements_text(minutes) AS minute WHERE rolled_up_at IS NULL"
+        )
+        entry["backlog_sample_minutes"] = (last - first + 1) if first is not None else 0
+        self.start("beat", compose_commands()["beat"])
+        self.recovered(entry, timeout=60, accepted=pending["accepted"])
+
+    # -- the end
+
+    def settle(self) -> None:
+        for name in [n for n in self.procs if n.startswith("agent-")]:
+            self.stop(name)
+        for host, spool in self.spools.items():
+            left = list(spool.glob("*.json")) if spool.exists() else []
+            check(not left, f"{host}'s spool still holds {len(left)} batch(es)")
+
+        def drained() -> bool:
+            self.supervise()
+            b = self.batches()
+            return b["rolled_up"] + b["quarantined"] == b["accepted"]
+
+        wait_for("every accepted batch rolled up", drained, 60, every=0.5)
+        wait_for("every notification sent", lambda: not self.stuck()["notifications_not_sent"],
+                 40, every=0.5)  # fmt: skip
+        # Nothing stuck as the service itself sees it: beat's heartbeat fresh, no roll-up lag.
+        wait_for("/readyz 200", lambda: requests.get(self.base + "/readyz", timeout=5).ok, 30)
+        time.sleep(3)  # a last evaluation and delivery round
+
+    # -- accounting
+
+    def account(self) -> dict:
+        """Accepted vs rolled up, per host and minute (requests, prompt and output tokens)."""
+        raw = {
+            (h, m): (n, p, o)
+            for h, m, n, p, o in self.sql(
+                "SELECT host_id, date_trunc('minute', ts), count(*),"
+                " coalesce(sum(prompt_tokens), 0), coalesce(sum(output_tokens), 0)"
+                " FROM collectors_requestsample GROUP BY 1, 2"
+            )
+        }
+        rolled = {
+            (h, m): (n, p, o)
+            for h, m, n, p, o in self.sql(
+                "SELECT host_id, start, sum(requests), sum(prompt_tokens), sum(output_tokens)"
+                " FROM collectors_servicerollup WHERE resolution_s = 60 GROUP BY 1, 2"
+            )
+        }
+        lost, doubled = compare(raw, rolled, set(raw) | set(rolled))
+        # Per fault: the host-minutes the batches received from its injection to the next
+        # fault's brought in (the replayed gap's minutes count for beat's stop).
+        received = self.sql(
+            "SELECT host_id, received_at, minutes, (counts->>'requests')::bigint"
+            " FROM collectors_ingestbatch"
+        )
+        injected = [f for f in self.faults if "before" in f]
+        starts = [datetime.fromisoformat(f["injected_at"]) for f in injected]
+        for i, entry in enumerate(injected):
+            end = starts[i + 1] if i + 1 < len(starts) else datetime.max.replace(tzinfo=UTC)
+            mine = [b for b in received if starts[i] <= b[1] < end]
+            keys = {(h, minute_start(m)) for h, _, ms, _ in mine for m in ms}
+            f_lost, f_doubled = compare(raw, rolled, keys)
+            entry["requests_accepted"] = sum(n or 0 for *_, n in mine)
+            entry["lost"] = f_lost["requests"]
+            entry["doubled"] = f_doubled["requests"]
+        batches = self.batches()
+        [(hourly,)] = self.sql(
+            "SELECT coalesce(sum(requests), 0) FROM collectors_servicerollup"
+            " WHERE resolution_s = 3600"
+        )
+        [(merged,)] = self.sql(
+            "SELECT coalesce(sum(requests), 0) FROM collectors_servicemergedrollup"
+            " WHERE resolution_s = 60"
+        )
+        accepted_rows = sum(v[0] for v in raw.values())
+        return {
+            "batches_accepted": batches["accepted"],
+            "requests_accepted": batches["requests"],  # ingest's own count, per batch
+            "request_rows": accepted_rows,
+            "requests_rolled_up": sum(v[0] for v in rolled.values()),
+            "requests_hourly": int(hourly),
+            "requests_merged": int(merged),
+            "minutes_compared": len(set(raw) | set(rolled)),
+            "lost": dict(lost),
+            "doubled": dict(doubled),
+        }
+
+    def stuck(self) -> dict:
+        batches = self.batches()
+        [(sending,)] = self.sql("SELECT count(*) FROM alerts_notification WHERE status <> 'sent'")
+        return {
+            "batches_not_rolled_up": batches["accepted"] - batches["rolled_up"],
+            "batches_quarantined": batches["quarantined"],
+            "claims_open": batches["claimed"],
+            "queued_tasks": int(self.redis("LLEN", "celery") or 0),
+            "notifications_not_sent": sending,
+        }
+
+    def alerts(self) -> dict:
+        """Webhook deliveries per alert firing: each firing told once, each resolution once."""
+        firings = self.sql(
+            "SELECT fingerprint, fired_at, resolved_at FROM alerts_alertinstance"
+            " WHERE fired_at IS NOT NULL"
+        )
+        with self.receiver.lock:
+            bodies = list(self.receiver.bodies)
+        told: Counter = Counter()
+        for body in bodies:
+            for alert in body["alerts"]:
+                starts = datetime.fromisoformat(alert["startsAt"])
+                told[(alert["fingerprint"], starts, body["status"])] += 1
+        per_firing = []
+        for fingerprint, starts, resolved_at in firings:
+            per_firing.append(
+                {
+                    "fingerprint": fingerprint,
+                    "fired_at": starts.astimezone(UTC).isoformat(timespec="seconds"),
+                    "firing_messages": told[(fingerprint, starts, "firing")],
+                    "resolved": resolved_at is not None,
+                    "resolved_messages": told[(fingerprint, starts, "resolved")],
+                }
+            )
+        return {"firings": per_firing, "messages": len(bodies), "bodies": bodies}
+
+    def report(self) -> tuple[dict, list[str]]:
+        accounting, stuck, alerts = self.account(), self.stuck(), self.alerts()
+        problems = []
+        lost = sum(accounting["lost"].values())
+        doubled = sum(accounting["doubled"].values())
+        if lost:
+            problems.append(f"lost: {accounting['lost']}")
+        if doubled:
+            problems.append(f"doubled: {accounting['doubled']}")
+        n = accounting["request_rows"]
+        for key in (
+            "requests_accepted",
+            "requests_rolled_up",
+            "requests_hourly",
+            "requests_merged",
+        ):
+            if accounting[key] != n:
+                problems.append(f"{key} is {accounting[key]}, the accepted rows {n}")
+        # Batches an agent could not keep (a failed spool write, a spool over its bound): never
+        # accepted, so no server count shows them; the agents' logs do.
+        dropped = {
+            name: self.agent_log_count(name, "delivering a batch failed")
+            + self.agent_log_count(name, "their data is lost")
+            for name in ("agent-push", "agent-replay")
+        }
+        accounting["agent_dropped"] = dropped
+        if sum(dropped.values()):
+            problems.append(f"agents dropped batches: {dropped}")
+        problems += [f"stuck: {k} = {v}" for k, v in stuck.items() if v]
+        if not alerts["firings"]:
+            problems.append("the rule never fired: no delivery to count")
+        for f in alerts["firings"]:
+            if f["firing_messages"] != 1:
+                problems.append(f"alert {f['fingerprint']} firing told {f['firing_messages']}x")
+            if f["resolved"] and f["resolved_messages"] != 1:
+                problems.append(
+                    f"alert {f['fingerprint']} resolution told {f['resolved_messages']}x"
+                )
+        report = {
+            "faults": self.faults,
+            "accounting": accounting,
+            "stuck": stuck,
+            "alerts": alerts,
+            "problems": problems,
+        }
+        return report, problems
+
+    def cleanup(self) -> None:
+        self.stop_all()
+        self.receiver.shutdown()
+        self.receiver.server_close()
+        if self.spool_mount is not None:
+            subprocess.run(["umount", "-l", str(self.spool_mount)], check=False)
+        self.pg.destroy()
+
+
+def print_report(report: dict) -> None:
+    print(f"\n{'fault':<32} {'injected':>8} {'accepted':>9} {'lost':>5} {'doubled':>7}  evidence")
+    for f in report["faults"]:
+        if "skipped" in f:
+            print(f"{f['fault']:<32} skipped: {f['skipped']}")
+            continue
+        evidence = {k: f[k] for k in EVIDENCE if k in f}
+        if f.get("restarts"):
+            evidence["restarted"] = [r["process"] for r in f["restarts"]]
+        print(f"{f['fault']:<32} {f['injected_at'][11:19]:>8} {f.get('requests_accepted', '-'):>9} "
+              f"{f.get('lost', '-'):>5} {f.get('doubled', '-'):>7}  {evidence}")  # fmt: skip
+    a = report["accounting"]
+    print(
+        f"\nrequests: accepted {a['request_rows']} (ingest counted {a['requests_accepted']}), "
+        f"rolled up {a['requests_rolled_up']} (hourly {a['requests_hourly']}, "
+        f"merged {a['requests_merged']}) over {a['minutes_compared']} host-minutes"
+    )
+    print(f"lost: {a['lost']}   doubled: {a['doubled']}")
+    print(f"stuck: {report['stuck']}")
+    for f in report["alerts"]["firings"]:
+        resolved = f", resolved told {f['resolved_messages']}x" if f["resolved"] else ""
+        print(
+            f"alert {f['fingerprint']} fired {f['fired_at']}: "
+            f"told {f['firing_messages']}x{resolved}"
+        )
+
+
+def main() -> int:
+    chaos = Chaos()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ok = False
+    report: dict = {}
+    try:
+        chaos.main()
+        report, problems = chaos.report()
+        ok = not problems
+    except StackFailure as exc:
+        chaos.log(f"CHAOS FAILED at {exc}")
+        print(chaos.tails(), file=sys.stderr)
+        report = {"faults": chaos.faults, "problems": [str(exc)]}
+    except KeyboardInterrupt:
+        chaos.log("interrupted")
+    finally:
+        chaos.cleanup()
+    total = time.monotonic() - chaos.started
+    report["seconds"] = round(total, 1)
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(report, indent=2, default=str))
+    if "accounting" in report:
+        print_report(report)
+    for problem in report.get("problems", []):
+        print(f"PROBLEM: {problem}", file=sys.stderr)
+    if not ok:
+        print(f"chaos: FAILED after {total:.0f} s; logs kept in {chaos.tmp}", file=sys.stderr)
+        return 1
+    shutil.rmtree(chaos.tmp, ignore_errors=True)
+    print(
+        f"\nchaos: {len(chaos.faults)} faults, 0 lost, 0 doubled, nothing stuck, in {total:.0f} s"
+    )
+    print(f"report: {REPORT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
