@@ -373,6 +373,8 @@ PERFHUB_PROMETHEUS_LAG_S = env_int("PERFHUB_PROMETHEUS_LAG_S", 30)
 # "no data" rules look this far back for the hosts a service had.
 PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120)
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
+# Alerts: shard tasks each minute's evaluation is split into (one per worker meant to share it).
+PERFHUB_ALERTS_SHARDS = env_int("PERFHUB_ALERTS_SHARDS", 1)
 # SLO burn-rate alerts: the multi-window pairs every service with an SLO starts with, as
 # "name:factor:long window s:severity" items; the short window is a twelfth of the long one.
 # Default: the SRE workbook's fast, slow and ticket pairs, and an outage pair (docs/slo.md).
