@@ -485,6 +485,35 @@ def evaluate_round_workers(now: datetime, workers: int) -> dict:
     }
 
 
+def time_reads(end: datetime, repeats: int) -> None:
+    """The hour window of the cost and no-data rules (traffic, GPU sums, each host's last
+    minute) for every service, read from minute rows only and from 5-minute rows, alternating;
+    the median of each and their ratio. Isolates the lever from the rest of a round."""
+    import statistics
+
+    from alerts import sources
+    from dossiers.models import Service
+
+    ids = list(Service.objects.values_list("pk", flat=True))
+    start = end - timedelta(hours=1)
+    seconds: dict[str, list[float]] = {"minute rows": [], "5-minute rows": []}
+    for _ in range(repeats):
+        for label, resolutions in (("minute rows", (MINUTE_S,)), ("5-minute rows", None)):
+            t0 = time.perf_counter()
+            sources.service_windows(
+                ids, start, end, metrics=[], gpu=True, last_seen=True, resolutions=resolutions
+            )
+            seconds[label].append(time.perf_counter() - t0)
+    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    print(
+        f"hour-window read of {len(ids):,} services, {repeats} times each way, alternating: "
+        + ", ".join(f"{k} median {v:.2f} s" for k, v in medians.items())
+        + f"; 5-minute / minute rows = {medians['5-minute rows'] / medians['minute rows']:.3f}"
+        f" | load {load_average()}",
+        flush=True,
+    )
+
+
 def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -509,6 +538,12 @@ def main() -> None:
         type=int,
         default=1,
         help="timed rounds shared by this many processes, one shard each",
+    )
+    parser.add_argument(
+        "--reads",
+        type=int,
+        default=0,
+        help="before the rounds, time the hour window's read alone this many times each way",
     )
     parser.add_argument(
         "--no-slo-burn",
@@ -587,6 +622,8 @@ def main() -> None:
             print(f"  SLO burn rules disabled: {off:,}")
         print("  " + ", ".join(f"{v:,} {k}" for k, v in sizes.items()) + f" in {seed_s:.0f} s")
 
+        if args.reads:
+            time_reads(evals[args.warmup] - lag, args.reads)
         results = []
         default_resolutions = sources.WINDOW_RESOLUTIONS
         for j, when in enumerate(evals):
