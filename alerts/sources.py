@@ -23,6 +23,7 @@ from django.db.models import F, FloatField, Max, Q, Sum
 
 from analysis import buckets, sketches
 from analysis.percentiles import LATENCY_METRICS, Percentile
+from collectors.distributions import Traffic, distribution_percentiles, merge_bucket_counts
 from collectors.models import (
     HOUR,
     MINUTE,
@@ -31,7 +32,6 @@ from collectors.models import (
     ServiceMergedRollup,
     ServiceRollup,
 )
-from collectors.services.rollups import Traffic, distribution_percentiles, merge_bucket_counts
 from dossiers.models import Baseline, Service
 
 ADDITIVE = (

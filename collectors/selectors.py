@@ -27,6 +27,18 @@ from django.utils import timezone
 
 from analysis import buckets, cost, sketches
 from analysis.percentiles import STANDARD_QUANTILES, Percentile
+from collectors.distributions import (
+    QUANTILE_FIELDS,
+    SCRAPED_HISTOGRAM,
+    StoredQuantiles,
+    Traffic,
+    distribution_percentiles,
+    latency_percentiles,
+    merge_hosts,
+    pack_quantiles,
+    percentiles_from_array,
+    unpack_quantiles,
+)
 from collectors.models import (
     GPU_SERIES,
     HOUR,
@@ -38,17 +50,6 @@ from collectors.models import (
     ScrapeWindow,
     ServiceMergedRollup,
     ServiceRollup,
-)
-from collectors.services.rollups import (
-    QUANTILE_FIELDS,
-    SCRAPED_HISTOGRAM,
-    Traffic,
-    distribution_percentiles,
-    latency_percentiles,
-    merge_hosts,
-    pack_quantiles,
-    percentiles_from_array,
-    unpack_quantiles,
 )
 from dossiers.models import Service
 
@@ -191,20 +192,21 @@ class ServiceMetrics:
     def hosts(self) -> list[str]:
         return list(self._get("hosts"))
 
-    def quantile_columns(self, metric: str) -> np.ndarray:
-        """The points' stored quantiles of `metric` as one array [point, quantile, field]
-        (fields as `QUANTILE_FIELDS`; NaN for none): what charts draw, without objects."""
+    def quantile_columns(self, metric: str) -> StoredQuantiles:
+        """The points' stored quantiles of `metric` as one array [point, quantile, field],
+        read by name (`.at("p99").value`; NaN for none): what charts draw, without objects."""
         key = f"q:{metric}"
         if key not in self._loaded:
-            m = LATENCY_METRICS.index(metric)
             arrays = [
-                p.latency.array[m]
+                p.latency.stored.metric(metric).array
                 if isinstance(p.latency, StoredLatency)
-                else unpack_quantiles(pack_quantiles({metric: p.latency[metric]}))[0]
+                else StoredQuantiles(unpack_quantiles(pack_quantiles({metric: p.latency[metric]})))
+                .metric(metric)
+                .array
                 for p in self.points
             ]
             shape = (0, len(STANDARD_QUANTILES), len(QUANTILE_FIELDS))
-            self._loaded[key] = np.stack(arrays) if arrays else np.empty(shape)
+            self._loaded[key] = StoredQuantiles(np.stack(arrays) if arrays else np.empty(shape))
         return self._loaded[key]
 
     @property
@@ -308,12 +310,12 @@ class StoredLatency(Mapping):
     """A merged row's stored quantiles as {metric: [Percentile]}, built on first access."""
 
     def __init__(self, array: np.ndarray) -> None:
-        self.array = array
+        self.stored = StoredQuantiles(array)
         self._built: dict[str, list[Percentile]] = {}
 
     def __getitem__(self, metric: str) -> list[Percentile]:
         if metric not in self._built:
-            self._built[metric] = percentiles_from_array(self.array[LATENCY_METRICS.index(metric)])
+            self._built[metric] = percentiles_from_array(self.stored.metric(metric).array)
         return self._built[metric]
 
     def __iter__(self):

@@ -4,10 +4,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from collectors.distributions import Traffic
 from collectors.models import HOUR, MINUTE, GpuRollup, IngestBatch, ServiceRollup
 from collectors.selectors import latency_percentiles
 from collectors.services.ingest import epoch_minute
-from collectors.services.rollups import Traffic, rollup_host_minutes, rollup_pending
+from collectors.services.rollups import rollup_host_minutes, rollup_pending
 from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
