@@ -38,6 +38,25 @@ GAUGES = {
 }
 
 
+class OutcomeRates:
+    """`error_rate` and `abort_rate` of anything counting `finished`, `errored` and `aborted`
+    requests (`finished` counts all three outcomes): a point, a window, merged hosts."""
+
+    finished: float
+    errored: float
+    aborted: float
+
+    @property
+    def error_rate(self) -> float | None:
+        """Errored over finished requests; None without finished requests."""
+        return self.errored / self.finished if self.finished else None
+
+    @property
+    def abort_rate(self) -> float | None:
+        """Aborted over finished requests; None without finished requests."""
+        return self.aborted / self.finished if self.finished else None
+
+
 def merge_bucket_counts(items: list[buckets.BucketCounts]) -> buckets.BucketCounts | None:
     """Add bucket counts; layouts that differ are coarsened onto their shared edges first."""
     if not items:
@@ -225,6 +244,16 @@ class HostsMerged:
     errored: float = 0.0
     aborted: float = 0.0
 
+    def figures(self) -> dict[str, float | None]:
+        """The figures a chart point and a service-merged row both keep, by their names."""
+        return {name: getattr(self, name) for name in MERGED_FIGURES}
+
+
+MERGED_FIGURES = (
+    "requests", "qps", "prompt_tps", "generation_tps", "running", "waiting", "kv_cache_usage",
+    "finished", "errored", "aborted",
+)  # fmt: skip
+
 
 def merge_hosts(by_host: dict[int, Traffic]) -> HostsMerged:
     everything = Traffic()
@@ -325,30 +354,16 @@ class StoredQuantiles:
     def field(self, name: str) -> np.ndarray:
         return self.array[..., QUANTILE_FIELDS.index(name)]
 
-    @property
-    def value(self) -> np.ndarray:
-        return self.field("value")
-
-    @property
-    def count(self) -> np.ndarray:
-        return self.field("count")
-
-    @property
-    def lower(self) -> np.ndarray:
-        return self.field("lower")
-
-    @property
-    def upper(self) -> np.ndarray:
-        return self.field("upper")
-
-    @property
-    def above_last_edge(self) -> np.ndarray:
-        return self.field("above_last_edge")
-
-    @property
-    def method(self) -> np.ndarray:
-        """Method codes (indexes into `METHODS`); see `is_method` to compare by name."""
-        return self.field("method")
+    value = property(lambda self: self.field("value"), doc="NaN where there is none.")
+    count = property(lambda self: self.field("count"), doc="Requests each quantile rests on.")
+    lower = property(lambda self: self.field("lower"), doc="The true value is above this.")
+    upper = property(lambda self: self.field("upper"), doc="The true value is below this.")
+    above_last_edge = property(
+        lambda self: self.field("above_last_edge"), doc="Bucket-bounded, in +Inf: above this."
+    )
+    method = property(
+        lambda self: self.field("method"), doc="Codes into `METHODS`; compare with `is_method`."
+    )
 
     def is_method(self, name: str) -> np.ndarray:
         return self.method == METHODS.index(name)

@@ -30,6 +30,7 @@ from analysis.percentiles import STANDARD_QUANTILES, Percentile
 from collectors.distributions import (
     QUANTILE_FIELDS,
     SCRAPED_HISTOGRAM,
+    OutcomeRates,
     StoredQuantiles,
     Traffic,
     distribution_percentiles,
@@ -71,7 +72,7 @@ def _bucket(ts: datetime, resolution: int) -> datetime:
 
 
 @dataclass(frozen=True)
-class MetricsPoint:
+class MetricsPoint(OutcomeRates):
     t: datetime
     requests: int  # request-level samples (pushed); scraped counts are in qps
     qps: float | None
@@ -84,15 +85,6 @@ class MetricsPoint:
     finished: float = 0.0  # requests finished in any way (errors and aborts included)
     errored: float = 0.0
     aborted: float = 0.0
-
-    @property
-    def error_rate(self) -> float | None:
-        """Errored over finished requests in this period; None without finished requests."""
-        return self.errored / self.finished if self.finished else None
-
-    @property
-    def abort_rate(self) -> float | None:
-        return self.aborted / self.finished if self.finished else None
 
     def to_dict(self) -> dict:
         return {
@@ -279,17 +271,8 @@ def _point(t: datetime, by_host: dict[int, Traffic]) -> MetricsPoint:
     m = merge_hosts(by_host)
     return MetricsPoint(
         t=t,
-        requests=m.requests,
-        qps=m.qps,
-        prompt_tps=m.prompt_tps,
-        generation_tps=m.generation_tps,
-        running=m.running,
-        waiting=m.waiting,
-        kv_cache_usage=m.kv_cache_usage,
         latency={metric: latency_percentiles(m.everything, metric) for metric in SERIES_LATENCY},
-        finished=m.finished,
-        errored=m.errored,
-        aborted=m.aborted,
+        **m.figures(),
     )
 
 

@@ -198,16 +198,7 @@ def merged_row(
         resolution_s=resolution,
         start=start,
         hosts=sorted(by_host),
-        requests=m.requests,
-        qps=m.qps,
-        prompt_tps=m.prompt_tps,
-        generation_tps=m.generation_tps,
-        running=m.running,
-        waiting=m.waiting,
-        kv_cache_usage=m.kv_cache_usage,
-        finished=m.finished,
-        errored=m.errored,
-        aborted=m.aborted,
+        **m.figures(),
         **gpu_series_values(gpus),
     )
     latency = {}
