@@ -11,7 +11,7 @@ from collectors.distributions import Traffic, latency_percentiles
 from collectors.models import MINUTE, ServiceMergedRollup, ServiceRollup
 from collectors.selectors import service_metrics
 from collectors.services.rollups import rollup_pending
-from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
 
