@@ -30,6 +30,12 @@ from django.db.models import F, FloatField, Max, Q, Sum
 
 from analysis import buckets, sketches
 from analysis.percentiles import LATENCY_METRICS, Percentile
+from collectors.distributions import (
+    OutcomeRates,
+    Traffic,
+    distribution_percentiles,
+    merge_bucket_counts,
+)
 from collectors.models import (
     FIVE_MINUTES,
     HOUR,
@@ -39,7 +45,6 @@ from collectors.models import (
     ServiceMergedRollup,
     ServiceRollup,
 )
-from collectors.services.rollups import Traffic, distribution_percentiles, merge_bucket_counts
 from dossiers.models import Baseline, Service
 
 ADDITIVE = (
@@ -58,7 +63,7 @@ class HostSeen:
 
 
 @dataclass
-class ServiceWindow:
+class ServiceWindow(OutcomeRates):
     """One service over one closed window, merged over its hosts."""
 
     service_id: int
@@ -103,15 +108,6 @@ class ServiceWindow:
             return None
         n = self.counted_requests
         return self.counted_prompt_tokens / n, self.counted_output_tokens / n
-
-    @property
-    def error_rate(self) -> float | None:
-        """Errored over finished requests in the window (engine counters, else pushed rows)."""
-        return self.errored / self.finished if self.finished else None
-
-    @property
-    def abort_rate(self) -> float | None:
-        return self.aborted / self.finished if self.finished else None
 
     def busy_tokens_per_second(self, basis: str) -> float | None:
         """Tokens per second of traffic (see `qps`) on a service's basis."""

@@ -204,8 +204,9 @@ def _period_templates(*, hosts: int, gpus: int, kinds: dict, fields: tuple):
 def _merged_templates(*, hosts: int, gpus: int, rows: dict) -> dict:
     """The service-merged minute row the roll-up writes for `hosts` identical host rows, per
     row kind: computed once by collectors' own merge, then copied for every service."""
+    from collectors.distributions import Traffic
     from collectors.models import MINUTE, GpuRollup, ServiceMergedRollup, ServiceRollup
-    from collectors.services.rollups import Traffic, _merged_row
+    from collectors.services.rollups.rows import merged_row
 
     fields = [
         f.attname for f in ServiceMergedRollup._meta.concrete_fields
@@ -226,7 +227,7 @@ def _merged_templates(*, hosts: int, gpus: int, rows: dict) -> dict:
                                  strict=True)))
             for h in range(hosts) for g in range(gpus)
         ]  # fmt: skip
-        merged = _merged_row(0, MINUTE, t0, by_host, gpu_rows)
+        merged = merged_row(0, MINUTE, t0, by_host, gpu_rows)
         out[key] = tuple(getattr(merged, f) for f in fields)
     return {"fields": ("service_id", "start", "hosts", *fields), "rows": out}
 
