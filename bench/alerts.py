@@ -151,13 +151,9 @@ def _period_templates(*, hosts: int, gpus: int, kinds: dict, fields: tuple):
     """A function (minute keys of one period, resolution) -> (per-host row values, per-GPU
     row values, service-merged row values) of the period, each computed once by collectors'
     own merges of the minute rows, as the roll-up writes them."""
+    from collectors.distributions import Traffic
     from collectors.models import GpuRollup, ServiceRollup
-    from collectors.services.rollups import (
-        Traffic,
-        _merged_row,
-        _rollup_from_traffic,
-        merge_gpu_rows,
-    )
+    from collectors.services.rollups.rows import merge_gpu_rows, merged_row, rollup_from_traffic
 
     cache: dict = {}
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -173,7 +169,7 @@ def _period_templates(*, hosts: int, gpus: int, kinds: dict, fields: tuple):
                         **dict(zip(ROLLUP_FIELDS, (0, 0, MINUTE_S, t0, *values), strict=True))
                     )
                 )
-            row = _rollup_from_traffic(
+            row = rollup_from_traffic(
                 traffic, service_id=0, host_id=0, resolution=resolution, start=t0
             )
             host_values = tuple(getattr(row, f) for f in ROLLUP_FIELDS[4:])
@@ -194,7 +190,7 @@ def _period_templates(*, hosts: int, gpus: int, kinds: dict, fields: tuple):
                 GpuRollup(host_id=h, gpu_index=g, resolution_s=resolution, start=t0, **gpu)
                 for h in range(hosts) for g in range(gpus)
             ]  # fmt: skip
-            merged = _merged_row(0, resolution, t0, by_host, gpu_rows)
+            merged = merged_row(0, resolution, t0, by_host, gpu_rows)
             cache[key] = (host_values, gpu_values, tuple(getattr(merged, f) for f in fields[3:]))
         return cache[key]
 

@@ -13,7 +13,7 @@ import pytest
 
 from alerts import sources
 from collectors.models import FIVE_MINUTES, HOUR, MINUTE, Host
-from tests.alerts.conftest import feed, minute
+from tests.factories.alerts import feed, minute
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
 

@@ -7,7 +7,7 @@ import time_machine
 
 from alerts import services, tasks
 from alerts.models import Rule
-from tests.alerts.conftest import evaluation_time, feed
+from tests.factories.alerts import evaluation_time, feed
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from collectors import decoding, storage
 from collectors.models import GpuSample, IngestBatch, RequestSample, ScrapeWindow
 from collectors.services.ingest import GPU_FIELDS, REQUEST_FIELDS, WINDOW_FIELDS, ingest_document
-from tests.collectors.factories import INGEST_URL, make_batch
+from tests.factories.batches import INGEST_URL, make_batch
 
 pytestmark = pytest.mark.django_db
 TS = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
