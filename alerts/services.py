@@ -8,6 +8,12 @@ evaluation finds nothing to do and a second worker takes the next chunk), read t
 window `[t - window - lag, t - lag)` for all the chunk's services at once, step each alert
 through the pure state machine, write instances, history and changed health in bulk, plan
 notifications (sent after the chunk commits), commit, and claim the next chunk.
+
+Several workers share a minute by shard (`PERFHUB_ALERTS_SHARDS`): the beat task enqueues one
+`alerts.evaluate_shard` task per shard, and shard k of n evaluates the rules of the services
+whose id is k modulo n (stable while n is: each worker reads the same services' rows every
+minute), so n workers each do about 1/n of the rounds' work. The claim stays the guard: a
+shard evaluated twice, or alongside an unsharded evaluation, does nothing twice.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Mod
 from django.utils import timezone
 
 from alerts import bulk, kinds, notifications, rules, slo, sources
@@ -90,7 +97,17 @@ def evaluation_chunk() -> int:
     return int(getattr(settings, "PERFHUB_ALERTS_EVALUATION_CHUNK", 4500))
 
 
-def _claim_rules(t: datetime, rule_ids: list[int] | None, limit: int) -> list[Rule]:
+def evaluation_shards() -> int:
+    """How many `alerts.evaluate_shard` tasks share each minute (1: the beat task does it)."""
+    return max(1, int(getattr(settings, "PERFHUB_ALERTS_SHARDS", 1)))
+
+
+Shard = tuple[int, int]  # (k, n): the services whose id is k modulo n
+
+
+def _claim_rules(
+    t: datetime, rule_ids: list[int] | None, limit: int, shard: Shard | None = None
+) -> list[Rule]:
     """Up to `limit` due rules, a service's rules together, stamped with `t`. On PostgreSQL
     rows another evaluator holds are skipped (SKIP LOCKED), so it takes the next ones."""
     qs = Rule.objects.filter(enabled=True).filter(
@@ -98,6 +115,9 @@ def _claim_rules(t: datetime, rule_ids: list[int] | None, limit: int) -> list[Ru
     )
     if rule_ids is not None:
         qs = qs.filter(pk__in=rule_ids)
+    if shard is not None:
+        k, n = shard
+        qs = qs.alias(shard=Mod(F("service_id"), n)).filter(shard=k)
     locking = connection.features.has_select_for_update_skip_locked
     if locking:
         qs = qs.select_for_update(skip_locked=True, of=("self",))
@@ -266,17 +286,25 @@ HEALTH_EVENT = {
 
 
 @EVALUATION_SECONDS.time()
-def evaluate_all(now: datetime | None = None, *, rule_ids: list[int] | None = None):
-    """Evaluate every due rule at `now` aligned to the minute. Safe to call twice, and from
-    several workers at once: each claims a chunk of rules at a time (`evaluation_chunk`),
-    evaluates and commits it, and claims the next until none is left."""
+def evaluate_all(
+    now: datetime | None = None,
+    *,
+    rule_ids: list[int] | None = None,
+    shard: Shard | None = None,
+):
+    """Evaluate every due rule at `now` aligned to the minute (with `shard` (k, n), only the
+    rules of services whose id is k modulo n). Safe to call twice, and from several workers
+    at once: each claims a chunk of rules at a time (`evaluation_chunk`), evaluates and
+    commits it, and claims the next until none is left."""
+    if shard is not None and not (shard[1] >= 1 and 0 <= shard[0] < shard[1]):
+        raise ValueError(f"shard {shard!r}: want (k, n) with 0 <= k < n")
     t = align_to_minute(now or timezone.now())
     _ensure_defaults_for_new_services()
     report = EvaluationReport(evaluated_at=t)
     limit = evaluation_chunk()
     while True:
         with transaction.atomic():
-            claimed = _claim_rules(t, rule_ids, limit)
+            claimed = _claim_rules(t, rule_ids, limit, shard)
             if not claimed:
                 return report
             _evaluate_claimed(claimed, t, report)

@@ -5,11 +5,18 @@ service or rule), 500 services a query, so the time is linear in services (issue
 services a minute on one worker).
 
 `collectors.selectors.service_metrics` reads one service; alerts need the same numbers for
-every service at once, so the reads here are read-only queries on collectors' 1-minute roll-up
-rows (never raw samples), fetching only the columns a rule needs: additive traffic and gauge
-sums added per (service, host) in the database, combined with collectors' own `Traffic`; the
-latency distributions from the service-merged minute rows, sketches merged bin for bin
+every service at once, so the reads here are read-only queries on collectors' roll-up rows
+(never raw samples), fetching only the columns a rule needs: additive traffic and gauge sums
+added per (service, host) in the database, combined with collectors' own `Traffic`; the
+latency distributions from the service-merged rows, sketches merged bin for bin
 (`sketches.merge_serialized`) and scraped bucket deltas added, the P99 taken from the merge.
+
+A window is read at the coarsest resolution that tiles it exactly (`covering_spans`): whole
+5-minute periods from 5-minute rows, the minutes around them from minute rows. The roll-up
+rewrites a host's 5-minute rows (and the merged rows of every resolution) in the same
+transaction as its minutes, as exact merges of them (sums added, sketch bins added), so the
+figures are the same as from minute rows: an hour window reads about 15 rows per host instead
+of 60 (issue 26). SLO windows read hourly and minute rows (see `SLO_RESOLUTIONS`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,14 @@ from django.db.models import F, FloatField, Max, Q, Sum
 
 from analysis import buckets, sketches
 from analysis.percentiles import LATENCY_METRICS, Percentile
+from collectors.distributions import (
+    OutcomeRates,
+    Traffic,
+    distribution_percentiles,
+    merge_bucket_counts,
+)
 from collectors.models import (
+    FIVE_MINUTES,
     HOUR,
     MINUTE,
     GpuRollup,
@@ -31,7 +45,6 @@ from collectors.models import (
     ServiceMergedRollup,
     ServiceRollup,
 )
-from collectors.services.rollups import Traffic, distribution_percentiles, merge_bucket_counts
 from dossiers.models import Baseline, Service
 
 ADDITIVE = (
@@ -50,7 +63,7 @@ class HostSeen:
 
 
 @dataclass
-class ServiceWindow:
+class ServiceWindow(OutcomeRates):
     """One service over one closed window, merged over its hosts."""
 
     service_id: int
@@ -96,15 +109,6 @@ class ServiceWindow:
         n = self.counted_requests
         return self.counted_prompt_tokens / n, self.counted_output_tokens / n
 
-    @property
-    def error_rate(self) -> float | None:
-        """Errored over finished requests in the window (engine counters, else pushed rows)."""
-        return self.errored / self.finished if self.finished else None
-
-    @property
-    def abort_rate(self) -> float | None:
-        return self.aborted / self.finished if self.finished else None
-
     def busy_tokens_per_second(self, basis: str) -> float | None:
         """Tokens per second of traffic (see `qps`) on a service's basis."""
         if self.busy_output_tps is None:
@@ -126,6 +130,50 @@ def _chunks(ids: Sequence[int], size: int = SERVICES_PER_QUERY) -> Iterator[list
         yield list(ids[i : i + size])
 
 
+# The roll-up resolutions a window may be read from, coarsest first. `(MINUTE,)` reads minute
+# rows only (what evaluation did before issue 26; the bench's same-process reference). Not
+# hourly rows: an hour window is whole hours once in 60 minutes, not worth a third row kind.
+WINDOW_RESOLUTIONS: tuple[int, ...] = (FIVE_MINUTES, MINUTE)
+
+Span = tuple[int, datetime, datetime]  # (resolution_s, from, to)
+
+
+def _ceil(ts: datetime, seconds: int) -> datetime:
+    epoch = int(ts.timestamp())
+    up = -(-epoch // seconds) * seconds
+    return ts + timedelta(seconds=up - epoch) - timedelta(microseconds=ts.microsecond)
+
+
+def _floor(ts: datetime, seconds: int) -> datetime:
+    epoch = int(ts.timestamp())
+    return ts - timedelta(seconds=epoch % seconds, microseconds=ts.microsecond)
+
+
+def covering_spans(
+    start: datetime, end: datetime, resolutions: Sequence[int] | None = None
+) -> list[Span]:
+    """[start, end) tiled by whole roll-up periods, coarsest first: the periods of the first
+    resolution that fit whole, the rest on each side by the next one, down to the last (which
+    takes what is left, so `start` and `end` should be aligned to it)."""
+    first, *finer = resolutions or WINDOW_RESOLUTIONS
+    if start >= end:
+        return []
+    if not finer:
+        return [(first, start, end)]
+    a, b = _ceil(start, first), _floor(end, first)
+    if a >= b:
+        return covering_spans(start, end, finer)
+    return [*covering_spans(start, a, finer), (first, a, b), *covering_spans(b, end, finer)]
+
+
+def spans_filter(spans: Iterable[Span]) -> Q:
+    """Rows of the spans' resolutions starting inside them (an empty list matches none)."""
+    q = Q(pk__in=[])
+    for resolution, a, b in spans:
+        q |= Q(resolution_s=resolution, start__gte=a, start__lt=b)
+    return q
+
+
 def _weighted(value: str, weight: str) -> dict[str, Sum]:
     """Sum(value x weight) and Sum(weight) over the rows where value is known and weighted:
     the two halves of a weighted mean, added in the database."""
@@ -145,46 +193,49 @@ def service_windows(
     gpu: bool = True,
     quantiles: Sequence[float] = (0.99,),
     last_seen: bool = False,
+    resolutions: Sequence[int] | None = None,
 ) -> dict[int, ServiceWindow]:
-    """Every listed service's merged window `[start, end)` from 1-minute roll-ups.
+    """Every listed service's merged window `[start, end)` (minute-aligned) from roll-ups,
+    each part of it from the coarsest rows that tile it (`covering_spans` over `resolutions`,
+    default `WINDOW_RESOLUTIONS`).
 
     Per 500 services, at most three set-based queries: the additive traffic and gauge sums of
-    each (service, host), summed in the database over the window's minute rows; the
-    distributions of `metrics` from the service-merged minute rows (written at roll-up time,
-    so one sketch per minute whatever the number of hosts), merged over the window; and,
-    with `gpu`, each serving host's GPU sums. Only GPU rules need the GPU rows (the bulk of
-    the data) and a cost rule over an hour reads no sketch. With `last_seen`, each window
-    also lists its hosts with the end of their last minute of data (what "no data" rules
-    watch), from the same query. Services without a roll-up row in the window are absent from
-    the result (no data).
+    each (service, host), summed in the database over the window's rows; the distributions
+    of `metrics` from the service-merged rows (written at roll-up time, so one sketch per
+    period whatever the number of hosts), merged over the window; and, with `gpu`, each
+    serving host's GPU sums. Only GPU rules need the GPU rows (the bulk of the data) and a
+    cost rule over an hour reads no sketch. With `last_seen`, each window also lists its
+    hosts with the end of their last minute of data (what "no data" rules watch), from the
+    same query (and, for a host whose last row is a coarse one, its minutes in that period).
+    Services without a roll-up row in the window are absent from the result (no data).
     """
     ids = sorted(set(service_ids))
     metrics = [m for m in metrics if m in LATENCY_METRICS]
     qs = sorted({0.99, *quantiles})
+    spans = covering_spans(start, end, resolutions)
     out: dict[int, ServiceWindow] = {}
     for chunk in _chunks(ids):
-        windows = _traffic(chunk, start, end, last_seen=last_seen)
+        windows = _traffic(chunk, spans, (end - start).total_seconds(), last_seen=last_seen)
         if metrics and windows:
-            _add_distributions(windows, start, end, metrics, qs)
+            _add_distributions(windows, spans, metrics, qs)
         if gpu:
-            _add_gpu(windows, start, end)
+            _add_gpu(windows, spans)
         out.update(windows)
     return out
 
 
 def _traffic(
-    ids: list[int], start: datetime, end: datetime, *, last_seen: bool
+    ids: list[int], spans: list[Span], seconds: float, *, last_seen: bool
 ) -> dict[int, ServiceWindow]:
     """Each service's traffic and gauges over the window, from per-host sums (one query)."""
-    seconds = (end - start).total_seconds()
     sums = {f"sum_{name}": Sum(name) for name in ADDITIVE}
+    resolutions = sorted({r for r, _, _ in spans})
     if last_seen:
-        sums["last_start"] = Max("start")
+        for r in resolutions:
+            sums[f"last_start_{r}"] = Max("start", filter=Q(resolution_s=r))
     group = ("service_id", "host_id", "host__name") if last_seen else ("service_id", "host_id")
     rows = (
-        ServiceRollup.objects.filter(
-            service_id__in=ids, resolution_s=MINUTE, start__gte=start, start__lt=end
-        )
+        ServiceRollup.objects.filter(spans_filter(spans), service_id__in=ids)
         .values(*group)
         .annotate(
             **sums,
@@ -197,9 +248,22 @@ def _traffic(
     # the host's minute rows one by one gives).
     per_host: dict[int, dict[int, Traffic]] = defaultdict(dict)
     seen: dict[int, list[HostSeen]] = defaultdict(list)
+    coarse_last: dict[tuple[int, int], tuple[datetime, datetime]] = {}
     for r in rows:
         if last_seen:
-            last_end = r["last_start"] + timedelta(seconds=MINUTE)
+            # The end of the host's last row; when that row is a coarse one (5 minutes, an
+            # hour), its last minute is looked up below, so the silence is exact to the minute.
+            ends = [
+                (r[f"last_start_{res}"] + timedelta(seconds=res), res)
+                for res in resolutions
+                if r[f"last_start_{res}"] is not None
+            ]
+            last_end, res = max(ends)
+            if res != MINUTE:
+                coarse_last[(r["service_id"], r["host_id"])] = (
+                    last_end - timedelta(seconds=res),
+                    last_end,
+                )
             seen[r["service_id"]].append(HostSeen(r["host_id"], r["host__name"], last_end))
         t = per_host[r["service_id"]][r["host_id"]] = Traffic()
         for name in ADDITIVE:
@@ -207,6 +271,14 @@ def _traffic(
         for gauge in ("waiting", "kv_cache"):
             if r[f"{gauge}_mean_n"]:
                 t.gauge_weighted[gauge] = [r[f"{gauge}_mean_w"], r[f"{gauge}_mean_n"]]
+
+    if coarse_last:
+        exact = _last_minutes(coarse_last)
+        for sid, items in seen.items():
+            seen[sid] = [
+                HostSeen(h.host_id, h.host_name, exact.get((sid, h.host_id), h.last_end))
+                for h in items
+            ]
 
     out: dict[int, ServiceWindow] = {}
     for sid, hosts in per_host.items():
@@ -254,14 +326,41 @@ def _traffic(
     return out
 
 
+def _last_minutes(
+    coarse: dict[tuple[int, int], tuple[datetime, datetime]],
+) -> dict[tuple[int, int], datetime]:
+    """(service, host) -> end of its last minute row inside the given coarse period (one
+    query over the union of the periods; a host's minutes after its period hold no rows, or
+    its last row would not be that period's)."""
+    out: dict[tuple[int, int], datetime] = {}
+    first = min(a for a, _ in coarse.values())
+    last = max(b for _, b in coarse.values())
+    rows = (
+        ServiceRollup.objects.filter(
+            service_id__in=sorted({sid for sid, _ in coarse}),
+            host_id__in=sorted({hid for _, hid in coarse}),
+            resolution_s=MINUTE,
+            start__gte=first,
+            start__lt=last,
+        )
+        .values("service_id", "host_id")
+        .annotate(last_start=Max("start"))
+        .order_by()
+    )
+    for r in rows:
+        key = (r["service_id"], r["host_id"])
+        if key in coarse and coarse[key][0] <= r["last_start"] < coarse[key][1]:
+            out[key] = r["last_start"] + timedelta(seconds=MINUTE)
+    return out
+
+
 def _add_distributions(
     windows: dict[int, ServiceWindow],
-    start: datetime,
-    end: datetime,
+    spans: list[Span],
     metrics: list[str],
     qs: list[float],
 ) -> None:
-    """Each service's latency distributions over the window: the service-merged minute rows'
+    """Each service's latency distributions over the window: the service-merged rows'
     sketches merged bin for bin (and scraped bucket deltas added), then the quantiles taken
     from the merge, never averaged (one query)."""
     columns = ["service_id"]
@@ -270,7 +369,7 @@ def _add_distributions(
     blobs: dict[tuple[int, str], list[bytes]] = defaultdict(list)
     counts: dict[tuple[int, str], list[buckets.BucketCounts]] = defaultdict(list)
     for row in ServiceMergedRollup.objects.filter(
-        service_id__in=list(windows), resolution_s=MINUTE, start__gte=start, start__lt=end
+        spans_filter(spans), service_id__in=list(windows)
     ).values_list(*columns):
         sid = row[0]
         for i, m in enumerate(metrics):
@@ -288,7 +387,7 @@ def _add_distributions(
             w.latency[m] = w.percentiles[m][0.99]
 
 
-def _add_gpu(windows: dict[int, ServiceWindow], start: datetime, end: datetime) -> None:
+def _add_gpu(windows: dict[int, ServiceWindow], spans: list[Span]) -> None:
     """GPU utilization and SM active of the hosts serving each service in the window, each
     the mean over every GPU minute weighted by its samples (per-host sums: one query)."""
     host_ids = sorted({h for w in windows.values() for h in w.host_ids})
@@ -296,9 +395,7 @@ def _add_gpu(windows: dict[int, ServiceWindow], start: datetime, end: datetime) 
         return
     per_host = {
         r["host_id"]: r
-        for r in GpuRollup.objects.filter(
-            host_id__in=host_ids, resolution_s=MINUTE, start__gte=start, start__lt=end
-        )
+        for r in GpuRollup.objects.filter(spans_filter(spans), host_id__in=host_ids)
         .values("host_id")
         .annotate(
             sum_samples=Sum("samples"),
@@ -366,23 +463,17 @@ class SloWindow:
         return self.joint[key]
 
 
-def _whole_hours(start: datetime, end: datetime) -> tuple[datetime, datetime] | None:
-    first = start.replace(minute=0, second=0, microsecond=0)
-    if first < start:
-        first += timedelta(hours=1)
-    last = end.replace(minute=0, second=0, microsecond=0)
-    return (first, last) if first < last else None
+# SLO windows read whole hours and minutes only, not 5-minute rows: a coarse row's earliest
+# start and its exact joint-count keys are those of its whole period (a row merging minutes
+# rolled up before and after an SLO existed carries the key with part of the counts), and the
+# edges are where a window's first data and such changes fall. Hours keep their old precision.
+SLO_RESOLUTIONS = (HOUR, MINUTE)
 
 
-def _spans(start: datetime, end: datetime) -> list[tuple[int, datetime, datetime]]:
+def _spans(start: datetime, end: datetime) -> list[Span]:
     """(resolution, from, to): whole hours from hourly roll-ups, the minutes around them from
     minute ones (a 28-day window reads ~700 rows a service, not 40,000)."""
-    hours = _whole_hours(start, end)
-    if hours:
-        spans = [(HOUR, *hours), (MINUTE, start, hours[0]), (MINUTE, hours[1], end)]
-    else:
-        spans = [(MINUTE, start, end)]
-    return [s for s in spans if s[1] < s[2]]
+    return covering_spans(start, end, SLO_RESOLUTIONS)
 
 
 def slo_windows(
@@ -398,16 +489,20 @@ def slo_windows(
     out: dict[int, dict[int, SloWindow]] = {w: {} for w in spans}
     if not spans or not ids:
         return out
-    union = Q()
-    for resolution, a, b in {s for ss in spans.values() for s in ss}:
-        union |= Q(resolution_s=resolution, start__gte=a, start__lt=b)
+    union = spans_filter({s for ss in spans.values() for s in ss})
+
+    held_by: dict[tuple[int, datetime], list[int]] = {}
 
     def windows_of(resolution: int, start: datetime) -> list[int]:
-        return [
-            w
-            for w, ss in spans.items()
-            if any(r == resolution and a <= start < b for r, a, b in ss)
-        ]
+        # Every service's rows share their periods: worked out once per period.
+        key = (resolution, start)
+        if key not in held_by:
+            held_by[key] = [
+                w
+                for w, ss in spans.items()
+                if any(r == resolution and a <= start < b for r, a, b in ss)
+            ]
+        return held_by[key]
 
     columns = ["service_id", "resolution_s", "start"]
     for m in LATENCY_METRICS:

@@ -2,20 +2,40 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from celery import shared_task
+from django.utils import timezone
 
 from alerts import notifications, services
 
 
-@shared_task(name="alerts.evaluate")
-def evaluate() -> dict:
-    """Beat, every minute: evaluate every due rule (a doubled beat finds nothing to do)."""
-    report = services.evaluate_all()
+def _summary(report: services.EvaluationReport) -> dict:
     return {
         "evaluated_at": report.evaluated_at.isoformat(),
         "rules": report.rules,
         "notifications": len(report.notifications),
     }
+
+
+@shared_task(name="alerts.evaluate")
+def evaluate() -> dict:
+    """Beat, every minute: evaluate every due rule (a doubled beat finds nothing to do). With
+    `PERFHUB_ALERTS_SHARDS` above 1, enqueue one shard task each instead, for the minute the
+    beat fired in, so that many workers share it."""
+    shards = services.evaluation_shards()
+    if shards == 1:
+        return _summary(services.evaluate_all())
+    at = services.align_to_minute(timezone.now()).isoformat()
+    for k in range(shards):
+        evaluate_shard.delay(at, k, shards)
+    return {"evaluated_at": at, "shards": shards}
+
+
+@shared_task(name="alerts.evaluate_shard")
+def evaluate_shard(at: str, k: int, n: int) -> dict:
+    """Evaluate the due rules of shard k of n (services whose id is k modulo n) at `at`."""
+    return _summary(services.evaluate_all(datetime.fromisoformat(at), shard=(k, n)))
 
 
 @shared_task(

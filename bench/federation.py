@@ -123,8 +123,8 @@ def compare(fleet, agg_source, host_source) -> dict:
     import numpy as np
 
     from analysis import buckets
+    from collectors.distributions import Traffic
     from collectors.models import ServiceRollup
-    from collectors.services.rollups import Traffic
 
     def traffic(source) -> Traffic:
         t = Traffic()

@@ -166,7 +166,11 @@ def gunicorn(workers: int):
         yield url, server.pid
     finally:
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(60)  # a loaded machine takes a while to stop the workers
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def run_api(url: str, batches: list[dict], token: str, workers: int) -> tuple[float, int]:
@@ -456,6 +460,8 @@ def main() -> None:
         report_memory(args, *memory, rate=rate)
         return
 
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average at the end: {load}")
     print(f"{args.batches} batches a round x ({args.requests} requests + {args.gpus} GPU samples)")
     print(
         f"API: gunicorn, {args.workers} sync workers on 127.0.0.1, {args.workers} client threads;"

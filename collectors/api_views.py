@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from collectors import decoding, selectors
+from collectors import decoding, selectors, storage
 from collectors.authentication import IsAgentToken
 from collectors.serializers import (
     IngestAcceptedSerializer,
@@ -26,6 +26,15 @@ from collectors.services import ingest
 from core.api import DetailSerializer, flatten_errors, read_limited
 from core.throttling import CredentialScopedThrottle
 from dossiers.models import Service
+
+# The batch field whose rows named a deleted key (`storage.OrphanRows.field`).
+ORPHAN_FIELDS = {
+    "RequestSample.service": "requests",
+    "RequestSample.host": "host",
+    "GpuSample.host": "host",
+    "ScrapeWindow.service": "scrapes",
+    "ScrapeWindow.host": "host",
+}
 
 
 class IngestThrottle(CredentialScopedThrottle):
@@ -77,6 +86,9 @@ class IngestView(APIView):
             400: OpenApiResponse(OpenApiTypes.OBJECT, "Errors keyed by field path."),
             401: OpenApiResponse(DetailSerializer, "Missing, invalid or revoked token."),
             403: OpenApiResponse(DetailSerializer, "Another host's token, or not an agent token."),
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT, "A named service or the host was deleted meanwhile."
+            ),
             413: OpenApiResponse(DetailSerializer, "Body over PERFHUB_INGEST_MAX_BYTES."),
             429: OpenApiResponse(
                 DetailSerializer, "Over the host's or token's rate (Retry-After)."
@@ -87,7 +99,15 @@ class IngestView(APIView):
         host = request.auth.host
         raw = request.data if isinstance(request.data, bytes) else b""  # no body: {} -> 400
         data = decoding.validate_body(raw, host=host)
-        result = ingest.ingest_batch(host=host, data=data, token=request.auth)
+        try:
+            result = ingest.ingest_batch(host=host, data=data, token=request.auth)
+        except storage.OrphanRows as exc:
+            # A service (or the host) named by the batch was deleted after it was validated:
+            # nothing is stored; the agent's next batch is validated afresh.
+            return Response(
+                {ORPHAN_FIELDS.get(exc.field, "batch"): [f"{exc}: deleted while storing"]},
+                status=status.HTTP_409_CONFLICT,
+            )
         if result.duplicate:
             return Response({"duplicate": True}, status=status.HTTP_200_OK)
         return Response(

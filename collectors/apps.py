@@ -5,7 +5,7 @@ class CollectorsConfig(AppConfig):
     name = "collectors"
 
     def ready(self) -> None:
-        from collectors import schema  # noqa: F401  (registers the OpenAPI auth extension)
+        from collectors import schema, signals  # noqa: F401  (OpenAPI auth extension; locks)
         from collectors.exposition import engines
         from dossiers.models import use_engine_labels
 

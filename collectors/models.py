@@ -250,9 +250,15 @@ class IngestBatch(models.Model):
         return self.quarantined_at is not None
 
 
+# Raw rows' keys: checked once a batch by `collectors.storage.check_keys`, not by a per-row
+# foreign-key trigger (`db_constraint=False`; see that module). Deleting a host or service still
+# deletes its raw rows (the ORM's cascade, under the row lock of `collectors.signals`).
+RAW_KEY = {"on_delete": models.CASCADE, "related_name": "+", "db_constraint": False}
+
+
 class GpuSample(models.Model):
     id = models.BigAutoField(primary_key=True)
-    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    host = models.ForeignKey(Host, **RAW_KEY)
     ts = models.DateTimeField()
     gpu_index = models.PositiveSmallIntegerField()
     uuid = models.CharField(max_length=100, blank=True)
@@ -286,8 +292,8 @@ class RequestSample(models.Model):
     """
 
     id = models.BigAutoField(primary_key=True)
-    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+", db_index=False)
-    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+", db_index=False)
+    service = models.ForeignKey(Service, db_index=False, **RAW_KEY)
+    host = models.ForeignKey(Host, db_index=False, **RAW_KEY)
     ts = models.DateTimeField()
     ttft_ms = models.FloatField(null=True)
     tpot_ms = models.FloatField(null=True)
@@ -315,8 +321,8 @@ class ScrapeWindow(models.Model):
     """
 
     id = models.BigAutoField(primary_key=True)
-    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
-    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="+")
+    host = models.ForeignKey(Host, **RAW_KEY)
+    service = models.ForeignKey(Service, **RAW_KEY)
     source = models.CharField(max_length=NAME_MAX_LENGTH)  # an engine or exporter name
     start_ts = models.DateTimeField()
     ts = models.DateTimeField(help_text="End of the window (the later scrape).")

@@ -27,6 +27,19 @@ from django.utils import timezone
 
 from analysis import buckets, cost, sketches
 from analysis.percentiles import STANDARD_QUANTILES, Percentile
+from collectors.distributions import (
+    QUANTILE_FIELDS,
+    SCRAPED_HISTOGRAM,
+    OutcomeRates,
+    StoredQuantiles,
+    Traffic,
+    distribution_percentiles,
+    latency_percentiles,
+    merge_hosts,
+    pack_quantiles,
+    percentiles_from_array,
+    unpack_quantiles,
+)
 from collectors.models import (
     GPU_SERIES,
     HOUR,
@@ -38,17 +51,6 @@ from collectors.models import (
     ScrapeWindow,
     ServiceMergedRollup,
     ServiceRollup,
-)
-from collectors.services.rollups import (
-    QUANTILE_FIELDS,
-    SCRAPED_HISTOGRAM,
-    Traffic,
-    distribution_percentiles,
-    latency_percentiles,
-    merge_hosts,
-    pack_quantiles,
-    percentiles_from_array,
-    unpack_quantiles,
 )
 from dossiers.models import Service
 
@@ -70,7 +72,7 @@ def _bucket(ts: datetime, resolution: int) -> datetime:
 
 
 @dataclass(frozen=True)
-class MetricsPoint:
+class MetricsPoint(OutcomeRates):
     t: datetime
     requests: int  # request-level samples (pushed); scraped counts are in qps
     qps: float | None
@@ -83,15 +85,6 @@ class MetricsPoint:
     finished: float = 0.0  # requests finished in any way (errors and aborts included)
     errored: float = 0.0
     aborted: float = 0.0
-
-    @property
-    def error_rate(self) -> float | None:
-        """Errored over finished requests in this period; None without finished requests."""
-        return self.errored / self.finished if self.finished else None
-
-    @property
-    def abort_rate(self) -> float | None:
-        return self.aborted / self.finished if self.finished else None
 
     def to_dict(self) -> dict:
         return {
@@ -191,20 +184,21 @@ class ServiceMetrics:
     def hosts(self) -> list[str]:
         return list(self._get("hosts"))
 
-    def quantile_columns(self, metric: str) -> np.ndarray:
-        """The points' stored quantiles of `metric` as one array [point, quantile, field]
-        (fields as `QUANTILE_FIELDS`; NaN for none): what charts draw, without objects."""
+    def quantile_columns(self, metric: str) -> StoredQuantiles:
+        """The points' stored quantiles of `metric` as one array [point, quantile, field],
+        read by name (`.at("p99").value`; NaN for none): what charts draw, without objects."""
         key = f"q:{metric}"
         if key not in self._loaded:
-            m = LATENCY_METRICS.index(metric)
             arrays = [
-                p.latency.array[m]
+                p.latency.stored.metric(metric).array
                 if isinstance(p.latency, StoredLatency)
-                else unpack_quantiles(pack_quantiles({metric: p.latency[metric]}))[0]
+                else StoredQuantiles(unpack_quantiles(pack_quantiles({metric: p.latency[metric]})))
+                .metric(metric)
+                .array
                 for p in self.points
             ]
             shape = (0, len(STANDARD_QUANTILES), len(QUANTILE_FIELDS))
-            self._loaded[key] = np.stack(arrays) if arrays else np.empty(shape)
+            self._loaded[key] = StoredQuantiles(np.stack(arrays) if arrays else np.empty(shape))
         return self._loaded[key]
 
     @property
@@ -277,17 +271,8 @@ def _point(t: datetime, by_host: dict[int, Traffic]) -> MetricsPoint:
     m = merge_hosts(by_host)
     return MetricsPoint(
         t=t,
-        requests=m.requests,
-        qps=m.qps,
-        prompt_tps=m.prompt_tps,
-        generation_tps=m.generation_tps,
-        running=m.running,
-        waiting=m.waiting,
-        kv_cache_usage=m.kv_cache_usage,
         latency={metric: latency_percentiles(m.everything, metric) for metric in SERIES_LATENCY},
-        finished=m.finished,
-        errored=m.errored,
-        aborted=m.aborted,
+        **m.figures(),
     )
 
 
@@ -308,12 +293,12 @@ class StoredLatency(Mapping):
     """A merged row's stored quantiles as {metric: [Percentile]}, built on first access."""
 
     def __init__(self, array: np.ndarray) -> None:
-        self.array = array
+        self.stored = StoredQuantiles(array)
         self._built: dict[str, list[Percentile]] = {}
 
     def __getitem__(self, metric: str) -> list[Percentile]:
         if metric not in self._built:
-            self._built[metric] = percentiles_from_array(self.array[LATENCY_METRICS.index(metric)])
+            self._built[metric] = percentiles_from_array(self.stored.metric(metric).array)
         return self._built[metric]
 
     def __iter__(self):

@@ -25,8 +25,8 @@ from django.utils import timezone
 
 from analysis import buckets, changepoints, sketches
 from analysis.percentiles import minimum_count
+from collectors.distributions import distribution_percentiles, merge_bucket_counts
 from collectors.models import HOUR, ServiceMergedRollup
-from collectors.services.rollups import distribution_percentiles, merge_bucket_counts
 from dossiers.models import Service
 
 LOOKBACK_DAYS = 28

@@ -23,6 +23,7 @@ from alerts.selectors import alert_history_for_service, recent_history_for_servi
 from analysis import cost, sketches
 from analysis.alerting import State
 from analysis.percentiles import Percentile
+from collectors.distributions import Traffic
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
 from collectors.selectors import (
     ServiceMetrics,
@@ -30,7 +31,6 @@ from collectors.selectors import (
     service_metrics,
     service_token_rate,
 )
-from collectors.services.rollups import Traffic
 from dashboards.claims import ClaimCheck, check_claims
 from dashboards.live_changes import LiveChange, live_changes
 from dashboards.right_now import RightNow, right_now

@@ -387,6 +387,8 @@ PERFHUB_ALERTS_EVALUATION_LAG_S = env_int("PERFHUB_ALERTS_EVALUATION_LAG_S", 120
 # sends it once); keep it above the longest delivery (receivers time out well under a minute).
 PERFHUB_NOTIFICATIONS_STUCK_AFTER_S = env_int("PERFHUB_NOTIFICATIONS_STUCK_AFTER_S", 600)
 PERFHUB_ALERTS_NO_DATA_LOOKBACK_S = env_int("PERFHUB_ALERTS_NO_DATA_LOOKBACK_S", 3600)
+# Alerts: shard tasks each minute's evaluation is split into (one per worker meant to share it).
+PERFHUB_ALERTS_SHARDS = env_int("PERFHUB_ALERTS_SHARDS", 1)
 # SLO burn-rate alerts: the multi-window pairs every service with an SLO starts with, as
 # "name:factor:long window s:severity" items; the short window is a twelfth of the long one.
 # Default: the SRE workbook's fast, slow and ticket pairs, and an outage pair (docs/slo.md).

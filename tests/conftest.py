@@ -1,4 +1,5 @@
-"""Shared fixtures: personas (owner, outsider), a team and a service.
+"""Shared fixtures: personas (owner, outsider) and their logged-in clients, a team and a service.
+Builders tests import are library modules: `tests.factories`, `tests.support`.
 
 Tests run against whatever database DATABASE_URL names (PostgreSQL in CI), else SQLite.
 Celery tasks run eagerly in tests unless a test starts a real worker on Redis.
@@ -13,8 +14,8 @@ from django.core.cache import cache
 from django.db import connection, connections, transaction
 
 from dossiers.models import Membership, Service, Team
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+from tests.factories.catalog import dossier_service
+from tests.support import FIXTURES, LOOPBACK_CIDRS
 
 # Browser tests: Debian's chromium driven by Playwright (no `playwright install` here).
 CHROMIUM = os.environ.get("PERFHUB_CHROMIUM", "/usr/bin/chromium")
@@ -117,19 +118,6 @@ def browser_page(monkeypatch):
             browser.close()
 
 
-def browser_login(page, base_url: str, username: str, password: str) -> None:
-    page.goto(f"{base_url}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-    page.wait_for_load_state("networkidle")
-
-
-# The tests' own HTTP servers listen on loopback, which the outbound guard refuses unless
-# allow-listed (core.outbound); tests that call them allow-list it, as a deployment would.
-LOOPBACK_CIDRS = ["127.0.0.0/8", "::1/128"]
-
-
 @pytest.fixture
 def outbound_loopback(settings) -> None:
     settings.PERFHUB_OUTBOUND_ALLOW_CIDRS = LOOPBACK_CIDRS
@@ -138,6 +126,12 @@ def outbound_loopback(settings) -> None:
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture
+def vllm_text(fixtures_dir: Path) -> str:
+    """vLLM's real /metrics page (the agent's and the demo's tests read it)."""
+    return (fixtures_dir / "vllm" / "metrics-t0.prom").read_text()
 
 
 @pytest.fixture
@@ -197,3 +191,27 @@ def demo_fleet(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         transaction.set_rollback(True)
         atomic.__exit__(None, None, None)
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def outsider_client(client, outsider):
+    client.force_login(outsider)
+    return client
+
+
+@pytest.fixture
+def make_service(team):
+    """Build a service with a current baseline (`tests.factories.catalog.dossier_service`),
+    as many as a test needs: `make_service("chat-8b", slo_p99_e2e_ms=3000)`."""
+
+    def make(slug: str, **overrides) -> Service:
+        overrides.setdefault("team", team)
+        return dossier_service(slug, **overrides)
+
+    return make

@@ -35,7 +35,7 @@ from collectors.services.tokens import token_issue_for_host_name
 from demo.simulator import EngineProfile, Simulator
 from dossiers.models import Service, Team
 from perfhub.celery import app as celery_app
-from tests.conftest import LOOPBACK_CIDRS
+from tests.support import LOOPBACK_CIDRS
 
 # The tests read only the recorded run; the mark makes pytest-django create the test database.
 pytestmark = pytest.mark.django_db

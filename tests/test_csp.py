@@ -23,7 +23,7 @@ from collectors.services.tokens import token_issue_for_host_name
 from dossiers import demo
 from loadtests.demo import add_demo_loadtests
 from loadtests.tokens import ci_token_issue
-from tests.conftest import browser_login
+from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -7,8 +7,9 @@ from django.utils import timezone
 
 from alerts.services import ensure_default_rules
 from loadtests.importing import import_loadtest_file
-from tests.conftest import browser_login
-from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
+from tests.factories.catalog import make_baseline, make_service
+from tests.factories.traffic import seed_traffic
+from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

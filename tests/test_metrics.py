@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from collectors.models import Host
 from collectors.services.tokens import token_issue
 from perfhub.metrics import instruments_text
-from tests.collectors.factories import make_batch
+from tests.factories.batches import make_batch
 from tests.promstack import binary, start_prometheus, wait_until
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,9 @@ import pytest
 from django.utils import timezone
 
 from alerts.services import ensure_default_rules, evaluate_all
-from tests.conftest import browser_login
-from tests.dashboards.conftest import floor_minute, make_baseline, make_service, seed_traffic
+from tests.factories.catalog import make_baseline, make_service
+from tests.factories.traffic import floor_minute, seed_traffic
+from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -22,10 +22,7 @@ from collectors.services.tokens import token_issue_for_host_name
 from dossiers.models import Team
 from loadtests.importing import import_loadtest_file
 from loadtests.tokens import ci_token_issue, ci_token_revoke
-from tests.collectors.factories import make_batch
-from tests.dossiers.conftest import make_service
-
-__all__ = ["make_service"]  # the fixture, used by `world`
+from tests.factories.batches import make_batch
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "security.md"
 MARKER = "<!-- security-table:"

@@ -103,8 +103,21 @@ def get(name: str) -> RuleKind | None:
 
 
 class _P99(RuleKind):
+    """A P99 latency above a bound; a subclass names its family once:
+    `class P99Queue(_P99, metric="queue", metric_label="queue time", description=...)`."""
+
     unit = "ms"
     metric_label: ClassVar[str]
+
+    def __init_subclass__(
+        cls, *, metric: str, metric_label: str, description: str, label: str = "", **kwargs
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name = f"p99_{metric}"
+        cls.latency_metric = metric
+        cls.metric_label = metric_label
+        cls.label = f"P99 {label or metric_label} above (ms)"
+        cls.description = description
 
     def default_specs(self, service: Service) -> list[dict]:
         slo = service.slo_for(self.latency_metric)
@@ -176,30 +189,34 @@ _SCRAPED_HISTOGRAM = {"e2e": "e2e_seconds", "ttft": "ttft_seconds", "tpot": "tpo
 
 
 @register
-class P99E2E(_P99):
-    name = "p99_e2e"
-    label = "P99 end-to-end latency above (ms)"
-    description = "The service's P99 end-to-end latency, merged over its hosts, above a bound."
-    latency_metric = "e2e"
-    metric_label = "end-to-end"
+class P99E2E(
+    _P99,
+    metric="e2e",
+    metric_label="end-to-end",
+    label="end-to-end latency",
+    description="The service's P99 end-to-end latency, merged over its hosts, above a bound.",
+):
+    pass
 
 
 @register
-class P99TTFT(_P99):
-    name = "p99_ttft"
-    label = "P99 TTFT above (ms)"
-    description = "P99 time to first token (prefill and queueing) above a bound."
-    latency_metric = "ttft"
-    metric_label = "TTFT"
+class P99TTFT(
+    _P99,
+    metric="ttft",
+    metric_label="TTFT",
+    description="P99 time to first token (prefill and queueing) above a bound.",
+):
+    pass
 
 
 @register
-class P99TPOT(_P99):
-    name = "p99_tpot"
-    label = "P99 TPOT above (ms)"
-    description = "P99 time per output token (decode, memory bandwidth) above a bound."
-    latency_metric = "tpot"
-    metric_label = "TPOT"
+class P99TPOT(
+    _P99,
+    metric="tpot",
+    metric_label="TPOT",
+    description="P99 time per output token (decode, memory bandwidth) above a bound.",
+):
+    pass
 
 
 # --- GPU --------------------------------------------------------------------------------------

@@ -11,9 +11,8 @@ from datetime import datetime
 
 import numpy as np
 
-from analysis.percentiles import STANDARD_QUANTILES, label, minimum_count
+from analysis.percentiles import QUANTILE_OF, minimum_count
 from collectors.selectors import GpuSeriesPoint
-from collectors.services.rollups import METHODS
 from core.templatetags.display import money
 from dashboards.figures.common import (
     BASELINE_FILL,
@@ -121,13 +120,11 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
     # [point, quantile, field] and the times as one datetime64 array (a month of points).
     x = d.metrics.x_array
     cols = d.metrics.quantile_columns(metric)
-    index = {label(q): i for i, q in enumerate(STANDARD_QUANTILES)}
-    value, count, lower, upper, above, method = (cols[:, :, f] for f in range(6))
-    p50 = index["p50"]
+    p50 = cols.at("p50")
     if not np.any(
-        ~np.isnan(value[:, p50])
-        | (np.nan_to_num(above[:, p50]) > 0)
-        | (np.nan_to_num(upper[:, p50]) > 0)
+        ~np.isnan(p50.value)
+        | (np.nan_to_num(p50.above_last_edge) > 0)
+        | (np.nan_to_num(p50.upper) > 0)
     ):
         pushed = (
             "pushed request rows carry no token gaps"
@@ -142,13 +139,12 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
         )
     fig = figure(layout(title, y_title=y_title, x_range=_x_range(d)))
     _add_baseline_band(fig, d, metric)
-    bounded = METHODS.index("bucket-bounded")
     any_insufficient = False
     for name in SHOWN_PERCENTILES:
-        i = index[name]
-        need = minimum_count(STANDARD_QUANTILES[i])
-        v, a, n = value[:, i], above[:, i], np.nan_to_num(count[:, i]).astype(int)
-        lo, hi, is_bounded = lower[:, i], upper[:, i], method[:, i] == bounded
+        need = minimum_count(QUANTILE_OF[name])
+        at = cols.at(name)
+        v, a, n = at.value, at.above_last_edge, np.nan_to_num(at.count).astype(int)
+        lo, hi, is_bounded = at.lower, at.upper, at.is_method("bucket-bounded")
         over_edge = np.isnan(v) & ~np.isnan(a)
         # Inside the first bucket: drawn at its edge, pointing down (an upper bound).
         under_edge = np.isnan(v) & np.isnan(a) & (lo == 0) & ~np.isnan(hi)

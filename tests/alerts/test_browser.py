@@ -4,7 +4,7 @@ console error and no page error."""
 import pytest
 from django.urls import reverse
 
-from tests.conftest import browser_login
+from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

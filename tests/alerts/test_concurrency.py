@@ -7,7 +7,7 @@ from django.db import connection
 
 from alerts import services
 from alerts.models import AlertEvent, Notification, Receiver
-from tests.alerts.conftest import evaluation_time, feed
+from tests.factories.alerts import evaluation_time, feed
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

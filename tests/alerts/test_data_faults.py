@@ -5,8 +5,8 @@ import pytest
 from django.urls import reverse
 
 from alerts.models import AlertEvent, AlertInstance, Rule
-from tests.alerts.conftest import T0
-from tests.dashboards.conftest import make_service
+from tests.factories.alerts import T0
+from tests.factories.catalog import make_service
 
 pytestmark = pytest.mark.django_db
 

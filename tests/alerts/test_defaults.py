@@ -39,7 +39,7 @@ def test_ensuring_defaults_twice_creates_nothing_more(service):
 
 
 def test_evaluation_creates_defaults_for_a_new_service(service):
-    from tests.alerts.conftest import evaluation_time
+    from tests.factories.alerts import evaluation_time
 
     services.evaluate_all(evaluation_time(0))
     assert Rule.objects.filter(service=service, is_default=True).count() == 13

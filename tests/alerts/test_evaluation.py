@@ -10,7 +10,7 @@ from alerts import services
 from alerts.models import AlertInstance, Rule
 from collectors.models import PrometheusSource
 from collectors.services.prometheus import source_create
-from tests.alerts.conftest import evaluation_time, feed
+from tests.factories.alerts import evaluation_time, feed
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from django.core import mail
 
 from alerts import notifications, services
 from alerts.models import Notification, Receiver, Rule
-from tests.alerts.conftest import T0, minute
+from tests.factories.alerts import T0, minute
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 
 from alerts.models import AlertInstance, Rule
 from dossiers.models import Baseline
-from tests.alerts.conftest import T0
+from tests.factories.alerts import T0
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 
 from alerts.models import AlertEvent, AlertInstance, Rule
 from dossiers.models import Slo
-from tests.alerts.conftest import minute
+from tests.factories.alerts import minute
 
 pytestmark = pytest.mark.django_db
 

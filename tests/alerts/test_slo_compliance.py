@@ -15,7 +15,7 @@ from collectors.models import Host, RequestSample
 from collectors.services.ingest import REQUEST_FIELDS, epoch_minute
 from collectors.services.rollups import rollup_host_minutes
 from dossiers.models import Slo
-from tests.alerts.conftest import LAG, minute
+from tests.factories.alerts import LAG, minute
 
 pytestmark = pytest.mark.django_db
 

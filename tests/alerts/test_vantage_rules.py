@@ -10,7 +10,7 @@ from collectors import storage
 from collectors.models import ScrapeWindow
 from collectors.services.ingest import WINDOW_FIELDS, epoch_minute
 from collectors.services.rollups import rollup_host_minutes
-from tests.alerts.conftest import minute
+from tests.factories.alerts import minute
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from alerts.models import Notification, Receiver, Rule, Silence
-from tests.alerts.conftest import T0
+from tests.factories.alerts import T0
 
 pytestmark = pytest.mark.django_db
 

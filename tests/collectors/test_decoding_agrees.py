@@ -14,7 +14,7 @@ from rest_framework.exceptions import ValidationError
 
 from collectors.decoding import fast_path, validate_body, validate_document
 from collectors.serializers import GpuSampleSerializer
-from tests.collectors.factories import make_batch, rfc3339
+from tests.factories.batches import make_batch, rfc3339
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from collectors.exposition import engines
 from collectors.exposition.engines import Engine, Rule
 from collectors.models import Host, ScrapeWindow
 from dossiers.forms import ServiceSettingsForm
-from tests.collectors.factories import INGEST_URL, make_batch, post_batch, scrape_batch
+from tests.factories.batches import INGEST_URL, make_batch, post_batch, scrape_batch
 
 pytestmark = pytest.mark.django_db
 

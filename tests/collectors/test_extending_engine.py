@@ -5,8 +5,8 @@ import pytest
 from collectors.exposition import engines
 from collectors.models import ScrapeWindow
 from dossiers.forms import ServiceSettingsForm
-from tests.collectors.factories import post_batch, scrape_batch
 from tests.extending_doc import module_from_doc
+from tests.factories.batches import post_batch, scrape_batch
 
 pytestmark = pytest.mark.django_db
 

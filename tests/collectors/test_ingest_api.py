@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from collectors.models import GpuSample, IngestBatch, RequestSample, ScrapeWindow
-from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ import requests
 from django.db import connection
 
 from collectors.models import IngestBatch, RequestSample
-from tests.collectors.factories import INGEST_URL, make_batch
+from tests.factories.batches import INGEST_URL, make_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 200_000

@@ -18,7 +18,7 @@ from collectors.models import (
     ServiceRollup,
 )
 from collectors.services.rollups import rollup_pending
-from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
 

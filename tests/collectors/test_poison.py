@@ -21,8 +21,7 @@ from collectors.services import periodic
 from collectors.services.retention import prune
 from collectors.services.rollups import rollup_pending, rollup_pending_report
 from collectors.services.tokens import token_issue
-from tests.collectors.factories import make_batch
-from tests.collectors.test_rollups import push
+from tests.factories.batches import make_batch, push
 
 pytestmark = pytest.mark.django_db
 

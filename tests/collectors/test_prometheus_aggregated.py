@@ -17,10 +17,11 @@ from django.utils import timezone
 
 from analysis import buckets
 from collectors import exposition
+from collectors.distributions import Traffic
 from collectors.exposition import recording
 from collectors.models import PrometheusSource, ScrapeWindow, ServiceRollup
 from collectors.services.prometheus import source_create, source_sync
-from collectors.services.rollups import Traffic, rollup_pending
+from collectors.services.rollups import rollup_pending
 from dossiers.models import Service
 from tests import fleet_tsdb
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tests.conftest import browser_login
 from tests.promstack import free_port
+from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

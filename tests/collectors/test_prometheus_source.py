@@ -24,9 +24,9 @@ from collectors.services.prometheus import source_create, source_sync, source_up
 from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue
 from collectors.tasks import schedule_prometheus_sources
-from tests.collectors.factories import make_batch, rfc3339
-from tests.conftest import FIXTURES
+from tests.factories.batches import make_batch, rfc3339
 from tests.promstack import Loopback, free_port, start_prometheus, wait_until
+from tests.support import FIXTURES
 
 # The test Prometheus listens on loopback, which the outbound guard refuses unless allow-listed.
 pytestmark = pytest.mark.usefixtures("outbound_loopback")

@@ -11,7 +11,7 @@ from django.utils import timezone
 from collectors.models import Host, IngestBatch, ScrapeWindow
 from collectors.services import run_periodic_jobs
 from collectors.services.pull import due_pull_hosts, pull_host
-from tests.collectors.factories import make_batch
+from tests.factories.batches import make_batch
 
 pytestmark = pytest.mark.django_db
 

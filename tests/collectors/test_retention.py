@@ -6,8 +6,7 @@ from django.utils import timezone
 from collectors.models import MINUTE, GpuSample, IngestBatch, RequestSample, ServiceRollup
 from collectors.services.retention import prune
 from collectors.services.rollups import rollup_pending
-from tests.collectors.factories import make_batch
-from tests.collectors.test_rollups import push
+from tests.factories.batches import make_batch, push
 
 pytestmark = pytest.mark.django_db
 

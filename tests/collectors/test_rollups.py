@@ -4,19 +4,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from collectors.distributions import Traffic
 from collectors.models import HOUR, MINUTE, GpuRollup, IngestBatch, ServiceRollup
 from collectors.selectors import latency_percentiles
 from collectors.services.ingest import epoch_minute
-from collectors.services.rollups import Traffic, rollup_host_minutes, rollup_pending
-from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
+from collectors.services.rollups import rollup_host_minutes, rollup_pending
+from tests.factories.batches import make_batch, push, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
-
-
-def push(client, batch):
-    response = client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
-    assert response.status_code == 202, response.content
-    return response
 
 
 def test_it_rolls_pending_batches_into_minute_rows(agent_client, service, host):

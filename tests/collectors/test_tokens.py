@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from collectors.models import AgentToken, Host, IngestBatch
 from collectors.services.tokens import token_authenticate, token_issue, token_revoke
-from tests.collectors.factories import INGEST_URL, make_batch
+from tests.factories.batches import INGEST_URL, make_batch
 
 pytestmark = pytest.mark.django_db
 

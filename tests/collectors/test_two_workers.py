@@ -19,9 +19,8 @@ from django.db import connection
 from collectors.models import Host, IngestBatch, ServiceRollup
 from collectors.services.tokens import token_issue
 from perfhub.celery import app
-from tests.collectors.factories import make_batch, recent_minute
 from tests.collectors.test_celery_pull import _drop_cached_connections
-from tests.collectors.test_rollups import push
+from tests.factories.batches import make_batch, push, recent_minute
 
 pytestmark = [pytest.mark.postgres]
 

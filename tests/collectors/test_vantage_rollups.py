@@ -7,10 +7,11 @@ from datetime import timedelta
 import pytest
 
 from alerts.sources import service_windows
+from collectors.distributions import Traffic, latency_percentiles
 from collectors.models import MINUTE, ServiceMergedRollup, ServiceRollup
 from collectors.selectors import service_metrics
-from collectors.services.rollups import Traffic, latency_percentiles, rollup_pending
-from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
+from collectors.services.rollups import rollup_pending
+from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
 

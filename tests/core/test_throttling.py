@@ -7,7 +7,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from collectors.services.tokens import token_issue_for_host_name
 from loadtests.tokens import ci_token_issue
-from tests.collectors.factories import INGEST_URL, make_batch
+from tests.factories.batches import INGEST_URL, make_batch
 
 pytestmark = pytest.mark.django_db
 

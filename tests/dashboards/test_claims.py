@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from analysis.claims import Status
 from dashboards.claims import check_claims, drift_since
-from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
+from tests.factories.catalog import make_baseline, make_service
+from tests.factories.traffic import seed_traffic
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from collectors.services.ingest import GPU_FIELDS, REQUEST_FIELDS, WINDOW_FIELDS
 from collectors.services.rollups import rollup_host_minutes
 from dashboards.diagnosis import window_observation
 from dossiers.models import Bottleneck
-from tests.dashboards.conftest import GB, floor_minute, seed_traffic
+from tests.factories.traffic import GB, floor_minute, seed_traffic
 
 pytestmark = pytest.mark.django_db
 

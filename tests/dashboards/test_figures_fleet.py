@@ -10,7 +10,8 @@ from alerts.models import AlertInstance, Rule
 from dashboards.figures.common import is_empty
 from dashboards.figures.fleet import cost_margin_figure, gpu_hours_figure, p99_vs_slo_figure
 from dashboards.selectors import fleet_dashboard
-from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
+from tests.factories.catalog import make_baseline, make_service
+from tests.factories.traffic import seed_traffic
 
 pytestmark = pytest.mark.django_db
 

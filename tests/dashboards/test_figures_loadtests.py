@@ -8,7 +8,7 @@ from django.urls import reverse
 from dashboards.figures.common import is_empty
 from dashboards.figures.loadtests import comparison_panels, histogram_figure, percentiles_figure
 from dashboards.selectors import loadtest_comparison
-from tests.dashboards.conftest import make_baseline, make_load_test
+from tests.factories.catalog import make_baseline, make_load_test
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ def test_histogram_without_per_request_values_says_so(service):
 
 
 def test_a_candidate_of_another_service_is_not_compared(service, team):
-    from tests.dashboards.conftest import make_service
+    from tests.factories.catalog import make_service
 
     other = make_service(team, "embed-1b")
     make_baseline(service)

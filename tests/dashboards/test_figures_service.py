@@ -12,7 +12,8 @@ from dashboards.figures.common import is_empty
 from dashboards.figures.service import service_panels
 from dashboards.selectors import service_dashboard
 from dossiers.models import ConfigVersion, Experiment
-from tests.dashboards.conftest import make_baseline, seed_traffic
+from tests.factories.catalog import make_baseline
+from tests.factories.traffic import seed_traffic
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,9 @@ import pytest
 from django.utils import timezone
 
 from alerts.models import AlertInstance, Rule
-from tests.conftest import browser_login
-from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
+from tests.factories.catalog import make_baseline, make_service
+from tests.factories.traffic import seed_traffic
+from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -8,9 +8,7 @@ from django.urls import reverse
 
 from dossiers import services
 from dossiers.models import Bottleneck, Team
-from tests.dossiers.conftest import baseline_values, make_service, outsider_client, owner_client
-
-__all__ = ["make_service", "outsider_client", "owner_client"]  # fixtures shared with dossiers
+from tests.factories.catalog import baseline_values
 
 FLEET = reverse("home")
 

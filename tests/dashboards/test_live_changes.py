@@ -12,7 +12,7 @@ from collectors.models import HOUR, Host, ServiceRollup
 from collectors.services.rollups import rebuild_derived_rollups
 from dashboards.live_changes import live_changes
 from dashboards.selectors import timeline
-from tests.dashboards.conftest import _service_row, _values
+from tests.factories.traffic import service_row, spread
 
 pytestmark = pytest.mark.django_db
 
@@ -31,10 +31,10 @@ def seed_days(service, *, e2e_ms, days: int = 20, requests: int = 60) -> None:
         wobble = 1 + 0.02 * math.sin(day * 1.7)
         for hour in range(24):
             base = e2e_ms(day, hour) * wobble
-            values = {"e2e": _values(base, requests), "ttft": _values(base / 5, requests),
-                      "tpot": _values(20.0, requests)}  # fmt: skip
+            values = {"e2e": spread(base, requests), "ttft": spread(base / 5, requests),
+                      "tpot": spread(20.0, requests)}  # fmt: skip
             start = FIRST_DAY + timedelta(days=day, hours=hour)
-            rows.append(_service_row(service, host, HOUR, start, values, 60, 0.5, 2000.0))
+            rows.append(service_row(service, host, HOUR, start, values, 60, 0.5, 2000.0))
     ServiceRollup.objects.bulk_create(rows, batch_size=500)
     rebuild_derived_rollups(
         start=FIRST_DAY, end=FIRST_DAY + timedelta(days=days), host_ids=[host.pk]

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 from django.urls import reverse
 
 from dossiers.models import ConfigVersion, NarrativeRevision
-from tests.dashboards.conftest import make_baseline
+from tests.factories.catalog import make_baseline
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -17,10 +17,8 @@ from collectors.services.ingest import WINDOW_FIELDS, epoch_minute
 from collectors.services.rollups import rollup_host_minutes
 from dashboards.right_now import Verdict, right_now
 from dossiers.models import Slo
-from tests.alerts.conftest import LAG, feed, minute
-from tests.dossiers.conftest import owner_client
+from tests.factories.alerts import LAG, feed, minute
 
-__all__ = ["owner_client"]
 pytestmark = pytest.mark.django_db
 
 NOW = minute(30) + LAG + timedelta(seconds=5)  # minutes 0-29 closed and past the lag

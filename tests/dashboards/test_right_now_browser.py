@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from alerts.models import AlertInstance, Rule
 from dossiers.models import Slo
-from tests.conftest import browser_login
-from tests.dashboards.conftest import make_service, seed_traffic
 from tests.dashboards.test_browser import _shoot
+from tests.factories.catalog import make_service
+from tests.factories.traffic import seed_traffic
+from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -11,7 +11,7 @@ from alerts.models import AlertEvent, Rule
 from dashboards.selectors import time_markers, timeline
 from dossiers.models import ConfigVersion, Experiment
 from loadtests.models import GateRun, LoadTest
-from tests.dashboards.conftest import make_baseline
+from tests.factories.catalog import make_baseline
 
 pytestmark = pytest.mark.django_db
 

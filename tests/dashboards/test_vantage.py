@@ -16,7 +16,7 @@ from dashboards.claims import check_claims
 from loadtests.diagnosis import proposals_for
 from loadtests.engine_side import layers, side_by_side
 from loadtests.importing import import_loadtest_file, promote_load_test
-from tests.collectors.factories import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,8 @@ from django.urls import reverse
 
 from dossiers.models import ConfigVersion
 from dossiers.services import config_version_create
-from tests.dashboards.conftest import make_baseline, make_service, seed_traffic
+from tests.factories.catalog import make_baseline, make_service
+from tests.factories.traffic import seed_traffic
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 from alerts.models import AlertEvent
 from dashboards.selectors import service_dashboard
 from demo.history import Regression, backfill_service
-from tests.dashboards.conftest import make_baseline, make_service
+from tests.factories.catalog import make_baseline, make_service
 
 pytestmark = pytest.mark.django_db
 

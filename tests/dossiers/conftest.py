@@ -1,89 +1,16 @@
-"""Fixtures for dossier pages: logged-in clients per persona and a service with a full dossier."""
+"""Fixtures for dossier pages: a service with a full dossier (logged-in clients per persona are
+in tests/conftest.py, for every folder)."""
 
 from datetime import UTC as _UTC
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 
 import pytest
 
 from dossiers import services
-from dossiers.models import Bottleneck, Experiment, Service
+from dossiers.models import Bottleneck, Experiment
+from tests.factories.catalog import baseline_values
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=_UTC)
-
-
-@pytest.fixture
-def owner_client(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def outsider_client(client, outsider):
-    client.force_login(outsider)
-    return client
-
-
-def baseline_values(**overrides):
-    """A plausible measured run; latency in ms, ratios 0-1."""
-    values = {
-        "measured_at": T0,
-        "concurrency": 16,
-        "prompt_tokens_mean": 512,
-        "output_tokens_mean": 256,
-        "duration_s": 600,
-        "request_count": 5000,
-        "qps": 7.8,
-        "input_tps": 4000,
-        "output_tps": 2000,
-        "gpu_util": 0.97,
-        "sm_active": 0.31,
-        "dram_active": 0.72,
-        "mem_weights_bytes": 14_000_000_000,
-        "mem_kv_bytes": 21_474_836_480,
-    }
-    for metric, base in (("e2e", 900.0), ("ttft", 120.0), ("tpot", 18.0)):
-        for i, p in enumerate(("p50", "p90", "p95", "p99", "p999")):
-            values[f"{metric}_{p}_ms"] = base * (1 + 0.5 * i)
-    values.update(overrides)
-    return values
-
-
-@pytest.fixture
-def make_service(team):
-    """Build a service with a current baseline, as many as a test needs."""
-
-    def make(slug: str, *, name: str | None = None, **overrides) -> Service:
-        fields = {
-            "name": name or slug.replace("-", " ").title(),
-            "model_name": "Llama-3-8B",
-            "model_params_b": Decimal("8"),
-            "engine": "vllm",
-            "gpu_model": "NVIDIA H100 80GB",
-            "gpus_per_replica": 1,
-            "replicas": 2,
-            "slo_p99_e2e_ms": 2000,
-            "gpu_hour_price": Decimal("10"),
-            "price_per_mtok": Decimal("5"),
-        }
-        fields.update(overrides)
-        fields.setdefault("team", team)
-        service = services.service_create(slug=slug, **fields)
-        services.baseline_record(
-            service=service, label=f"{slug} base", make_current=True, **baseline_values()
-        )
-        services.narrative_revise(service=service, body=f"# {slug}", summary="first")
-        Bottleneck.objects.create(
-            service=service,
-            title="Queueing",
-            layer=Bottleneck.Layer.SCHEDULING,
-            kind=Bottleneck.Kind.QUEUEING,
-            symptom="P99 high",
-            identified_on=date(2026, 3, 1),
-        )
-        return service
-
-    return make
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from dossiers import services
 from dossiers.markdown import export_dossier
 from dossiers.models import Service
-from tests.conftest import browser_login
+from tests.support import browser_login
 
 pytestmark = pytest.mark.browser
 

@@ -8,8 +8,8 @@ import pytest
 from alerts.models import AlertEvent, Rule
 from dossiers.models import Experiment
 from dossiers.services import config_version_create
-from tests.conftest import browser_login
-from tests.dashboards.conftest import make_baseline
+from tests.factories.catalog import make_baseline
+from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -16,7 +16,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from collectors.services.tokens import token_issue_for_host_name
 from core import ratelimit
-from tests.collectors.factories import INGEST_URL, make_batch
+from tests.factories.batches import INGEST_URL, make_batch
 
 CLIENTS = 16
 REDIS_URL = os.environ.get("REDIS_URL")

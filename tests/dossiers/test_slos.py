@@ -7,9 +7,7 @@ import pytest
 from django.urls import reverse
 
 from dossiers.models import Slo
-from tests.dossiers.conftest import outsider_client, owner_client
 
-__all__ = ["outsider_client", "owner_client"]
 pytestmark = pytest.mark.django_db
 
 

@@ -7,8 +7,7 @@ from django.urls import reverse
 
 from dossiers import services
 from dossiers.models import Bottleneck
-
-from .conftest import baseline_values
+from tests.factories.catalog import baseline_values
 
 
 def dossier_url(service):

@@ -7,8 +7,7 @@ import pytest
 from django.urls import reverse
 
 from dossiers.models import Baseline, Bottleneck, ConfigVersion, Experiment, Service
-
-from .conftest import baseline_values
+from tests.factories.catalog import baseline_values
 
 
 def edit_urls(d) -> list[str]:

@@ -6,7 +6,7 @@ from django.urls import reverse
 from dossiers import services
 from dossiers.models import Bottleneck
 from loadtests.importing import import_loadtest_file
-from tests.dossiers.conftest import baseline_values
+from tests.factories.catalog import baseline_values
 
 pytestmark = pytest.mark.django_db
 

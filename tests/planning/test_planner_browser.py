@@ -3,7 +3,7 @@ re-plans."""
 
 import pytest
 
-from tests.conftest import browser_login
+from tests.support import browser_login
 
 pytestmark = pytest.mark.browser
 

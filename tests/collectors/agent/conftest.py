@@ -7,12 +7,11 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-TOKEN = "agent-token-123"
+from tests.factories.agent import TOKEN
 
 
 @dataclass
@@ -122,11 +121,6 @@ def metrics_server() -> Iterator[tuple[str, MetricsPages]]:
 
 
 @pytest.fixture
-def vllm_text(fixtures_dir: Path) -> str:
-    return (fixtures_dir / "vllm" / "metrics-t0.prom").read_text()
-
-
-@pytest.fixture
 def closed_port_url() -> str:
     """An http URL on 127.0.0.1 where nothing listens."""
     import socket
@@ -135,11 +129,3 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}"
-
-
-def simulated(config, gpus: int = 2):
-    """A source for the agent's loop in tests: the demo's simulated host for the config's
-    services (the agent itself never imports the demo)."""
-    from demo.simulator import Simulator
-
-    return Simulator(host=config.host, services=config.services, gpus=gpus)

@@ -5,8 +5,8 @@ from collectors.agent.agent import Agent
 from collectors.agent.config import build_config
 from collectors.agent.push import Delivery, Pusher
 from collectors.agent.spool import Spool
+from tests.factories.agent import TOKEN, simulated
 
-from .conftest import TOKEN, simulated
 from .contract import contract_errors
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from collectors.agent.cli import EX_TEMPFAIL, main
 from demo.agent import main as simulated_main
+from tests.factories.agent import TOKEN
 
-from .conftest import TOKEN
 from .contract import contract_errors
 
 ROOT = Path(__file__).resolve().parents[3]

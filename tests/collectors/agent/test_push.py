@@ -5,8 +5,7 @@ import pytest
 from collectors.agent.batch import new_batch
 from collectors.agent.push import Delivery, Outcome, Pusher
 from collectors.agent.spool import Spool
-
-from .conftest import TOKEN
+from tests.factories.agent import TOKEN
 
 
 class FakeClock:

@@ -8,8 +8,7 @@ from collectors.agent.agent import Agent
 from collectors.agent.batch import new_batch
 from collectors.agent.config import build_config
 from collectors.agent.serve import BatchServer, LatestBatch
-
-from .conftest import simulated
+from tests.factories.agent import simulated
 
 
 @pytest.fixture

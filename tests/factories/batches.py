@@ -1,4 +1,4 @@
-"""Builders for collectors tests (valid agent batches, DESIGN.md section 3): a library module,
+"""Valid agent batches for ingest tests (DESIGN.md section 3): a library module,
 imported by tests anywhere; fixtures stay in conftest.py."""
 
 from __future__ import annotations
@@ -79,3 +79,10 @@ def scrape_batch(service_slug: str, source: str, expositions: list[str]) -> dict
 def post_batch(client, batch: dict):
     """POST a batch to the ingest API as JSON."""
     return client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+
+
+def push(client, batch):
+    """POST `batch` to the ingest API as its agent would; asserts it was accepted (202)."""
+    response = client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
+    assert response.status_code == 202, response.content
+    return response

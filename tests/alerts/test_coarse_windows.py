@@ -1,0 +1,121 @@
+"""Windows read from 5-minute and hourly roll-ups say what the minute rows say (issue 26).
+
+Evaluation reads an hour window from the 5-minute rows inside it and minute rows at its
+edges; these tests feed the same minutes through collectors' own roll-up and read each window
+both ways. Percentiles come from merged distributions either way, never averaged.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from alerts import sources
+from collectors.models import FIVE_MINUTES, HOUR, MINUTE, Host
+from tests.factories.alerts import feed, minute
+
+QUANTILES = (0.5, 0.9, 0.99, 0.999)
+
+
+@pytest.fixture
+def fed(service, db):
+    """Two hosts with a different latency and GPU use every minute, host b also scraped (its
+    queue and KV cache, and so its requests counted by the engine); b goes quiet after
+    minute 62 (inside the 5-minute period 60-65)."""
+    a = Host.objects.create(name="gpu-a")
+    b = Host.objects.create(name="gpu-b")
+    for i in range(75):
+        for host, last in ((a, 74), (b, 62)):
+            if i > last:
+                continue
+            feed(
+                service, host, i,
+                e2e_ms=400 + (i * 37 + host.pk * 101) % 900,
+                requests=20 + (i * 7) % 30,
+                gpu={"util": 0.3 + (i % 11) / 20, "sm_active": 0.2 + (i % 7) / 20},
+                gauges=(
+                    {"requests_waiting": float(i % 5), "kv_cache_usage": (i % 9) / 10}
+                    if host == b else None
+                ),
+            )  # fmt: skip
+    return service
+
+
+def both_ways(service, start, end, **kwargs):
+    coarse = sources.service_windows([service.pk], start, end, quantiles=QUANTILES, **kwargs)
+    fine = sources.service_windows(
+        [service.pk], start, end, quantiles=QUANTILES, resolutions=(MINUTE,), **kwargs
+    )
+    return coarse[service.pk], fine[service.pk]
+
+
+def figures(w: sources.ServiceWindow) -> dict:
+    """Every number a rule reads from a window (hosts apart: see `test_same_hosts`)."""
+    return {
+        "requests": w.requests,
+        "finished": w.finished,
+        "errored": w.errored,
+        "qps": w.qps,
+        "busy_output_tps": w.busy_output_tps,
+        "data_seconds": w.data_seconds,
+        "output_tokens": w.output_tokens,
+        "gauge_samples": w.gauge_samples,
+        "waiting_mean": w.waiting_mean,
+        "kv_cache_mean": w.kv_cache_mean,
+        "gpu_samples": w.gpu_samples,
+        "gpu_util": w.gpu_util,
+        "sm_active": w.sm_active,
+    }
+
+
+def test_an_hour_window_not_on_a_5_minute_edge_is_5_minute_rows_between_minutes():
+    end = datetime(2026, 3, 2, 10, 13, tzinfo=UTC)
+    assert sources.covering_spans(end - timedelta(hours=1), end) == [
+        (MINUTE, datetime(2026, 3, 2, 9, 13, tzinfo=UTC), datetime(2026, 3, 2, 9, 15, tzinfo=UTC)),
+        (FIVE_MINUTES, datetime(2026, 3, 2, 9, 15, tzinfo=UTC),
+         datetime(2026, 3, 2, 10, 10, tzinfo=UTC)),
+        (MINUTE, datetime(2026, 3, 2, 10, 10, tzinfo=UTC), end),
+    ]  # fmt: skip
+
+
+def test_an_hour_window_on_a_5_minute_edge_is_twelve_5_minute_rows():
+    end = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
+    assert sources.covering_spans(end - timedelta(hours=1), end) == [
+        (FIVE_MINUTES, end - timedelta(hours=1), end)
+    ]
+
+
+def test_whole_hours_are_read_from_hourly_rows_when_asked():
+    start, end = datetime(2026, 3, 2, 8, 58, tzinfo=UTC), datetime(2026, 3, 2, 11, 2, tzinfo=UTC)
+    assert sources.covering_spans(start, end, (HOUR, MINUTE)) == [
+        (MINUTE, start, datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+        (HOUR, datetime(2026, 3, 2, 9, 0, tzinfo=UTC), datetime(2026, 3, 2, 11, 0, tzinfo=UTC)),
+        (MINUTE, datetime(2026, 3, 2, 11, 0, tzinfo=UTC), end),
+    ]
+
+
+def test_hour_window_traffic_gpu_and_gauges_equal_the_minute_rows(fed):
+    coarse, fine = both_ways(fed, minute(13), minute(73))
+    assert figures(coarse) == pytest.approx(figures(fine), rel=1e-12)
+    assert coarse.host_ids == fine.host_ids
+
+
+@pytest.mark.parametrize("metric", ["e2e", "ttft", "tpot"])
+def test_hour_window_percentiles_equal_the_merged_minute_distributions(fed, metric):
+    coarse, fine = both_ways(fed, minute(13), minute(73), metrics=[metric])
+    assert coarse.percentiles[metric] == fine.percentiles[metric]
+    assert coarse.percentiles[metric][0.99].count > 0
+
+
+def test_a_window_ending_on_the_hour_reads_the_same_as_its_minutes(fed):
+    coarse, fine = both_ways(fed, minute(0), minute(60))
+    assert figures(coarse) == pytest.approx(figures(fine), rel=1e-12)
+    assert coarse.percentiles["e2e"] == fine.percentiles["e2e"]
+
+
+def test_a_host_quiet_since_inside_a_5_minute_row_is_seen_to_its_last_minute(fed):
+    coarse, fine = both_ways(fed, minute(13), minute(73), last_seen=True)
+    last = {h.host_name: h.last_end for h in coarse.hosts_seen}
+    assert last == {"gpu-a": minute(73), "gpu-b": minute(63)}
+    assert coarse.hosts_seen == fine.hosts_seen
