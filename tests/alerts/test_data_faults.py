@@ -14,12 +14,6 @@ FIRE = [3000] * 4  # above the 2,000 ms threshold long enough (for 180 s) to fir
 
 
 @pytest.fixture
-def owner_client(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
 def fired(timeline, p99_rule):
     timeline.run(FIRE)
     return p99_rule.instances.get()

@@ -17,18 +17,6 @@ FIRE = [3000] * 4
 
 
 @pytest.fixture
-def owner_client(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def outsider_client(client, outsider):
-    client.force_login(outsider)
-    return client
-
-
-@pytest.fixture
 def fired(timeline, p99_rule):
     timeline.run(FIRE)
     return p99_rule.instances.get()

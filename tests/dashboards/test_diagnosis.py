@@ -84,18 +84,6 @@ def feed(
 
 
 @pytest.fixture
-def owner_client(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def outsider_client(client, outsider):
-    client.force_login(outsider)
-    return client
-
-
-@pytest.fixture
 def waiting_gpu(service, now):
     """Half an hour in which the GPU idles while six requests wait and two run."""
     feed(service, start=now - timedelta(minutes=35), minutes=30, util=0.3, waiting=6, running=2)

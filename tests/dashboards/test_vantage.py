@@ -21,10 +21,10 @@ from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc33
 pytestmark = pytest.mark.django_db
 
 
-def exposition(n: int) -> str:
-    """vLLM after `n` requests: every engine-side TTFT in (20, 40] ms but a tenth under 20."""
+def ttft_exposition(cumulative: tuple[int, int, int, int]) -> str:
+    """vLLM's page whose TTFT histogram has these cumulative counts at 20, 40, 60 ms, +Inf."""
     le = ("0.02", "0.04", "0.06", "+Inf")
-    cumulative = (n // 10, n, n, n)
+    n = cumulative[-1]
     rows = [
         "# TYPE vllm:request_success_total counter",
         f'vllm:request_success_total{{finished_reason="stop"}} {n}',
@@ -35,6 +35,11 @@ def exposition(n: int) -> str:
         f"vllm:time_to_first_token_seconds_count {n}",
     ]  # fmt: skip
     return "\n".join(rows) + "\n"
+
+
+def exposition(n: int) -> str:
+    """vLLM after `n` requests: every engine-side TTFT in (20, 40] ms but a tenth under 20."""
+    return ttft_exposition((n // 10, n, n, n))
 
 
 def bench_file(end, ttft_p99_ms: float = 800.6) -> bytes:
@@ -220,20 +225,7 @@ def test_the_command_refuses_a_service_without_load_tests_with_exit_2(service):
 
 
 def _scrape_ttfts(client, service, at, cumulative: tuple[int, int, int, int]) -> None:
-    """One vLLM scrape whose TTFT histogram has these cumulative counts at 20, 40, 60 ms, +Inf."""
-    le = ("0.02", "0.04", "0.06", "+Inf")
-    n = cumulative[-1]
-    text = "\n".join(
-        [
-            "# TYPE vllm:request_success_total counter",
-            f'vllm:request_success_total{{finished_reason="stop"}} {n}',
-            "# TYPE vllm:time_to_first_token_seconds histogram",
-            *[f'vllm:time_to_first_token_seconds_bucket{{le="{e}"}} {c}'
-              for e, c in zip(le, cumulative, strict=True)],
-            f"vllm:time_to_first_token_seconds_sum {0.03 * n}",
-            f"vllm:time_to_first_token_seconds_count {n}",
-        ]
-    ) + "\n"  # fmt: skip
+    text = ttft_exposition(cumulative)
     scrape = {"ts": rfc3339(at), "service": service.slug, "source": "vllm", "exposition": text}
     batch = make_batch(gpus=[], requests=[], scrapes=[scrape])
     response = client.post(INGEST_URL, json.dumps(batch), content_type="application/json")

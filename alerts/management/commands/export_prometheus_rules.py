@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from alerts.prometheus_rules import rules_yaml
+from core.commands import write_output
 from dossiers.models import Service
 
 
@@ -36,13 +37,4 @@ class Command(BaseCommand):
             )
         except ValueError as exc:
             raise CommandError(str(exc), returncode=2) from None
-        if options["output"]:
-            try:
-                with open(options["output"], "w") as out:
-                    out.write(text)
-            except OSError as exc:
-                raise CommandError(
-                    f"--output: {exc.strerror}: {exc.filename}", returncode=2
-                ) from None
-        else:
-            self.stdout.write(text, ending="")
+        write_output(self, text, options["output"])

@@ -5,6 +5,7 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError
 
 from collectors.exposition import engines, recording
+from core.commands import write_output
 
 
 class Command(BaseCommand):
@@ -50,13 +51,4 @@ class Command(BaseCommand):
             f"# Evaluate every {options['interval']} s; set each source's step to the same.\n"
         )
         text = header + yaml.safe_dump(document, sort_keys=False, width=1000)
-        if options["output"]:
-            try:
-                with open(options["output"], "w") as out:
-                    out.write(text)
-            except OSError as exc:
-                raise CommandError(
-                    f"--output: {exc.strerror}: {exc.filename}", returncode=2
-                ) from None
-        else:
-            self.stdout.write(text, ending="")
+        write_output(self, text, options["output"])
