@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -67,6 +68,21 @@ def check_measured_at_value(value: datetime | None) -> datetime | None:
             f"{EARLIEST_MEASURED_AT:%Y-%m-%d} .. now + 10 minutes"
         )
     return value
+
+
+# How a format notes a file time written without a zone (vLLM's `date`: the client's local
+# time), which `file_timezone` re-reads in the zone the importer names.
+LOCAL_TIME_NOTE = "read as UTC"
+
+
+def parse_file_timezone(name: str) -> ZoneInfo:
+    """`--file-timezone`: the IANA zone a file's zone-less time was written in."""
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise MeasuredAtError(
+            f"file timezone {name!r} is not an IANA time zone (e.g. Europe/Berlin, UTC)"
+        ) from None
 
 
 def parse_measured_at(text: str) -> datetime:
@@ -147,18 +163,29 @@ def _store_run(
     given_measured_at: datetime | None,
     ci_token=None,
     lint: RunLint | None = None,
+    file_timezone: ZoneInfo | None = None,
 ) -> LoadTest:
     fields = dict(parsed.fields)
     if fields.get("concurrency") is not None:
         fields["concurrency"] = int(fields["concurrency"])
     if fields.get("request_count") is not None:
         fields["request_count"] = int(fields["request_count"])
+    file_time, file_time_source = parsed.measured_at, (parsed.sources or {}).get("measured_at")
+    if (
+        file_timezone is not None
+        and file_time is not None
+        and LOCAL_TIME_NOTE in str(file_time_source)
+    ):
+        file_time = file_time.replace(tzinfo=file_timezone).astimezone(UTC)
+        file_time_source = str(file_time_source).replace(LOCAL_TIME_NOTE, f"in {file_timezone}")
     try:
-        check_measured_at_value(parsed.measured_at)
+        check_measured_at_value(file_time)
     except MeasuredAtError as exc:
         raise LoadTestImportError(f"run {index + 1}: {exc} (the file's time)") from exc
-    measured_at = parsed.measured_at or given_measured_at
+    measured_at = file_time or given_measured_at
     extra = json_safe({**(parsed.extra or {}), "sources": parsed.sources})
+    if file_time_source is not None:
+        extra["sources"]["measured_at"] = json_safe(file_time_source)
     if parsed.measured_at is None and given_measured_at is not None:
         extra["sources"]["measured_at"] = "given by the importer (the file has no time)"
     run = LoadTest(
@@ -223,6 +250,7 @@ def import_loadtest_file(
     ci_token: CIToken | None = None,
     override_lint: str = "",
     promotion_batch: str = "",
+    file_timezone: ZoneInfo | None = None,
 ) -> list[LoadTest]:
     """Store every run of the file on `service`, in file order; all of them or none.
 
@@ -233,7 +261,9 @@ def import_loadtest_file(
     which case nothing is written). `baseline=True` promotes a run to the service's current
     baseline: the only run, or run number `baseline_run` (1-based) when the file holds several;
     with several runs and no number the import is refused, since guessing would pick the
-    wrong reference. A run with a refusing lint finding is promoted only with `override_lint`
+    wrong reference. `file_timezone` re-reads a file time written without a zone (vLLM's
+    `date`, the client's local time; else read as UTC) in that zone. A run with a refusing
+    lint finding is promoted only with `override_lint`
     (the reason, recorded on the run and the timeline). Raises LoadTestImportError with a
     message naming the key or line at fault.
     """
@@ -265,6 +295,7 @@ def import_loadtest_file(
                     given_measured_at=measured_at,
                     ci_token=ci_token,
                     lint=lints[index],
+                    file_timezone=file_timezone,
                 )
                 run.just_created = True
             stored.append(run)

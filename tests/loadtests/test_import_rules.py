@@ -142,6 +142,21 @@ def test_measured_at_does_not_override_the_files_own_time(service):
     assert LoadTest.objects.get().measured_at.isoformat() == "2026-08-16T16:08:53+00:00"
 
 
+def test_file_timezone_rereads_vllms_local_date_in_that_zone(service):
+    """vLLM writes `date` in the client's local time, with no zone: 16:08:53 in Berlin (CEST,
+    UTC+2 in August) is 14:08:53 UTC, and the run's window moves with it."""
+    cli("import_loadtest", OK_RUN, "--service", service.slug, "--file-timezone", "Europe/Berlin")
+    run = LoadTest.objects.get()
+    assert run.measured_at.isoformat() == "2026-08-16T14:08:53+00:00"
+    assert "in Europe/Berlin" in run.extra["sources"]["measured_at"]
+
+
+def test_an_unknown_file_timezone_is_exit_2_naming_it(service):
+    with pytest.raises(CommandError) as caught:
+        cli("import_loadtest", OK_RUN, "--service", service.slug, "--file-timezone", "Mars/Base")
+    assert (caught.value.returncode, "'Mars/Base'" in str(caught.value)) == (2, True)
+
+
 @pytest.mark.parametrize("value", ["yesterday", "2031-01-01T00:00Z", "1970-01-01"])
 def test_a_bad_measured_at_exits_2(service, value):
     with pytest.raises(CommandError, match="measured at") as caught:

@@ -29,6 +29,7 @@ from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
+    parse_file_timezone,
     parse_measured_at,
 )
 from loadtests.models import LoadTest
@@ -62,6 +63,12 @@ class Command(BaseCommand):
             "--measured-at",
             metavar="TIME",
             help="ISO 8601 time of runs whose file has none (GenAI-Perf), e.g. 2026-11-30T14:05Z.",
+        )
+        parser.add_argument(
+            "--file-timezone",
+            metavar="ZONE",
+            help="IANA time zone of a file time written without one (vLLM's `date` is the "
+            "client's local time; default UTC), e.g. Europe/Berlin.",
         )
         parser.add_argument(
             "--baseline", action="store_true", help="Promote the run to the service's baseline."
@@ -112,7 +119,9 @@ class Command(BaseCommand):
             measured_at = (
                 parse_measured_at(options["measured_at"]) if options["measured_at"] else None
             )
+            zone = options["file_timezone"]
             runs = import_loadtest_file(
+                file_timezone=parse_file_timezone(zone) if zone else None,
                 service=service,
                 content=content,
                 filename=Path(path).name,
