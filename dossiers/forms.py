@@ -143,8 +143,14 @@ class BaselineForm(NoColonMixin, forms.ModelForm):
         kwargs.setdefault("instance", Baseline(service=service))
         super().__init__(*args, **kwargs)
         self.fields["config_version"].queryset = service.config_versions.all()
+        # Left out (a form or script from before the field), the baseline keeps its vantage:
+        # a new one is the client's, as a load-test file is.
+        self.fields["vantage"].required = False
         if self.instance.pk:  # promotion of an existing baseline is its own button
             del self.fields["make_current"]
+
+    def clean_vantage(self) -> str:
+        return self.cleaned_data.get("vantage") or self.instance.vantage
 
     def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         """Fields in labelled groups, for the template."""

@@ -88,3 +88,10 @@ def test_the_baseline_form_records_where_its_latencies_were_measured(service):
     form = forms.BaselineForm(data, service=service)
     assert form.is_valid(), form.errors
     assert form.save(commit=False).vantage == "server"
+
+
+def test_a_baseline_form_without_a_vantage_keeps_the_client_default(service):
+    data = {"label": "typed in", "measured_at": "2026-11-30T14:05"}
+    form = forms.BaselineForm(data, service=service)
+    assert form.is_valid(), form.errors
+    assert form.save(commit=False).vantage == "client"
