@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 TEST_PROCESSES ?= 2
+# Tests that touch no database (pure maths, the GPU-host agent): the SQLite pass skips them,
+# since running them twice proves nothing (they run in the first pass).
+NO_DATABASE_TESTS := --ignore=tests/analysis --ignore=tests/collectors/agent
 # Tests run on PostgreSQL when DATABASE_URL is set (CI sets it), else on the SQLite default.
 
 .PHONY: run test test-sqlite test-postgres install migrate demo lint format bench clean lock smoke chaos e2e-vllm
@@ -41,8 +44,8 @@ test: install
 	@# Two processes (the machine's two cores); a test file stays on one of them.
 	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
 	@if [ -n "$$DATABASE_URL" ]; then \
-	  echo "== again on the SQLite default (browser tests skipped) =="; \
-	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not browser and not postgres and not e2e and not fuzz"; \
+	  echo "== again on the SQLite default (browser tests and tests that use no database skipped) =="; \
+	  env -u DATABASE_URL PERFHUB_VAR_DIR=$$(mktemp -d) $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not browser and not postgres and not e2e and not fuzz" $(NO_DATABASE_TESTS); \
 	fi
 
 lint: install
