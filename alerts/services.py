@@ -225,7 +225,7 @@ def _read_slo_inputs(
         saved[o.service_id].append(o)
     inputs.slos = {sid: s.slo_objects(saved[sid]) for sid, s in services.items()}
     ids = [sid for sid, objs in inputs.slos.items() if objs]
-    inputs.slo_windows = slo.read_windows(ids, end, windows) if ids else {}
+    inputs.slo_windows = slo.read_windows(ids, end, windows, inputs.slos) if ids else {}
 
 
 def _guarded_read(inputs: rules.Inputs, keys: list[str], read) -> None:

@@ -140,10 +140,25 @@ def reading(slo: Slo, w: SloWindow | None, window_s: int, end: datetime | None =
 
 
 def read_windows(
-    service_ids: list[int], end: datetime, windows_s: set[int]
+    service_ids: list[int],
+    end: datetime,
+    windows_s: set[int],
+    slos: dict[int, list[Slo]] | None = None,
 ) -> dict[int, dict[int, SloWindow]]:
-    """window_s -> service id -> SloWindow ending at `end`."""
-    return slo_windows(service_ids, end, windows_s)
+    """window_s -> service id -> SloWindow ending at `end`. With the services' SLOs, the
+    distributions are read only for those a count needs (`count` takes the exact joint count
+    of a latency SLO's key whenever the roll-ups kept it)."""
+    exact_keys = None
+    if slos is not None:
+        exact_keys = {
+            sid: {
+                slomath.objective_key(o.thresholds_ms)
+                for o in objs
+                if o.kind != Slo.Kind.AVAILABILITY
+            }
+            for sid, objs in slos.items()
+        }
+    return slo_windows(service_ids, end, windows_s, exact_keys=exact_keys)
 
 
 @dataclass
@@ -173,7 +188,7 @@ def standings(services: list[Service], *, now: datetime) -> dict[int, Standing]:
     pairs = burn_pairs()[:1]
     windows |= {p.long_s for p in pairs} | {p.short_s for p in pairs}
     ids = [s.pk for s in services if slos[s.pk]]
-    read = read_windows(ids, end, windows) if ids else {}
+    read = read_windows(ids, end, windows, slos) if ids else {}
     out: dict[int, Standing] = {}
     for service in services:
         st = out[service.pk] = Standing(service, end)

@@ -20,6 +20,9 @@ rows, computed once per pattern of minutes). The services' P99 fields imply an S
 also has the four default SLO burn rules (1 h, 6 h, 3 d and 10 min windows): for them
 `--slo-hours` hours before the minutes hold hourly per-host and merged rows, and the minutes
 at the 6 h and 3 d windows' far edges minute rows (no GPU rows: SLO reads need none).
+Each row with pushed requests carries the exact joint count of the implied SLO's key, as the
+roll-up writes it (`--no-exact-counts`: none, as for minutes rolled up before the SLO existed,
+so the SLO reads merge sketches).
 Minute k uses one of three variants (e2e median, GPU-Util, KV cache, tokens), so every
 window's figures, and so every rule's last value, move each minute as in production. A
 `--breaching` share of services have an e2e P99 above their SLO from a staggered minute on,
@@ -81,7 +84,7 @@ ROLLUP_FIELDS = (
     "e2e_count", "e2e_sum", "e2e_min", "e2e_max", "e2e_sketch",
     "ttft_count", "ttft_sum", "ttft_min", "ttft_max", "ttft_sketch",
     "tpot_count", "tpot_sum", "tpot_min", "tpot_max", "tpot_sketch",
-    "queue_count",
+    "queue_count", "slo_good",
 )  # fmt: skip
 GPU_FIELDS = (
     "host_id", "gpu_index", "resolution_s", "start", "samples", "name", "util_mean",
@@ -130,13 +133,25 @@ VARIANTS = 3  # minute k uses variant k % 3, so every window's figures move a li
 SEED_CHUNK = 250  # services per COPY: bounded memory at 10,000 services
 
 
-def _row_values(*, e2e, ttft, tpot, variant: int) -> tuple:
+def _row_values(*, e2e, ttft, tpot, variant: int, slo_good: dict) -> tuple:
     """A minute row's values after (service_id, host_id, resolution_s, start)."""
     n = REQUESTS_PER_MINUTE
     output, prompt = n * (OUTPUT_TOKENS + variant), n * PROMPT_TOKENS
     kv = 0.58 + 0.02 * variant
     return (n, 0, prompt, output, 60.0, 0.0, 0.0, 0.0, 0.0, n / 60, prompt / 60, output / 60,
-            4, 20.0, 0.5, kv, *e2e, *ttft, *tpot, 0, *ROLLUP_DEFAULTS)  # fmt: skip
+            4, 20.0, 0.5, kv, *e2e, *ttft, *tpot, 0, slo_good, *ROLLUP_DEFAULTS)  # fmt: skip
+
+
+def _slo_good(e2e, ttft, tpot, exact: bool) -> dict:
+    """The exact joint count the roll-up keeps per SLO key for these pushed requests (the
+    services' implied SLO), or none (`exact` False: rows rolled up before the SLO existed)."""
+    from analysis import slo
+
+    if not exact:
+        return {}
+    thresholds = {"ttft": SLO_TTFT_MS, "tpot": SLO_TPOT_MS, "e2e": SLO_E2E_MS}
+    keys = {slo.objective_key(thresholds): thresholds}
+    return slo.judge_requests(zip(ttft, tpot, e2e, strict=True), ("ttft", "tpot", "e2e"), keys)
 
 
 def _gpu_values(variant: int) -> tuple:
@@ -231,6 +246,7 @@ def _merged_templates(*, hosts: int, gpus: int, rows: dict) -> dict:
 def seed(
     *, services: int, teams: int, hosts: int, gpus: int, breaching: float, minutes: list[datetime],
     breach_from: list[datetime], slo_hours: int = 0, edge_minutes: list[datetime] = (),
+    exact_counts: bool = True,
 ) -> dict[str, int]:  # fmt: skip
     """Services, rules, receivers, baselines, hosts and their per-minute roll-ups (per host,
     per GPU and service-merged, as the roll-up writes them); row counts.
@@ -250,16 +266,19 @@ def seed(
     _complete_fields()
     rng = np.random.default_rng(11)
     n = REQUESTS_PER_MINUTE
-    healthy_e2e = [
-        sketch_columns(rng.lognormal(np.log(780 + 20 * v), 0.3, n)) for v in range(VARIANTS)
-    ]  # P99 ~ 1.6 s
-    breach_e2e = sketch_columns(rng.lognormal(np.log(2600), 0.3, n))  # P99 ~ 5 s
-    ttft = sketch_columns(rng.lognormal(np.log(120), 0.3, n))  # P99 ~ 240 ms
-    tpot = sketch_columns(rng.lognormal(np.log(20), 0.2, n))  # P99 ~ 32 ms
+    healthy = [rng.lognormal(np.log(780 + 20 * v), 0.3, n) for v in range(VARIANTS)]  # P99 1.6 s
+    breach = rng.lognormal(np.log(2600), 0.3, n)  # P99 ~ 5 s
+    ttft_ms = rng.lognormal(np.log(120), 0.3, n)  # P99 ~ 240 ms
+    tpot_ms = rng.lognormal(np.log(20), 0.2, n)  # P99 ~ 32 ms
+    ttft, tpot = sketch_columns(ttft_ms), sketch_columns(tpot_ms)
     kinds = {}
     for v in range(VARIANTS):
-        kinds[("ok", v)] = (_row_values(e2e=healthy_e2e[v], ttft=ttft, tpot=tpot, variant=v), v)
-        kinds[("breach", v)] = (_row_values(e2e=breach_e2e, ttft=ttft, tpot=tpot, variant=v), v)
+        for name, e2e in (("ok", healthy[v]), ("breach", breach)):
+            good = _slo_good(e2e, ttft_ms, tpot_ms, exact_counts)
+            values = _row_values(
+                e2e=sketch_columns(e2e), ttft=ttft, tpot=tpot, variant=v, slo_good=good
+            )
+            kinds[(name, v)] = (values, v)
     merged = _merged_templates(hosts=hosts, gpus=gpus, rows=kinds)
     period = _period_templates(hosts=hosts, gpus=gpus, kinds=kinds, fields=merged["fields"])
 
@@ -548,6 +567,12 @@ def main() -> None:
         help="disable the SLO burn rules (the 9 rules of the issue-14 budget)",
     )
     parser.add_argument(
+        "--no-exact-counts",
+        action="store_true",
+        help="roll-up rows without the exact per-request SLO counts (rolled up before the SLO "
+        "existed, or pushing no requests): SLO reads merge the sketches instead",
+    )
+    parser.add_argument(
         "--slo-hours",
         type=int,
         default=74,
@@ -609,6 +634,7 @@ def main() -> None:
             services=args.services, teams=args.teams, hosts=args.hosts, gpus=args.gpus,
             breaching=args.breaching, minutes=minutes, breach_from=breach_from,
             slo_hours=args.slo_hours, edge_minutes=edge_minutes,
+            exact_counts=not args.no_exact_counts,
         )  # fmt: skip
         seed_s = time.perf_counter() - t0
         if args.no_slo_burn:
