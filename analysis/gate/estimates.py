@@ -70,6 +70,17 @@ class Estimate:
         return gatestats.critical(level, self.df) * self.se
 
 
+def _tested(log_baseline: float, log_candidate: float, **fields: object) -> Estimate:
+    """A tested row's estimate from the two sides' log locations (`fields`: se, df, test...)."""
+    return Estimate(
+        "test",
+        baseline=math.exp(log_baseline),
+        candidate=math.exp(log_candidate),
+        log_change=log_candidate - log_baseline,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
 class Context:
     """Per-family facts shared by a verdict's rows (merged samples, run-to-run spread)."""
 
@@ -167,11 +178,9 @@ class Context:
             within = seb**2 + sec**2
             tau2, df = self.spread(family)
             between = tau2 * self._runs_factor()
-            return Estimate(
-                "test",
-                baseline=math.exp(yb),
-                candidate=math.exp(yc),
-                log_change=yc - yb,
+            return _tested(
+                yb,
+                yc,
                 se=math.sqrt(within + between),
                 df=gatestats.satterthwaite_df(within, between, df),
                 test="order statistics",
@@ -244,11 +253,9 @@ class Context:
                 null = gatestats.null_draws(
                     noises, weights, scales, math.sqrt(tau2 * float(np.sum(a**2)))
                 )
-            return Estimate(
-                "test",
-                baseline=math.exp(mb),
-                candidate=math.exp(mc),
-                log_change=mc - mb,
+            return _tested(
+                mb,
+                mc,
                 se=math.sqrt(var_b + var_c),
                 df=gatestats.satterthwaite_df(within, between, df),
                 null=null,
@@ -262,11 +269,9 @@ class Context:
                 + gatestats.sample_log_variance(yc_runs) * (self.m - 1)
             ) / df
             mb, mc = float(np.mean(yb_runs)), float(np.mean(yc_runs))
-            return Estimate(
-                "test",
-                baseline=math.exp(mb),
-                candidate=math.exp(mc),
-                log_change=mc - mb,
+            return _tested(
+                mb,
+                mc,
                 se=math.sqrt(max(pooled, gatestats.SE_FLOOR**2) * self._runs_factor()),
                 df=float(df),
                 test="t-test over runs",

@@ -10,6 +10,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from analysis import fingerprint
+
 
 @dataclass(frozen=True)
 class WorkloadShape:
@@ -55,19 +57,11 @@ def shape_differences(
     """
     if length_tolerance < 0:
         raise ValueError("length_tolerance must not be negative")
-    reasons: list[str] = []
-    if baseline.concurrency != candidate.concurrency:
-        reasons.append(
-            "different concurrency: baseline "
-            f"{_shape_value(baseline.concurrency)}, candidate {_shape_value(candidate.concurrency)}"
-        )
-    b_rate, c_rate = baseline.request_rate, candidate.request_rate
-    if (b_rate is None) != (c_rate is None) or (
-        b_rate is not None and c_rate is not None and not math.isclose(b_rate, c_rate, rel_tol=1e-6)
-    ):
-        reasons.append(
-            f"different request rate: baseline {_rate_text(b_rate)}, candidate {_rate_text(c_rate)}"
-        )
+    reasons = fingerprint.load_differences(
+        (baseline.concurrency, candidate.concurrency),
+        (baseline.request_rate, candidate.request_rate),
+        unlimited="unlimited (inf)",
+    )
     for name, what in (("prompt_tokens_mean", "prompt"), ("output_tokens_mean", "output")):
         b, c = getattr(baseline, name), getattr(candidate, name)
         if b is None and c is None:
@@ -86,16 +80,6 @@ def shape_differences(
                 f"{_tokens_text(c)}{change}, tolerance {length_tolerance:.0%}"
             )
     return reasons
-
-
-def _shape_value(value: object) -> str:
-    return "not recorded" if value is None else str(value)
-
-
-def _rate_text(rate: float | None) -> str:
-    if rate is None:
-        return "not recorded"
-    return "unlimited (inf)" if math.isinf(rate) else f"{rate:g} req/s"
 
 
 def _tokens_text(value: float | None) -> str:
