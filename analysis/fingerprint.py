@@ -232,6 +232,31 @@ def length_differences(
     return reasons
 
 
+def load_differences(
+    concurrency: tuple[int | None, int | None],
+    request_rate: tuple[float | None, float | None],
+    *,
+    unlimited: str = "unlimited",
+) -> list[str]:
+    """Why two runs' applied load differs (baseline, candidate): concurrency exactly, request
+    rate to 1e-6; a value recorded on one side only differs. `unlimited` names an infinite rate."""
+    reasons = []
+    if concurrency[0] != concurrency[1]:
+        reasons.append(
+            f"different concurrency: baseline {_text(concurrency[0])}, "
+            f"candidate {_text(concurrency[1])}"
+        )
+    b_rate, c_rate = request_rate
+    if (b_rate is None) != (c_rate is None) or (
+        b_rate is not None and c_rate is not None and not math.isclose(b_rate, c_rate, rel_tol=1e-6)
+    ):
+        reasons.append(
+            f"different request rate: baseline {_rate(b_rate, unlimited)}, "
+            f"candidate {_rate(c_rate, unlimited)}"
+        )
+    return reasons
+
+
 def differences(base: Fingerprint, cand: Fingerprint, tol: Tolerance = Tolerance()) -> list[str]:
     """Why `cand` does not apply `base`'s workload, one sentence each; empty means compatible.
 
@@ -239,19 +264,9 @@ def differences(base: Fingerprint, cand: Fingerprint, tol: Tolerance = Tolerance
     `ignore_eos` and streaming when both sides record them (a tool that does not write them
     cannot be held to them).
     """
-    reasons = []
-    if base.concurrency != cand.concurrency:
-        reasons.append(
-            f"different concurrency: baseline {_text(base.concurrency)}, "
-            f"candidate {_text(cand.concurrency)}"
-        )
-    b_rate, c_rate = base.request_rate, cand.request_rate
-    if (b_rate is None) != (c_rate is None) or (
-        b_rate is not None and c_rate is not None and not math.isclose(b_rate, c_rate, rel_tol=1e-6)
-    ):
-        reasons.append(
-            f"different request rate: baseline {_rate(b_rate)}, candidate {_rate(c_rate)}"
-        )
+    reasons = load_differences(
+        (base.concurrency, cand.concurrency), (base.request_rate, cand.request_rate)
+    )
     reasons += length_differences("prompt", base.prompt, cand.prompt, tol)
     reasons += length_differences("output", base.output, cand.output, tol)
     for name in ("dataset", "ignore_eos", "streaming"):
@@ -296,10 +311,10 @@ def _text(value: object) -> str:
     return "not recorded" if value is None else str(value)
 
 
-def _rate(rate: float | None) -> str:
+def _rate(rate: float | None, unlimited: str = "unlimited") -> str:
     if rate is None:
         return "not recorded"
-    return "unlimited" if math.isinf(rate) else f"{rate:g} req/s"
+    return unlimited if math.isinf(rate) else f"{rate:g} req/s"
 
 
 def production_drift(

@@ -200,7 +200,8 @@ def from_raw(service, start: datetime, end: datetime) -> tuple[str, int]:
     from collectors.selectors import GpuPoint, MetricsPoint, ServiceMetrics
     from dashboards.figures.common import panels_json
     from dashboards.figures.service import service_panels
-    from dashboards.selectors import ServiceDashboard, service_hosts, time_markers
+    from dashboards.selectors import ServiceDashboard, service_hosts
+    from dashboards.timeline import time_markers
     from dossiers.selectors import current_baseline
 
     hour = 3600

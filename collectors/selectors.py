@@ -16,24 +16,20 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from django.conf import settings
-from django.db.models import Count, Max, Min, Q
-from django.utils import timezone
+from django.db.models import Q
 
-from analysis import buckets, cost, sketches
+from analysis import buckets, sketches
 from analysis.percentiles import STANDARD_QUANTILES, Percentile
 from collectors.distributions import (
     QUANTILE_FIELDS,
-    SCRAPED_HISTOGRAM,
     OutcomeRates,
     StoredQuantiles,
     Traffic,
-    distribution_percentiles,
     latency_percentiles,
     merge_hosts,
     pack_quantiles,
@@ -42,13 +38,10 @@ from collectors.distributions import (
 )
 from collectors.models import (
     GPU_SERIES,
-    HOUR,
     LATENCY_METRICS,
     MINUTE,
     GpuRollup,
     Host,
-    IngestBatch,
-    ScrapeWindow,
     ServiceMergedRollup,
     ServiceRollup,
 )
@@ -478,172 +471,6 @@ def _gpu_points(hosts: Q, resolution: int, start: datetime, end: datetime) -> li
     ]
 
 
-# ---------------------------------------------------------------------------------------------
-# Pages
-
-
-@dataclass(frozen=True)
-class LiveEconomics:
-    window_minutes: int
-    tokens_per_second: float
-    basis: str  # which tokens count: "output" or "total"
-    economics: cost.Economics
-
-
-def live_window_minutes() -> int:
-    """The live window every page costs and checks claims over (the last N closed minutes)."""
-    return int(getattr(settings, "PERFHUB_CLAIMS_WINDOW_MINUTES", 60))
-
-
-def service_token_rate(traffic_by_host: Iterable[Traffic], basis: str) -> float | None:
-    """A service's token rate on its billing basis: each host's rate over the time it reported,
-    added over hosts (the same total `alerts.sources.service_windows` divides by the window).
-    None when no host counted tokens."""
-    total = None
-    for traffic in traffic_by_host:
-        gen = traffic.generation_tps
-        if gen is None:
-            continue
-        rate = gen + (traffic.prompt_tps or 0.0) if basis == Service.TokenBasis.TOTAL else gen
-        total = rate if total is None else total + rate
-    return total
-
-
-_TOKEN_COLUMNS = (
-    "requests", "prompt_tokens", "output_tokens", "request_seconds", "scraped_requests",
-    "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds",
-)  # fmt: skip
-
-
-def live_economics(
-    *, service: Service, now: datetime | None = None, minutes: int | None = None
-) -> LiveEconomics | None:
-    """Cost per Mtok and margin over the live window, allocation basis, as the fleet's claims
-    and the cost alert rules define them: totals over the window's closed minutes
-    `[end - minutes, end)` (end: `now` floored to the minute), never a mean of per-minute rates.
-
-    Token rate: `service_token_rate` over the window's minute roll-ups; GPU busy: GPU-Util
-    weighted by samples over those hosts' minute rows. Costed against all the service's GPUs.
-    None when nothing was measured. Two queries.
-    """
-    minutes = minutes or live_window_minutes()
-    end = (now or timezone.now()).replace(second=0, microsecond=0)
-    start = end - timedelta(minutes=minutes)
-    per_host: dict[int, Traffic] = defaultdict(Traffic)
-    rows = ServiceRollup.objects.filter(
-        service=service, resolution_s=MINUTE, start__gte=start, start__lt=end
-    ).values_list("host_id", *_TOKEN_COLUMNS)
-    for host_id, *values in rows:
-        traffic = per_host[host_id]
-        for name, value in zip(_TOKEN_COLUMNS, values, strict=True):
-            setattr(traffic, name, getattr(traffic, name) + value)
-    tps = service_token_rate(per_host.values(), service.token_basis)
-    if not tps or tps <= 0:
-        return None
-    busy = weight = 0.0
-    for samples, util in GpuRollup.objects.filter(
-        host_id__in=list(per_host), resolution_s=MINUTE, start__gte=start, start__lt=end
-    ).values_list("samples", "util_mean"):
-        if util is not None and samples:
-            busy += util * samples
-            weight += samples
-    return LiveEconomics(
-        window_minutes=minutes,
-        tokens_per_second=tps,
-        basis=service.token_basis,
-        economics=service.economics(
-            tokens_per_second=tps,
-            gpus=service.total_gpus,
-            busy_fraction=busy / weight if weight else None,
-        ),
-    )
-
-
-def hosts_overview() -> list[Host]:
-    """Every host with its pull target's service, for the hosts page (one query)."""
-    return list(Host.objects.select_related("pull_service").order_by("name"))
-
-
-# The hosts page lists the services a host reported within this window (from hourly rows).
-HOST_SERVICES_WINDOW = timedelta(hours=24)
-
-
-@dataclass(frozen=True)
-class HostService:
-    slug: str
-    name: str
-
-
-@dataclass(frozen=True)
-class HostRow:
-    host: Host
-    health: str
-    health_label: str
-    health_detail: str
-    services: list[HostService]  # the pull target, then what it reported, by name
-    quarantined: int = 0  # batches the roll-up set aside (see `host_quarantine`)
-
-
-def quarantine_counts() -> dict[int, int]:
-    """Quarantined batches per host id (one query, on the partial quarantine index)."""
-    return dict(
-        IngestBatch.objects.filter(quarantined_at__isnull=False)
-        .values_list("host_id")
-        .annotate(n=Count("id"))
-        .values_list("host_id", "n")
-    )
-
-
-def host_rows(*, now: datetime) -> list[HostRow]:
-    """Every host with its health at `now` and its services, for the hosts page (three queries:
-    the hosts, the (host, service) pairs of the last HOST_SERVICES_WINDOW's hourly rows, and
-    the quarantined batch counts)."""
-    quarantined = quarantine_counts()
-    reported: dict[int, dict[str, HostService]] = defaultdict(dict)
-    for host_id, slug, name in (
-        ServiceRollup.objects.filter(resolution_s=HOUR, start__gte=now - HOST_SERVICES_WINDOW)
-        .values_list("host_id", "service__slug", "service__name")
-        .distinct()
-    ):
-        reported[host_id][slug] = HostService(slug=slug, name=name)
-    rows = []
-    for host in hosts_overview():
-        services = sorted(reported[host.pk].values(), key=lambda s: s.name)
-        if host.pull_service is not None:
-            target = HostService(slug=host.pull_service.slug, name=host.pull_service.name)
-            services = [target] + [s for s in services if s.slug != target.slug]
-        health = host.health(now)
-        rows.append(
-            HostRow(
-                host=host,
-                health=health.value,
-                health_label=health.label,
-                health_detail=host.health_detail(now),
-                services=services,
-                quarantined=quarantined.get(host.pk, 0),
-            )
-        )
-    return rows
-
-
-@dataclass(frozen=True)
-class HostQuarantine:
-    count: int
-    batches: list[IngestBatch]  # the newest, at most `limit`
-
-
-def host_quarantine(*, host: Host, limit: int = 50) -> HostQuarantine:
-    """The host's quarantined batches, newest first, with their reasons (two queries)."""
-    qs = IngestBatch.objects.filter(host=host, quarantined_at__isnull=False)
-    batches = list(
-        qs.order_by("-quarantined_at", "-id").only(
-            "id", "batch_id", "host_id", "received_at", "counts", "quarantined_at",
-            "quarantine_reason",
-        )[:limit]
-    )  # fmt: skip
-    return HostQuarantine(count=qs.count(), batches=batches)
-
-
 def latest_minutes(*, service: Service, limit: int = 30) -> list[ServiceRollup]:
     """The newest per-host minute rows of the service (for the live table), one query."""
     return list(
@@ -651,68 +478,4 @@ def latest_minutes(*, service: Service, limit: int = 30) -> list[ServiceRollup]:
         .select_related("host")
         .defer(*[f"{m}_sketch" for m in LATENCY_METRICS])
         .order_by("-start", "host__name")[:limit]
-    )
-
-
-@dataclass(frozen=True)
-class EngineWindow:
-    """A service's engine-side (server) figures over one stated window, from raw scrape
-    windows: what the engine's own histograms and counters say, never request rows."""
-
-    start: datetime  # the first whole minute covered
-    end: datetime  # the end of the last whole minute covered
-    windows: int  # scrape windows merged
-    finished: float  # requests finished in any way
-    errored: float
-    aborted: float
-    latency: dict[str, list[Percentile]]  # metric -> standard percentiles, ms, bucket-bounded
-
-
-def engine_window(
-    *, service: Service, start: datetime, end: datetime, qs=STANDARD_QUANTILES
-) -> EngineWindow | None:
-    """The engine's figures over the whole minutes touched by the scrape windows of `service`
-    that overlap [start, end) (bucket deltas added over hosts and windows, then the
-    percentiles), or None when no scrape overlaps. Raw rows, so within raw retention
-    (`PERFHUB_RAW_RETENTION_DAYS`).
-
-    Whole minutes, each scrape window in the minute its scrape ended, as the roll-ups file it:
-    a live view of the same minutes then reads exactly these windows, so a claim checked over
-    the run's window compares the same requests on both sides. Windows cut at the run's own
-    seconds differed from the minutes at both edges (the benchmark's warm-up request, the
-    last window ending past the minute), and a P99 moved by more than 15% between them."""
-    touched = ScrapeWindow.objects.filter(service=service, ts__gt=start, start_ts__lt=end)
-    span = touched.aggregate(first=Min("ts"), last=Max("ts"))
-    if span["first"] is None:
-        return None
-    first = span["first"].replace(second=0, microsecond=0)
-    last = span["last"].replace(second=0, microsecond=0) + timedelta(minutes=1)
-    rows = list(
-        ScrapeWindow.objects.filter(service=service, ts__gte=first, ts__lt=last).values_list(
-            "counters", "histograms"
-        )
-    )
-    traffic = Traffic()
-    for counters, histograms in rows:
-        traffic.scraped_requests += counters.get("requests_finished", 0.0)
-        traffic.scraped_errors += counters.get("request_errors", 0.0)
-        traffic.scraped_aborts += counters.get("request_aborts", 0.0)
-        for metric, canonical in SCRAPED_HISTOGRAM.items():
-            if histograms.get(canonical):
-                traffic.buckets[metric].append(
-                    buckets.BucketCounts.from_dict(histograms[canonical])
-                )
-    traffic.scraped_seconds = 1.0  # counters present: outcomes come from them
-    finished, errored, aborted = traffic.outcomes
-    return EngineWindow(
-        start=first,
-        end=last,
-        windows=len(rows),
-        finished=finished,
-        errored=errored,
-        aborted=aborted,
-        latency={
-            m: distribution_percentiles(None, traffic.merged_buckets(m), qs)
-            for m in SCRAPED_HISTOGRAM
-        },
     )

@@ -13,8 +13,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from collectors import selectors
+from collectors.economics import live_economics
 from collectors.exposition import promql, recording
 from collectors.forms import PrometheusSourceForm
+from collectors.hosts import HOST_SERVICES_WINDOW, host_quarantine, host_rows
 from collectors.models import PUSH_FRESHNESS, Host, PrometheusSource
 from collectors.services import prometheus
 from dossiers.models import Service
@@ -37,7 +39,7 @@ def service_live(request: HttpRequest, slug: str) -> HttpResponse:
             "metrics": metrics,
             "points": list(reversed(metrics.points)),
             "host_rows": selectors.latest_minutes(service=service),
-            "economics": selectors.live_economics(service=service, now=now),
+            "economics": live_economics(service=service, now=now),
             "minutes": LIVE_MINUTES,
         },
     )
@@ -49,9 +51,9 @@ def hosts(request: HttpRequest) -> HttpResponse:
         request,
         "collectors/hosts.html",
         {
-            "rows": selectors.host_rows(now=timezone.now()),
+            "rows": host_rows(now=timezone.now()),
             "freshness_minutes": int(PUSH_FRESHNESS.total_seconds() // 60),
-            "services_hours": int(selectors.HOST_SERVICES_WINDOW.total_seconds() // 3600),
+            "services_hours": int(HOST_SERVICES_WINDOW.total_seconds() // 3600),
         },
     )
 
@@ -129,6 +131,6 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "health": health.value,
             "health_label": health.label,
             "health_detail": host.health_detail(now),
-            "quarantine": selectors.host_quarantine(host=host),
+            "quarantine": host_quarantine(host=host),
         },
     )

@@ -18,7 +18,7 @@ import logging
 from django.db import transaction
 from django.db.models.signals import post_save
 
-from collectors.selectors import engine_window
+from collectors.engine_window import engine_window
 from dossiers.models import Baseline
 from loadtests.engine_side import FIGURES, layers
 from loadtests.models import LoadTest

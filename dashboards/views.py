@@ -22,7 +22,7 @@ from django.utils.html import json_script
 from django.views.decorators.http import require_GET, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboards import claims, diagnosis, right_now, selectors
+from dashboards import claims, diagnosis, right_now, selectors, timeline
 from dashboards.figures.common import panels_json, panels_payload
 from dashboards.figures.fleet import fleet_panels
 from dashboards.figures.loadtests import comparison_panels
@@ -204,11 +204,11 @@ def service_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     days = request.GET.get("days", "")
     days = int(days) if days.isdigit() and 1 <= int(days) <= 90 else None
     since = None if days is None else timezone.now() - timedelta(days=days)
-    entries = selectors.timeline(service=svc, since=since)
-    counts = {group: 0 for group, _ in selectors.TIMELINE_FILTERS}
+    entries = timeline.timeline(service=svc, since=since)
+    counts = {group: 0 for group, _ in timeline.TIMELINE_FILTERS}
     for entry in entries:
         counts[entry.group] = counts.get(entry.group, 0) + 1
-    filters = [(group, label, counts[group]) for group, label in selectors.TIMELINE_FILTERS]
+    filters = [(group, label, counts[group]) for group, label in timeline.TIMELINE_FILTERS]
     return render(
         request,
         "dashboards/timeline.html",

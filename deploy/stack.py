@@ -5,6 +5,10 @@ compose file's own `command`s and environment keys, as local processes (each in 
 its own, so stopping it stops gunicorn's and Celery's children), logging to files in a
 temporary directory. `Stack` holds those processes, the steps' timing and the logs; `Receiver`
 is a loopback webhook sink; `wait_for` polls a probe. Nothing here knows what a run checks.
+
+The process helpers (`wait_for`, `free_port`, `start_process`, `stop_processes`,
+`start_receiver`) are also the tests' (tests/promstack.py, tests/vllm_engine/harness.py,
+tests/test_alert_pipeline.py): one implementation of starting a binary and waiting for it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -59,10 +63,55 @@ def wait_for(what: str, probe: Callable[[], object], timeout: float, every: floa
     raise StackFailure(f"{what}: not within {timeout:.0f} s (last: {last!r:.300})")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(taken: set[int] | None = None, candidates: Iterable[int] = (0,)) -> int:
+    """A free loopback port: the first of `candidates` not in `taken` that binds (0: any the OS
+    picks); it joins `taken`."""
+    for port in candidates:
+        if port and taken is not None and port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            found = s.getsockname()[1]
+        if taken is not None:
+            taken.add(found)
+        return found
+    raise StackFailure(f"no free loopback port among {list(candidates)}")
+
+
+def start_process(
+    cmd: list[str], log: Path, *, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """`cmd` in the background, its output appended to `log`, in a session of its own: stopping
+    it stops its children (gunicorn's and Celery's)."""
+    with log.open("ab") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop_processes(
+    procs: Iterable[subprocess.Popen], sig: int = signal.SIGTERM, timeout: float = 15
+) -> None:
+    """Stop each process and its children (`sig`); SIGKILL what outlives `timeout`."""
+    procs = list(procs)
+    for proc in procs:
+        if proc.poll() is None:
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        # Its children may outlive a killed leader (Celery's pool): none may stay behind.
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 # ------------------------------------------------------------------------------ compose
@@ -192,12 +241,7 @@ class Stack:
         return subprocess.Popen(cmd, cwd=ROOT, env=self._env, stdout=log, stderr=subprocess.STDOUT)
 
     def start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
-        log = (self.tmp / f"{name}.log").open("ab")
-        # A session of its own: stopping it stops its children (gunicorn's and Celery's).
-        self.procs[name] = subprocess.Popen(
-            cmd, cwd=ROOT, env=env or self._env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
+        self.procs[name] = start_process(cmd, self.tmp / f"{name}.log", env=env or self._env)
 
     def alive(self) -> None:
         for name, proc in self.procs.items():
@@ -205,30 +249,12 @@ class Stack:
 
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15) -> None:
         """Stop one process and its children; SIGKILL when it outlives `timeout`."""
-        proc = self.procs.pop(name)
-        self._stop([proc], sig, timeout)
+        stop_processes([self.procs.pop(name)], sig, timeout)
 
     def stop_all(self) -> None:
         procs = list(self.procs.values())
         self.procs.clear()
-        self._stop(procs, signal.SIGTERM, 15)
-
-    @staticmethod
-    def _stop(procs: list[subprocess.Popen], sig: int, timeout: float) -> None:
-        for proc in procs:
-            if proc.poll() is None:
-                with suppress(ProcessLookupError):
-                    os.killpg(proc.pid, sig)
-        deadline = time.monotonic() + timeout
-        for proc in procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            # Its children may outlive a killed leader (Celery's pool): none may stay behind.
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_processes(procs)
 
     def log_lines(self, name: str) -> list[dict]:
         lines = []

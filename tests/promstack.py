@@ -1,23 +1,24 @@
 """The real Prometheus, Alertmanager and promtool for the integration tests (Debian's packages,
 installed by `.ci/run`). Each binary runs on a free loopback port in a temporary directory and
 is stopped by its fixture; a test skips with the reason only when the binary is absent, and
-fails instead under PERFHUB_REQUIRE_BINARIES=1 (set by `.ci/run`)."""
+fails instead under PERFHUB_REQUIRE_BINARIES=1 (set by `.ci/run`). Starting, waiting for and
+stopping a process are deploy/stack.py's (`make smoke`'s), one implementation for both."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import requests
+
+from deploy.stack import StackFailure, free_port, start_process, stop_processes, wait_for
 
 
 def binary(*names: str) -> str:
@@ -31,22 +32,9 @@ def binary(*names: str) -> str:
     pytest.skip(reason)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(check: Callable[[], bool], *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+def promtool(*args: str) -> subprocess.CompletedProcess:
+    """Run promtool (skips or fails like `binary` when it is absent)."""
+    return subprocess.run([binary("promtool"), *args], capture_output=True, text=True, timeout=60)
 
 
 class Process:
@@ -55,15 +43,15 @@ class Process:
     def __init__(self, args: list[str], port: int, workdir: Path, ready_path: str) -> None:
         self.url = f"http://127.0.0.1:{port}"
         self.log = workdir / "process.log"
-        self._log = self.log.open("wb")
-        self.proc = subprocess.Popen(args, cwd=workdir, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = start_process(args, self.log, cwd=workdir, env=None)
         try:
-            wait_until(
+            wait_for(
+                f"{Path(args[0]).name} on {self.url}",
                 lambda: self._alive() and requests.get(self.url + ready_path, timeout=1).ok,
                 timeout=30,
-                what=f"{Path(args[0]).name} on {self.url}",
+                every=0.2,
             )
-        except AssertionError:
+        except StackFailure:
             self.stop()
             raise AssertionError(self.log.read_text()[-2000:]) from None
 
@@ -73,50 +61,31 @@ class Process:
         return True
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._log.close()
+        stop_processes([self.proc], timeout=10)
+
+
+def _start(exe: str, workdir: Path, config_name: str, config: str, *flags: str) -> Process:
+    """`exe` with `config` written to `config_name`, on a free port, logging warnings only."""
+    port = free_port()
+    (workdir / config_name).write_text(config)
+    args = [exe, f"--config.file={workdir / config_name}", *flags]
+    args += [f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
+    return Process(args, port, workdir, "/-/ready")
 
 
 def start_prometheus(workdir: Path, config: str) -> Process:
-    exe = binary("prometheus")
-    port = free_port()
-    (workdir / "prometheus.yml").write_text(config)
-    return Process(
-        [
-            exe,
-            f"--config.file={workdir / 'prometheus.yml'}",
-            f"--storage.tsdb.path={workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--log.level=warn",
-        ],
-        port,
-        workdir,
-        "/-/ready",
-    )
+    return _start(
+        binary("prometheus"), workdir, "prometheus.yml", config,
+        f"--storage.tsdb.path={workdir / 'data'}",
+    )  # fmt: skip
 
 
 def start_alertmanager(workdir: Path, config: str) -> Process:
-    exe = binary("alertmanager", "prometheus-alertmanager")
-    port = free_port()
-    (workdir / "alertmanager.yml").write_text(config)
-    return Process(
-        [
-            exe,
-            f"--config.file={workdir / 'alertmanager.yml'}",
-            f"--storage.path={workdir / 'am-data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--cluster.listen-address=",  # no gossip: one instance
-            "--log.level=warn",
-        ],
-        port,
-        workdir,
-        "/-/ready",
-    )
+    return _start(
+        binary("alertmanager", "prometheus-alertmanager"), workdir, "alertmanager.yml", config,
+        f"--storage.path={workdir / 'am-data'}",
+        "--cluster.listen-address=",  # no gossip: one instance
+    )  # fmt: skip
 
 
 class Loopback:

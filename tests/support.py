@@ -1,9 +1,18 @@
 """Test support that is neither a fixture nor a factory: paths, settings values, a browser
-login. A library module (tests import it); fixtures stay in conftest.py."""
+login and screenshots, a loopback HTTP server, a hand-moved clock, Celery's cached connections.
+A library module (tests import it); fixtures stay in conftest.py, and no test module imports
+another."""
 
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REAL = FIXTURES / "real"  # files users sent, as they sent them
+# A real vLLM bench result without per-request arrays, and the project's 400-request one with them.
+VLLM = REAL / "vllm-bench" / "er0080-sweep-max_num_seqs4-run0.json"
+VLLM_ARRAYS = FIXTURES / "loadtests" / "vllm-bench-serve-c16.json"
 
 # The tests' own HTTP servers listen on loopback, which the outbound guard refuses unless
 # allow-listed (core.outbound); tests that call them allow-list it, as a deployment would.
@@ -16,3 +25,60 @@ def browser_login(page, base_url: str, username: str, password: str) -> None:
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_load_state("networkidle")
+
+
+def screenshot(page, name: str) -> None:
+    """Keep a full-page screenshot in $PERFHUB_SCREENSHOTS, when set."""
+    if folder := os.environ.get("PERFHUB_SCREENSHOTS"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+class Served:
+    """A loopback HTTP server answering every GET with `body` (changeable between pulls)."""
+
+    def __init__(self) -> None:
+        self.body = b""
+        self.content_type = "text/plain; version=0.0.4"
+        served = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", served.content_type)
+                self.send_header("Content-Length", str(len(served.body)))
+                self.end_headers()
+                self.wfile.write(served.body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/metrics"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def drop_celery_connections() -> None:
+    """A producer pool or backend made earlier (by another test, for another broker URL)
+    would keep publishing there: make the app build them again from its current config."""
+    from perfhub.celery import app  # here: most users of this module need no Celery app
+
+    if app._pool is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    app.amqp._producer_pool = None
+    app.__dict__.pop("backend", None)
+
+
+class StepClock:
+    """A clock a test moves by hand (`clock.now = ...`), for code that takes `clock=`."""
+
+    def __init__(self, start: float = 1_764_400_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now

@@ -12,13 +12,11 @@ each test checks one part of it.
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 import time_machine
@@ -33,6 +31,7 @@ from collectors.agent.config import build_config
 from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue_for_host_name
 from demo.simulator import EngineProfile, Simulator
+from deploy.stack import start_receiver
 from dossiers.models import Service, Team
 from perfhub.celery import app as celery_app
 from tests.support import LOOPBACK_CIDRS
@@ -62,29 +61,10 @@ SLOWDOWN_FOR_MIN = 10
 MINUTES = 32  # normal traffic, the slowdown, and the recovery until the alert resolves
 
 
-class RecordingHandler(BaseHTTPRequestHandler):
-    """Records every JSON body posted to it, answers 200."""
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        with self.server.lock:
-            self.server.bodies.append(json.loads(body))
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def receiver_server() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RecordingHandler)
-    server.bodies = []
-    server.lock = threading.Lock()
+    server = start_receiver()  # records every JSON body posted to it, answers 200
     server.url = f"http://127.0.0.1:{server.server_address[1]}/alertmanager"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     yield server
     server.shutdown()
     server.server_close()

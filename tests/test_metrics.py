@@ -14,9 +14,10 @@ from rest_framework.test import APIClient
 
 from collectors.models import Host
 from collectors.services.tokens import token_issue
+from deploy.stack import wait_for
 from perfhub.metrics import instruments_text
 from tests.factories.batches import make_batch
-from tests.promstack import binary, start_prometheus, wait_until
+from tests.promstack import binary, start_prometheus
 
 pytestmark = pytest.mark.django_db
 
@@ -153,7 +154,7 @@ scrape_configs:
             result = answer["data"]["result"]
             return bool(result) and result[0]["value"][1] == "1"
 
-        wait_until(up, timeout=20, what="Prometheus to scrape PerfHub (up == 1)")
+        wait_for("Prometheus to scrape PerfHub (up == 1)", up, timeout=20, every=0.2)
         answer = requests.get(
             prom.url + "/api/v1/query", params={"query": "perfhub_quarantined_batches"}, timeout=2
         ).json()

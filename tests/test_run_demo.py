@@ -7,7 +7,6 @@ under its SLOs, and that a regression goes to the first agent only.
 """
 
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,16 +23,11 @@ from dashboards.management.commands.run_demo import agent_command
 from demo.agent import SIMULATION, build_parser, simulator
 from demo.profile import SLO_HEADROOM, demo_profile
 from demo.simulator import Simulator
+from deploy.stack import free_port
 from dossiers.services import baseline_record
 from tests.demo_values import measured
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -63,7 +57,7 @@ def _manage_output(env: dict[str, str], *args: str) -> str:
 @pytest.mark.e2e
 def test_the_demo_fills_a_service_series_within_a_minute(demo_env):
     token = _manage_output(demo_env, "create_agent_token", "--host", "reader")
-    port = _free_port()
+    port = free_port()
     command = ["run_demo", "--addr", f"127.0.0.1:{port}", "--interval", "1", "--jobs-every", "2"]
     server = subprocess.Popen(
         [sys.executable, "manage.py", *command],

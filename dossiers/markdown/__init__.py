@@ -2,7 +2,9 @@
 
 - `export`: service -> a document a new hire reads (people and open bottlenecks first, units,
   a glossary) whose data parts are small ```yaml blocks, so it imports back exactly.
-- `parse`: text -> validated plain data; every error names its line (`DossierFormatError`).
+- `parse`: text -> validated plain data; every error names its line (`DossierFormatError`),
+  on top of `grammar` (sections, items, fenced blocks, line-numbered YAML) and `fieldvalues`
+  (YAML values -> what the model fields store).
 - `apply`: what an import would change (`plan_import`, the page's preview) and doing it in one
   transaction (`import_dossier`, `create_from_dossier`).
 """
@@ -15,7 +17,8 @@ from dossiers.markdown.apply import (
     plan_import,
 )
 from dossiers.markdown.export import export_dossier
-from dossiers.markdown.parse import DossierFormatError, ParsedDossier, parse_dossier
+from dossiers.markdown.grammar import DossierFormatError
+from dossiers.markdown.parse import ParsedDossier, parse_dossier
 
 __all__ = [
     "DossierFormatError",

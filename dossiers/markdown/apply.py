@@ -19,7 +19,8 @@ from django.db import transaction
 from django.db.models import F
 
 from dossiers import selectors, services
-from dossiers.markdown.parse import DossierFormatError, ParsedDossier, parse_dossier
+from dossiers.markdown.grammar import DossierFormatError
+from dossiers.markdown.parse import ParsedDossier, parse_dossier
 from dossiers.models import Baseline, ConfigVersion, Service, Team
 
 

@@ -10,7 +10,8 @@ import pytest
 import requests
 
 from alerts.models import Notification, Receiver
-from tests.promstack import Loopback, start_alertmanager, wait_until
+from deploy.stack import wait_for
+from tests.promstack import Loopback, start_alertmanager
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,7 @@ def test_a_firing_then_resolved_alert_arrives_once_each_through_alertmanager(
     _, hook = alertmanager
     timeline.run(FIRE + [3000] * 2)  # firing at 3, re-sent at 4 and 5
     assert Notification.objects.filter(status="sent").count() == 3
-    wait_until(lambda: statuses(hook) == ["firing"], timeout=15, what="a firing notification")
+    wait_for("a firing notification", lambda: statuses(hook) == ["firing"], timeout=15, every=0.2)
     [alert] = hook.bodies[0]["alerts"]
     assert alert["labels"]["alertname"] == "P99 e2e above SLO"
     assert alert["labels"]["service"] == "chat-7b"
@@ -66,7 +67,9 @@ def test_a_firing_then_resolved_alert_arrives_once_each_through_alertmanager(
     assert alert["annotations"]["summary"].startswith("Chat 7B: P99 e2e above SLO")
 
     timeline.run(CALM, start=6)
-    wait_until(lambda: statuses(hook) == ["firing", "resolved"], timeout=15, what="a resolved one")
+    wait_for(
+        "a resolved one", lambda: statuses(hook) == ["firing", "resolved"], timeout=15, every=0.2
+    )
     time.sleep(2)  # two group intervals: nothing more may arrive
     assert statuses(hook) == ["firing", "resolved"]
     resolved = hook.bodies[1]["alerts"][0]
@@ -93,7 +96,7 @@ def test_a_silence_made_in_alertmanager_suppresses_the_alert(
         alerts = requests.get(am.url + "/api/v2/alerts", timeout=5).json()
         return bool(alerts) and alerts[0]["status"]["state"] == "suppressed"
 
-    wait_until(suppressed, timeout=15, what="Alertmanager to hold the alert as suppressed")
+    wait_for("Alertmanager to hold the alert as suppressed", suppressed, timeout=15, every=0.2)
     timeline.tick(4, e2e_ms=3000)  # re-sent while firing, still silenced
-    wait_until(suppressed, timeout=5, what="the alert to stay suppressed")
+    wait_for("the alert to stay suppressed", suppressed, timeout=5, every=0.2)
     assert hook.bodies == []

@@ -4,7 +4,6 @@ one)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from alerts.prometheus_rules import rules_yaml
 from alerts.services import ensure_default_rules
 from collectors.services.prometheus import source_create
 from dossiers.models import Baseline
-from tests.promstack import binary
+from tests.promstack import promtool
 
 pytestmark = pytest.mark.django_db
 
@@ -47,10 +46,6 @@ SERIES = """
       - series: 'vllm:kv_cache_usage_perc{job="vllm",instance="a"}'
         values: '%(kv)sx20'
 """
-
-
-def promtool(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([binary("promtool"), *args], capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture

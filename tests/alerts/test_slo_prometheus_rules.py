@@ -13,7 +13,7 @@ from alerts.prometheus_rules import rules_yaml
 from analysis.buckets import BucketCounts
 from collectors.models import MINUTE, ServiceMergedRollup
 from dossiers.models import Slo
-from tests.alerts.test_prometheus_rules import promtool
+from tests.promstack import promtool
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from django.db import connection
 from collectors import tasks
 from collectors.models import Host, ScrapeWindow
 from perfhub.celery import app
-from tests.collectors.test_pull import Served
+from tests.support import Served, drop_celery_connections
 
 BROKER = "redis://127.0.0.1:6379/7"
 
@@ -28,7 +28,7 @@ def redis_worker(settings):
         pytest.skip("needs Redis at 127.0.0.1:6379")
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "result_backend")}
     app.conf.update(broker_url=BROKER, task_always_eager=False, result_backend=None)
-    _drop_cached_connections()
+    drop_celery_connections()
     # The worker thread's database connection would outlive the test (CONN_MAX_AGE) and block
     # the test database's teardown: close it after each task, in the worker's own thread.
     task_postrun.connect(_close_connection)
@@ -38,21 +38,11 @@ def redis_worker(settings):
     finally:
         task_postrun.disconnect(_close_connection)
     app.conf.update(saved)
-    _drop_cached_connections()
+    drop_celery_connections()
 
 
 def _close_connection(**_) -> None:
     connection.close()
-
-
-def _drop_cached_connections() -> None:
-    """A producer pool or backend made earlier (by another test, for another broker URL)
-    would keep publishing there: make the app build them again from its current config."""
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
-    app.amqp._producer_pool = None
-    app.__dict__.pop("backend", None)
 
 
 def wait_for(predicate, timeout=15.0):

@@ -12,7 +12,7 @@ from collectors.selectors import service_metrics
 from dashboards.figures.common import panels_json
 from dashboards.figures.service import service_panels
 from dashboards.selectors import service_dashboard
-from tests.collectors.test_selectors import START, fill
+from tests.collectors.helpers import START, fill
 
 pytestmark = pytest.mark.django_db
 

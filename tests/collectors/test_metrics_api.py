@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 from rest_framework.test import APIClient
 
-from tests.collectors.test_selectors import START, fill
+from tests.collectors.helpers import START, fill
 
 pytestmark = pytest.mark.django_db
 

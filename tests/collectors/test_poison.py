@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from collectors.hosts import host_rows
 from collectors.models import (
     MINUTE,
     GpuRollup,
@@ -16,7 +17,6 @@ from collectors.models import (
     RequestSample,
     ServiceRollup,
 )
-from collectors.selectors import host_rows
 from collectors.services import periodic
 from collectors.services.retention import prune
 from collectors.services.rollups import rollup_pending, rollup_pending_report

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.promstack import free_port
+from deploy.stack import free_port
 from tests.support import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

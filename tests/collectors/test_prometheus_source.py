@@ -24,8 +24,9 @@ from collectors.services.prometheus import source_create, source_sync, source_up
 from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue
 from collectors.tasks import schedule_prometheus_sources
+from deploy.stack import free_port, wait_for
 from tests.factories.batches import make_batch, rfc3339
-from tests.promstack import Loopback, free_port, start_prometheus, wait_until
+from tests.promstack import Loopback, start_prometheus
 from tests.support import FIXTURES
 
 # The test Prometheus listens on loopback, which the outbound guard refuses unless allow-listed.
@@ -102,9 +103,9 @@ scrape_configs:
     prom = start_prometheus(tmp_path_factory.mktemp("prometheus"), config)
     count = 'count_over_time(vllm:request_success_total{finished_reason="stop"}[10m])'
     try:
-        wait_until(lambda: samples_stored(prom.url, count) >= 4, timeout=30, what="4 scrapes")
+        wait_for("4 scrapes", lambda: samples_stored(prom.url, count) >= 4, timeout=30, every=0.2)
         engine.restart()
-        wait_until(lambda: samples_stored(prom.url, count) >= 7, timeout=30, what="7 scrapes")
+        wait_for("7 scrapes", lambda: samples_stored(prom.url, count) >= 7, timeout=30, every=0.2)
         yield prom, engine
     finally:
         prom.stop()

@@ -1,9 +1,7 @@
 import json
 import socket
-import threading
 import uuid
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
@@ -12,36 +10,9 @@ from collectors.models import Host, IngestBatch, ScrapeWindow
 from collectors.services import run_periodic_jobs
 from collectors.services.pull import due_pull_hosts, pull_host
 from tests.factories.batches import make_batch
+from tests.support import Served
 
 pytestmark = pytest.mark.django_db
-
-
-class Served:
-    """A loopback HTTP server answering every GET with `body` (changeable between pulls)."""
-
-    def __init__(self) -> None:
-        self.body = b""
-        self.content_type = "text/plain; version=0.0.4"
-        served = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                self.send_response(200)
-                self.send_header("Content-Type", served.content_type)
-                self.send_header("Content-Length", str(len(served.body)))
-                self.end_headers()
-                self.wfile.write(served.body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/metrics"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(autouse=True)

@@ -1,36 +1,13 @@
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pytest
 
 from analysis import sketches
-from collectors.models import Host
 from collectors.selectors import resolution_for, service_metrics
-from collectors.services.ingest import epoch_minute
-from collectors.services.rollups import rollup_host_minutes
-from tests.collectors.helpers import store_requests
+from tests.collectors.helpers import START, fill
 
 pytestmark = pytest.mark.django_db
-
-START = datetime(2025, 3, 3, 10, 0, tzinfo=UTC)
-
-
-def fill(service, *, hosts=4, minutes=60, per_minute=50, seed=7):
-    """Requests over `hosts` x `minutes`; host 0 is slow and busy (the fleet P99 lives there)."""
-    rng = np.random.default_rng(seed)
-    everything = []
-    for h in range(hosts):
-        host = Host.objects.create(name=f"gpu-{h}")
-        n = per_minute * minutes * (3 if h == 0 else 1)
-        values = rng.lognormal(mean=7.0 + (0.8 if h == 0 else 0.0), sigma=0.5, size=n)
-        store_requests(
-            service=service, host=host, start=START, e2e_ms=list(values), spacing_s=minutes * 60 / n
-        )
-        rollup_host_minutes(
-            host_id=host.pk, minutes=range(epoch_minute(START), epoch_minute(START) + minutes)
-        )
-        everything.append(values)
-    return np.concatenate(everything)
 
 
 def test_the_merged_p99_equals_one_sketch_of_all_the_requests(service):

@@ -19,8 +19,8 @@ from django.db import connection
 from collectors.models import Host, IngestBatch, ServiceRollup
 from collectors.services.tokens import token_issue
 from perfhub.celery import app
-from tests.collectors.test_celery_pull import _drop_cached_connections
 from tests.factories.batches import make_batch, push, recent_minute
+from tests.support import drop_celery_connections
 
 pytestmark = [pytest.mark.postgres]
 
@@ -61,7 +61,7 @@ def test_two_workers_split_the_rollups_and_take_no_batch_twice(transactional_db,
     workers = [start_worker("a", logs[0]), start_worker("b", logs[1])]
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=BROKER, task_always_eager=False)
-    _drop_cached_connections()  # a producer pool an earlier test closed or pointed elsewhere
+    drop_celery_connections()  # a producer pool an earlier test closed or pointed elsewhere
     try:
         # Both workers up before the queue fills, so both take a share.
         up = time.monotonic() + 60
@@ -79,7 +79,7 @@ def test_two_workers_split_the_rollups_and_take_no_batch_twice(transactional_db,
             time.sleep(0.5)
     finally:
         app.conf.update(saved)
-        _drop_cached_connections()
+        drop_celery_connections()
         for w in workers:
             w.terminate()
             w.wait(timeout=20)

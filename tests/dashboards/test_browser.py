@@ -1,9 +1,7 @@
 """End to end in headless Chromium: the dashboards draw their Plotly charts, with no console
 error and no page error. Set PERFHUB_SCREENSHOTS=<dir> to keep a screenshot of each page."""
 
-import os
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -11,7 +9,7 @@ from django.utils import timezone
 from dossiers.models import ConfigVersion
 from tests.factories.catalog import make_baseline, make_load_test, make_service
 from tests.factories.traffic import seed_traffic
-from tests.support import browser_login
+from tests.support import browser_login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -38,12 +36,6 @@ def _login(page, base_url):
     browser_login(page, base_url, "alice", "pw-alice-123")
 
 
-def _shoot(page, name):
-    if folder := os.environ.get("PERFHUB_SCREENSHOTS"):
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
-
-
 def test_fleet_and_service_dashboards_draw_charts_without_errors(browser_page, live_server, seeded):
     page = browser_page
     problems = page.problems
@@ -52,13 +44,13 @@ def test_fleet_and_service_dashboards_draw_charts_without_errors(browser_page, l
     page.goto(f"{live_server.url}/dashboards/?range=1h")
     page.wait_for_selector(PLOT, timeout=15000)
     assert page.locator(".js-plotly-plot").count() == 3
-    _shoot(page, "fleet")
+    screenshot(page, "fleet")
 
     page.goto(f"{live_server.url}/dashboards/services/chat-7b/?range=1h")
     page.wait_for_selector(PLOT, timeout=15000)
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 8")
     page.wait_for_selector(".dash-timeline", timeout=5000)
-    _shoot(page, "service")
+    screenshot(page, "service")
 
     assert problems == []
 
@@ -71,7 +63,7 @@ def test_an_empty_service_dashboard_draws_its_empty_states(browser_page, live_se
     page.goto(f"{live_server.url}/dashboards/services/chat-7b/")
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 8")
     assert page.get_by_text("is an agent pushing for chat-7b?").count() >= 1
-    _shoot(page, "service-empty")
+    screenshot(page, "service-empty")
     assert problems == []
 
 
@@ -92,7 +84,7 @@ def test_the_load_test_comparison_draws_bars_and_histograms(browser_page, live_s
     url = f"{live_server.url}/dashboards/services/chat-7b/loadtests/compare/?candidate="
     page.goto(f"{url}{candidate.pk}")
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 4")
-    _shoot(page, "compare")
+    screenshot(page, "compare")
     assert problems == []
 
 
@@ -106,5 +98,5 @@ def test_the_dossier_page_embeds_live_charts_and_the_timeline(browser_page, live
         "() => document.querySelectorAll('#live-panels .js-plotly-plot').length === 3"
     )
     page.wait_for_selector("#dossier-timeline-extra .dash-timeline", timeout=5000)
-    _shoot(page, "dossier")
+    screenshot(page, "dossier")
     assert problems == []

@@ -181,7 +181,7 @@ def test_someone_outside_the_team_cannot_record_a_baseline(client, outsider, svc
 def test_the_live_page_costs_the_window_as_the_fleet_does(svc, baseline):
     # One host all hour, a second only for its last half hour at another rate and GPU load:
     # a mean of per-minute rates would weigh the two halves alike; totals over the window don't.
-    from collectors.selectors import live_economics
+    from collectors.economics import live_economics
 
     seed_traffic(service=svc, start=HOUR_AGO, minutes=60, tokens_per_second=2000.0, util=0.9)
     seed_traffic(service=svc, host="gpu-host-2", start=NOW - timedelta(minutes=30), minutes=30,

@@ -11,7 +11,7 @@ import pytest
 from collectors.models import HOUR, Host, ServiceRollup
 from collectors.services.rollups import rebuild_derived_rollups
 from dashboards.live_changes import live_changes
-from dashboards.selectors import timeline
+from dashboards.timeline import timeline
 from tests.factories.traffic import service_row, spread
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,9 @@ from django.utils import timezone
 
 from alerts.models import AlertInstance, Rule
 from dossiers.models import Slo
-from tests.dashboards.test_browser import _shoot
 from tests.factories.catalog import make_service
 from tests.factories.traffic import seed_traffic
-from tests.support import browser_login
+from tests.support import browser_login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -48,7 +47,7 @@ def test_the_fleet_row_gives_one_verdict_with_its_alerts(browser_page, live_serv
     calm = page.locator('tr[data-service="embed-1b"] td[data-right-now]')
     assert calm.get_attribute("data-right-now") == "meeting SLOs"
     # The verdict is the first figure of the row, right after the service's name.
-    _shoot(page, "fleet-right-now")
+    screenshot(page, "fleet-right-now")
     headers = page.locator("table.fleet thead th").all_inner_texts()
     assert headers[1].lower().startswith("right now")  # CSS sets headers in capitals
     assert page.problems == []
@@ -60,7 +59,7 @@ def test_the_dossier_opens_with_the_verdict_above_everything_else(browser_page, 
     page.goto(f"{live_server.url}/services/chat-7b/")
     verdict = page.locator("#right-now .right-now-card")
     verdict.wait_for(timeout=15000)
-    _shoot(page, "dossier-right-now")
+    screenshot(page, "dossier-right-now")
     assert verdict.get_attribute("data-verdict") == "burning budget"
     top = verdict.bounding_box()["y"]
     assert top < page.locator("section.summary").bounding_box()["y"]

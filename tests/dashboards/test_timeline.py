@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from alerts.models import AlertEvent, Rule
-from dashboards.selectors import time_markers, timeline
+from dashboards.timeline import time_markers, timeline
 from dossiers.models import ConfigVersion, Experiment
 from loadtests.models import GateRun, LoadTest
 from tests.factories.catalog import make_baseline

@@ -13,7 +13,8 @@ from collectors.selectors import service_metrics
 from collectors.services.prometheus import due_sources, source_sync
 from collectors.services.rollups import rollup_pending
 from demo.prometheus import DemoPrometheus
-from tests.promstack import binary, wait_until
+from deploy.stack import wait_for
+from tests.promstack import binary
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,7 @@ def test_the_demo_feeds_a_service_through_prometheus(service, tmp_path, settings
     demo = DemoPrometheus(service, tmp_path, None, scrape_s=1)
     try:
         source = demo.start()
-        wait_until(lambda: scrapes(source.base_url) >= 4, timeout=30, what="4 scrapes")
+        wait_for("4 scrapes", lambda: scrapes(source.base_url) >= 4, timeout=30, every=0.2)
         assert due_sources() == [source.pk]
         assert due_sources() == []  # claimed until its interval passes
         outcome = source_sync(source_id=source.pk)

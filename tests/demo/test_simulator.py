@@ -5,16 +5,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from demo.simulator import Simulator
 from tests.collectors.agent.contract import GPU, REQUEST
+from tests.support import StepClock
 
 LABELS = (("engine", "0"), ("model_name", "meta-llama/Llama-3.1-8B-Instruct"))
-
-
-class StepClock:
-    def __init__(self, start: float = 1_764_400_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def simulator(clock: StepClock, **kwargs) -> Simulator:

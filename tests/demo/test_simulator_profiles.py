@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from demo.simulator import EngineProfile, ProfileError, Simulator
-from tests.demo.test_simulator import StepClock
+from tests.support import StepClock
 
 # Shaped like the demo's support-chat-7b baseline.
 CHAT = EngineProfile(

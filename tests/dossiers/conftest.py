@@ -3,11 +3,12 @@ in tests/conftest.py, for every folder)."""
 
 from datetime import UTC as _UTC
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
 from dossiers import services
-from dossiers.models import Bottleneck, Experiment
+from dossiers.models import Bottleneck, Experiment, Service
 from tests.factories.catalog import baseline_values
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=_UTC)
@@ -81,3 +82,17 @@ def full_dossier(service, owner):
         "bottleneck": bottleneck,
         "experiment": experiment,
     }
+
+
+@pytest.fixture
+def blank(team):
+    return Service.objects.create(
+        slug="blank",
+        name="Blank",
+        team=team,
+        model_name="m",
+        model_params_b=Decimal("1"),
+        engine="tgi",
+        gpu_model="L40S",
+        gpu_hour_price=Decimal("1"),
+    )

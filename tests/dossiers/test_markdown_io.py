@@ -3,7 +3,6 @@ refuses what is not a dossier naming the line, a preview, the round trip; and th
 
 import datetime as dt
 import re
-from decimal import Decimal
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -16,7 +15,8 @@ from dossiers.markdown import (
     import_dossier,
     plan_import,
 )
-from dossiers.models import Bottleneck, Experiment, Service
+from dossiers.models import Bottleneck, Experiment
+from tests.factories.catalog import as_blank
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -109,20 +109,6 @@ def dossier(service, owner):
     return service
 
 
-@pytest.fixture
-def blank(team):
-    return Service.objects.create(
-        slug="blank",
-        name="Blank",
-        team=team,
-        model_name="m",
-        model_params_b=Decimal("1"),
-        engine="tgi",
-        gpu_model="L40S",
-        gpu_hour_price=Decimal("1"),
-    )
-
-
 def counts(service):
     return (
         service.revisions.count(),
@@ -131,11 +117,6 @@ def counts(service):
         service.bottlenecks.count(),
         service.experiments.count(),
     )
-
-
-def as_blank(text: str) -> str:
-    """The same file, headed as the `blank` service's own dossier."""
-    return text.replace("service: chat-7b", "service: blank", 1)
 
 
 def line_of(text: str, needle: str) -> int:

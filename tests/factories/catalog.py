@@ -143,3 +143,8 @@ def dossier_service(slug: str, *, team, name: str | None = None, **overrides) ->
         identified_on=date(2026, 3, 1),
     )
     return service
+
+
+def as_blank(text: str) -> str:
+    """The same file, headed as the `blank` service's own dossier."""
+    return text.replace("service: chat-7b", "service: blank", 1)

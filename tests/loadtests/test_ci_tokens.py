@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from collectors.services.tokens import token_issue_for_host_name
-from dashboards.selectors import timeline
+from dashboards.timeline import timeline
 from dossiers.models import Baseline, Team
 from loadtests.models import CIToken, GateRun, LoadTest
 from loadtests.tokens import ci_token_authenticate, ci_token_issue, ci_token_revoke

@@ -6,7 +6,7 @@ import pytest
 from loadtests import lint
 from loadtests.importing import import_loadtest_file
 from tests.extending_doc import module_from_doc
-from tests.loadtests.test_lint_checks import VLLM, VLLM_ARRAYS
+from tests.support import VLLM, VLLM_ARRAYS
 
 pytestmark = pytest.mark.django_db
 

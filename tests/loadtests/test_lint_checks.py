@@ -15,12 +15,9 @@ import pytest
 
 from loadtests.importing import LoadTestImportError, lint_file, parse_file
 from loadtests.lint import check_names
+from tests.support import REAL, VLLM, VLLM_ARRAYS
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-REAL = FIXTURES / "real"
-VLLM = REAL / "vllm-bench" / "er0080-sweep-max_num_seqs4-run0.json"
 VLLM_SWEEP = REAL / "vllm-bench" / "er0080-sweep-max_num_seqs8-summary.json"
-VLLM_ARRAYS = FIXTURES / "loadtests" / "vllm-bench-serve-c16.json"
 AIPERF = REAL / "genai-perf" / "wellflat-aiperf-profile_export_aiperf.json"
 GUIDELLM = REAL / "guidellm" / "guidellm-repo-0.2-benchmarks_stripped.json"
 GUIDELLM_05 = REAL / "guidellm" / "danielkorat-0.5.0dev-synchronous-qwen3-30b.json"

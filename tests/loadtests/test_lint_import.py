@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from dashboards.selectors import timeline
+from dashboards.timeline import timeline
 from dossiers.models import Baseline
 from loadtests.gate import run_gate
 from loadtests.importing import PromotionError, import_loadtest_file, promote_load_test

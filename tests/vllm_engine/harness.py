@@ -28,12 +28,9 @@ import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,6 +38,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import requests
+
+from deploy.stack import StackFailure, free_port, start_process, stop_processes, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -69,46 +68,16 @@ OFFLINE = {
 }
 
 
-class E2EFailure(Exception):
-    pass
+E2EFailure = StackFailure  # what a failed step raises (deploy/stack.py's helpers raise it too)
 
 
-def wait_for(what: str, probe: Callable[[], object], timeout: float, every: float = 1.0):
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            result = probe()
-        except (requests.RequestException, ValueError, KeyError) as exc:
-            last = exc
-        else:
-            if result:
-                return result
-            last = result
-        time.sleep(every)
-    raise E2EFailure(f"{what}: not within {timeout:.0f} s (last: {last!r:.300})")
-
-
-def free_port(taken: set[int]) -> int:
-    """A free loopback port: from PERFHUB_E2E_PORTS ("8170-8179") if set, else any."""
+def e2e_ports() -> list[int]:
+    """The ports to pick from: PERFHUB_E2E_PORTS ("8170-8179") if set, else any free one (0)."""
     spec = os.environ.get("PERFHUB_E2E_PORTS", "")
-    if spec:
-        low, _, high = spec.partition("-")
-        candidates = range(int(low), int(high or low) + 1)
-    else:
-        candidates = [0]
-    for port in candidates:
-        if port and port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            found = s.getsockname()[1]
-        taken.add(found)
-        return found
-    raise E2EFailure(f"no free port in PERFHUB_E2E_PORTS={spec}")
+    if not spec:
+        return [0]
+    low, _, high = spec.partition("-")
+    return list(range(int(low), int(high or low) + 1))
 
 
 def minute_floor(t: datetime) -> datetime:
@@ -161,12 +130,8 @@ class Harness:
         self.log(f"{name}: {took:.1f} s")
 
     def start(self, name: str, cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
-        log = (self.out / f"{name}.log").open("ab")
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self.procs[name] = proc
-        return proc
+        self.procs[name] = start_process(cmd, self.out / f"{name}.log", env=env)
+        return self.procs[name]
 
     def run(self, name: str, cmd: list[str], env: dict[str, str], timeout: float = 300) -> str:
         result = subprocess.run(
@@ -181,14 +146,8 @@ class Harness:
 
     def stop(self, name: str) -> None:
         proc = self.procs.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc is not None:
+            stop_processes([proc], timeout=20)
 
     def alive(self, name: str) -> None:
         proc = self.procs[name]
@@ -246,7 +205,7 @@ class Harness:
         return model
 
     def start_vllm(self, model: Path) -> str:
-        port = free_port(self.ports)
+        port = free_port(self.ports, e2e_ports())
         cmd = [str(self.vllm_bin / "vllm"), "serve", str(model), "--host", "127.0.0.1"]
         cmd += ["--port", str(port), "--served-model-name", MODEL_NAME, *SERVE_ARGS]
         self.start("vllm_serve", cmd, self.vllm_env())
@@ -282,7 +241,7 @@ class Harness:
             "setup", [*manage, "shell", "-c", (HERE / "perfhub_setup.py").read_text()], setup_env
         )
         token = json.loads(out.strip().splitlines()[-1])["token"]
-        port = free_port(self.ports)
+        port = free_port(self.ports, e2e_ports())
         self.start("perfhub", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], env)
         base = f"http://127.0.0.1:{port}"
 
