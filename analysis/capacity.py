@@ -606,6 +606,29 @@ def monotone_interpolate(xs: Sequence[float], ys: Sequence[float], x: float) -> 
     return math.exp(logs[-1])
 
 
+def rate_at(xs: Sequence[float], rates: Sequence[float], load: Estimate) -> Estimate:
+    """A load setting (concurrency, or offered request rate) as the request rate a replica
+    measured at it: the measured rates interpolated monotonically (`monotone_interpolate`) at the
+    estimate and at its interval's ends. The interval also carries the rates' own noise (their
+    scatter about that monotone curve, at least `RUN_TO_RUN`): where throughput is flat the
+    setting's interval maps onto one rate, which a new measurement misses by that noise alone.
+    Needs rates at two settings or more."""
+    if len(xs) < 2:
+        raise ValueError("a rate needs measured rates at two load settings or more")
+
+    def at(x: float) -> float:
+        return monotone_interpolate(xs, rates, x) if x > 0 else 0.0
+
+    scatter = [math.log(r / at(x)) for x, r in zip(xs, rates, strict=True) if r > 0]
+    dof = max(1, len(scatter) - 1)
+    noise = max(RUN_TO_RUN, math.sqrt(sum(s * s for s in scatter) / dof))
+    z = NormalDist().inv_cdf(0.5 + load.level / 2)
+    value = at(load.value)
+    low = at(load.low) * math.exp(-z * noise)
+    high = at(load.high) * math.exp(z * noise)
+    return Estimate(value, min(low, value), max(high, value), load.level)
+
+
 def percentile_z(quantile: float) -> float:
     """z of a quantile of the standard normal: log(P_q / P50) = z * sigma for a log-normal."""
     return NormalDist().inv_cdf(quantile)

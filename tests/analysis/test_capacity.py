@@ -92,6 +92,18 @@ def test_throughput_interpolation_ignores_a_dip():
     assert capacity.monotone_interpolate([1, 2, 4], [10, 8, 20], 2) >= 8.9
 
 
+def test_a_setting_is_given_as_the_rate_measured_there():
+    # 2 req/s at concurrency 8, 4 req/s at 32: log-log halfway (16) is 2.83 req/s.
+    rate = capacity.rate_at([8, 32], [2.0, 4.0], capacity.Estimate(16, 12, 20))
+    assert rate.value == pytest.approx(2 * math.sqrt(2))
+
+
+def test_where_throughput_is_flat_the_rate_keeps_its_own_noise():
+    # Saturated: every setting in the interval serves 5 req/s, yet a new run measures 5 +- noise.
+    rate = capacity.rate_at([50, 100, 200], [5.0, 5.0, 5.0], capacity.Estimate(100, 80, 150))
+    assert rate.low < 5.0 * 0.95 and rate.high > 5.0 * 1.05
+
+
 def test_standard_error_of_a_p99_falls_with_the_square_root_of_requests():
     ratio = capacity.percentile_log_se(0.99, 100, 0.5) / capacity.percentile_log_se(0.99, 400, 0.5)
     assert ratio == pytest.approx(2.0) and math.isfinite(ratio)
