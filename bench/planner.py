@@ -91,12 +91,10 @@ def curve_points(sweep: dict, metric: str, p: str, skip: int | None) -> list[cap
         value = point.get(f"{metric}_{p}_ms")
         if i == skip or not value or value <= 0:
             continue
+        count = int(point["completed"]) if point.get("completed") else None
         p50 = point.get(f"{metric}_p50_ms")
-        sigma = None
-        if p50 and p50 > 0 and p != "p50" and value > p50:
-            sigma = math.log(value / p50) / capacity.percentile_z(QUANTILES[p])
-        count = point.get("completed")
-        out.append(capacity.Point(point[axis], value, int(count) if count else None, sigma))
+        sigma = capacity.log_spread(p50, value, QUANTILES[p], count)
+        out.append(capacity.Point(point[axis], value, count, sigma))
     return out
 
 

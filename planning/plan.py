@@ -111,13 +111,13 @@ def curve_points(sweep: Sweep, metric: str, percentile: str) -> list[capacity.Po
     """One point per run carrying the percentile: its load, value, request count and the
     log-spread of its distribution (from its P50 of the same metric)."""
     points = []
-    z = capacity.percentile_z(capacity_quantile(percentile))
+    quantile = capacity_quantile(percentile)
     for run in _runs(sweep):
         value = run.latency(metric, percentile)
         if not value or value <= 0:
             continue
         p50 = run.latency(metric, "p50")
-        sigma = math.log(value / p50) / z if p50 and 0 < p50 < value and z > 0 else None
+        sigma = capacity.log_spread(p50, value, quantile, run.request_count)
         points.append(capacity.Point(sweep.x(run), value, run.request_count, sigma))
     return points
 
