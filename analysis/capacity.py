@@ -16,9 +16,11 @@ on a grid; loglog2 is weighted least squares in log space. The family with the l
 chi-square of the *log* residuals plus 2 per parameter wins (a percentile's noise is relative).
 
 Weights. Each point's noise is the standard error of log(percentile):
-  - the percentile's own: for quantile q over n requests, sqrt(q (1 - q) / n) / phi(z_q) * sigma,
-    where sigma is the log-spread of the distribution (from P50 and P99 of the same run, or a
-    default); a P99 over tens of requests is barely better than the maximum, and weighs little;
+  - the percentile's own: the spread of the order statistic a sample quantile q over n requests
+    is read from (exact, `order_statistic_z`; sqrt(q (1 - q) / n) / phi(z_q) for many requests)
+    times sigma, the log-spread of the distribution (`log_spread`: from P50 and the percentile of
+    the same run, each taken at the z where a sample percentile over n requests sits, or a
+    default); a P99 over 10 requests is their maximum, with the maximum's spread;
   - run-to-run: the spread of repeated runs at the same load where they exist, with a floor
     (`RUN_TO_RUN`) where they do not.
 
@@ -44,9 +46,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
+from scipy import stats
 
 LEVEL = 0.80  # the interval's level everywhere the planner states one
 RUN_TO_RUN = 0.06  # floor on a point's log noise: repeated runs of one setting differ by ~6%
@@ -107,14 +111,48 @@ def _round(value: float, digits: int) -> float | None:
 
 
 def percentile_log_se(quantile: float, count: int | None, sigma: float | None) -> float:
-    """Standard error of log(percentile) from the percentile's own sampling (asymptotic, order
-    statistics of a log-normal with log-spread `sigma`). Unknown count: one request's worth."""
+    """Standard error of log(percentile) from the percentile's own sampling: the spread of the
+    order statistic a percentile over `count` requests is read from (`order_statistic_z`),
+    times the distribution's log-spread `sigma` (log-normal). Exact for few requests, where the
+    large-sample formula sqrt(q (1 - q) / n) / phi(z_q) is wrong by far: a P99 over 10 requests
+    is their maximum, whose spread is 0.59 sigma, not 1.18 sigma; over one request, sigma, not
+    3.7 sigma. Unknown count: one request's worth."""
     n = max(1, count or 1)
     q = min(max(quantile, 0.5), 0.999)
-    z = NormalDist().inv_cdf(q)
-    density = NormalDist().pdf(z)
     spread = sigma if sigma and sigma > 0 else DEFAULT_SIGMA
-    return math.sqrt(q * (1 - q) / n) / density * spread
+    return order_statistic_z(q, n)[1] * spread
+
+
+@lru_cache(maxsize=4096)
+def order_statistic_z(quantile: float, count: int) -> tuple[float, float]:
+    """Mean and standard deviation of the sample `quantile` of `count` standard-normal values:
+    the order statistic the usual linear rule (numpy's) lands nearest to, U_(k) ~ Beta(k, n+1-k)
+    mapped through the normal's quantile function, by quadrature. A P99 over 10 requests has mean
+    z 1.54, not 2.33: it is their maximum."""
+    n = max(1, int(count))
+    k = min(n, max(1, round((n - 1) * quantile) + 1))
+    grid = (np.arange(_ORDER_GRID) + 0.5) / _ORDER_GRID
+    z = stats.norm.ppf(stats.beta.ppf(grid, k, n + 1 - k))
+    return float(np.mean(z)), float(np.std(z))
+
+
+_ORDER_GRID = 400
+
+
+def log_spread(
+    p50_ms: float | None, value_ms: float, quantile: float, count: int | None
+) -> float | None:
+    """The log-spread sigma of a run's latency distribution from its P50 and another percentile
+    of the same run: log(P_q / P50) over the z those two sample percentiles sit at on average
+    for `count` requests (a P99 over 10 requests sits at 1.54, not 2.33, so dividing by 2.33
+    would take the spread for two thirds of what it is). None when it cannot be told."""
+    if not p50_ms or p50_ms <= 0 or value_ms <= p50_ms or quantile <= 0.5:
+        return None
+    n = max(1, count or 1000)
+    gap = order_statistic_z(quantile, n)[0] - order_statistic_z(0.5, n)[0]
+    if gap <= 0.05:
+        return None
+    return math.log(value_ms / p50_ms) / gap
 
 
 def point_log_se(point: Point, quantile: float) -> float:
@@ -604,6 +642,29 @@ def monotone_interpolate(xs: Sequence[float], ys: Sequence[float], x: float) -> 
             t = 0.0 if lx[i] == lx[i - 1] else (target - lx[i - 1]) / (lx[i] - lx[i - 1])
             return math.exp(logs[i - 1] + t * (logs[i] - logs[i - 1]))
     return math.exp(logs[-1])
+
+
+def rate_at(xs: Sequence[float], rates: Sequence[float], load: Estimate) -> Estimate:
+    """A load setting (concurrency, or offered request rate) as the request rate a replica
+    measured at it: the measured rates interpolated monotonically (`monotone_interpolate`) at the
+    estimate and at its interval's ends. The interval also carries the rates' own noise (their
+    scatter about that monotone curve, at least `RUN_TO_RUN`): where throughput is flat the
+    setting's interval maps onto one rate, which a new measurement misses by that noise alone.
+    Needs rates at two settings or more."""
+    if len(xs) < 2:
+        raise ValueError("a rate needs measured rates at two load settings or more")
+
+    def at(x: float) -> float:
+        return monotone_interpolate(xs, rates, x) if x > 0 else 0.0
+
+    scatter = [math.log(r / at(x)) for x, r in zip(xs, rates, strict=True) if r > 0]
+    dof = max(1, len(scatter) - 1)
+    noise = max(RUN_TO_RUN, math.sqrt(sum(s * s for s in scatter) / dof))
+    z = NormalDist().inv_cdf(0.5 + load.level / 2)
+    value = at(load.value)
+    low = at(load.low) * math.exp(-z * noise)
+    high = at(load.high) * math.exp(z * noise)
+    return Estimate(value, min(low, value), max(high, value), load.level)
 
 
 def percentile_z(quantile: float) -> float:

@@ -1,26 +1,37 @@
 """How well the capacity planner predicts the highest load meeting an SLO: leave-one-out.
 
 For every sweep in the corpus (tests/fixtures/sweeps/*.json: real published sweeps, see the
-README there; and the demo's vllm-bench sweep files), hold out each interior point in turn, fit
-the curves on the other points, set the SLO at the held-out point's measured percentiles, and
-compare the predicted highest load with the point's measured load. Printed for the planner
-(`analysis.capacity`) and for plain log-log interpolation between the held-out point's two
-neighbours, on the same trials:
+README there; and the demo's vllm-bench sweep files), hold out each interior point in turn (not
+the lowest or highest load: those would be extrapolation), fit the curves on the other points,
+set the SLO at the held-out point's measured percentiles, and compare the predicted highest load
+with the point's measured load. Printed for the planner (`analysis.capacity`) and for plain
+log-log interpolation between the held-out point's two neighbours, on the same trials:
 
-- within 10% / within 20%: the share of held-out points whose predicted load is that close;
+- within 10% / within 20%: the share of held-out points whose predicted load is that close
+  (a point the planner finds broken below the sweep counts as predicted 0, a miss);
 - coverage: the share whose measured load lies in the stated 80% interval (planner only).
 
-Two readings of "set the SLO at that point's measured percentiles":
+"Load", two readings, both printed:
 
-- "all" (the headline): one trial per held-out point, every percentile it carries is an
-  objective at once, as the issue counts "held-out points"; the planner's answer is the highest
-  load meeting all of them (objectives it cannot tell apart are fitted jointly), log-log's the
-  lowest of its per-objective crossings;
+- "rate" (the headline): the held-out point's *measured* request rate (its request
+  throughput), against the planner's `max_request_rate`, the figure replicas are counted from:
+  the crossing on the sweep's axis, turned into a rate through the *other* points' measured
+  rates (`capacity.rate_at`, as `planning.plan` does); log-log's crossing is turned into a rate
+  by log-log interpolation between the same two neighbours' measured rates;
+- "setting": the point's nominal concurrency or offered request rate, against the crossing.
+
+"Set the SLO at that point's measured percentiles", two readings, both printed:
+
+- "all" (the headline): one trial per held-out point, every percentile it carries (TTFT, TPOT,
+  E2E at P50/P90/P95/P99; not ITL, which a plan cannot hold) is an objective at once, as a plan
+  holds them; the planner's answer is the highest load meeting all of them (objectives it
+  cannot tell apart are fitted jointly), log-log's the lowest of its per-objective crossings;
 - "each": one trial per (point, percentile), a single objective at a time.
 
-    .venv/bin/python bench/planner.py --no-demo       # the table on the real sweeps
+    .venv/bin/python bench/planner.py --no-demo            # the table on the real sweeps
+    .venv/bin/python bench/planner.py --no-demo --misses   # and every held-out point ("rate, all")
     .venv/bin/python bench/planner.py --no-demo --calibrate   # the interval's factor, 2-fold
-    .venv/bin/python bench/planner.py --corpus DIR    # another folder of sweep JSON files
+    .venv/bin/python bench/planner.py --corpus DIR         # another folder of sweep JSON files
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 
 
 def _vllm_point(run: dict) -> dict:
-    point = {"completed": run.get("completed")}
+    point = {"completed": run.get("completed"), "request_throughput": run.get("request_throughput")}
     if run.get("max_concurrency") and str(run.get("request_rate")) == "inf":
         point["concurrency"] = run["max_concurrency"]
     else:
@@ -80,18 +91,16 @@ def curve_points(sweep: dict, metric: str, p: str, skip: int | None) -> list[cap
         value = point.get(f"{metric}_{p}_ms")
         if i == skip or not value or value <= 0:
             continue
+        count = int(point["completed"]) if point.get("completed") else None
         p50 = point.get(f"{metric}_p50_ms")
-        sigma = None
-        if p50 and p50 > 0 and p != "p50" and value > p50:
-            sigma = math.log(value / p50) / capacity.percentile_z(QUANTILES[p])
-        count = point.get("completed")
-        out.append(capacity.Point(point[axis], value, int(count) if count else None, sigma))
+        sigma = capacity.log_spread(p50, value, QUANTILES[p], count)
+        out.append(capacity.Point(point[axis], value, count, sigma))
     return out
 
 
 def trials(sweeps: list[dict], mode: str):
-    """(sweep name, measured load, [(objective name, limit, held-out curve points, q)],
-    neighbours) for every interior point of every sweep."""
+    """(sweep name, held-out point, [(objective name, limit, held-out curve points, q,
+    neighbours)], the other points) for every interior point of every sweep."""
     for sweep in sweeps:
         axis = sweep["axis"]
         pts = sorted(sweep["points"], key=lambda p: p[axis])
@@ -114,11 +123,23 @@ def trials(sweeps: list[dict], mode: str):
                     objectives.append((key, held[key], rest, q, neighbours))
             if not objectives:
                 continue
+            others = pts[:i] + pts[i + 1 :]
             if mode == "all":
-                yield sweep["name"], held[axis], objectives
+                yield sweep, i, objectives, others
             else:
                 for objective in objectives:
-                    yield sweep["name"], held[axis], [objective]
+                    yield sweep, i, [objective], others
+
+
+RATE = "rate"  # the held-out point's measured request rate (request_throughput): the plan's figure
+SETTING = "setting"  # its nominal concurrency or request rate: the sweep's axis
+LOADS = (RATE, SETTING)
+
+
+def _loglog_map(x0: float, r0: float, x1: float, r1: float, x: float) -> float:
+    """The neighbours' measured rate, interpolated in log-log at load setting x (in [x0, x1])."""
+    t = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+    return math.exp(math.log(r0) + t * (math.log(r1) - math.log(r0)))
 
 
 def run(
@@ -126,9 +147,16 @@ def run(
     mode: str,
     calibration: float = capacity.CALIBRATION,
     joint_calibration: float = capacity.JOINT_CALIBRATION,
+    load: str = RATE,
+    detail: list | None = None,
 ) -> dict:
+    """Leave-one-out figures for one reading (mode: "all" | "each"; load: RATE | SETTING).
+    With `detail`, one row per trial is appended: (sweep name, setting, measured, predicted,
+    low, high, log-log)."""
     n = hit10 = hit20 = base10 = base20 = covered = 0
-    for _, measured, objectives in trials(sweeps, mode):
+    for sweep, i, objectives, others in trials(sweeps, mode):
+        axis = sweep["axis"]
+        held = sweep["points"][i]
         curves = {}
         base = math.inf
         for key, limit, rest, q, ((x0, y0), (x1, y1)) in objectives:
@@ -137,7 +165,27 @@ def run(
         result = capacity.max_load(
             curves, calibration=calibration, joint_calibration=joint_calibration
         )
-        predicted = result.load.value if result.load else 0.0
+        estimate = result.load
+        measured = held[axis]
+        if load == RATE:
+            if not held.get("request_throughput"):
+                continue
+            measured = held["request_throughput"]
+            # The planner's figure: its crossing, through the *other* points' measured rates
+            # (planning.plan does the same with a sweep's runs).
+            xs = [p[axis] for p in others if p.get("request_throughput")]
+            rates = [p["request_throughput"] for p in others if p.get("request_throughput")]
+            if estimate is not None:
+                estimate = capacity.rate_at(xs, rates, estimate)
+            before, after = sweep["points"][i - 1], sweep["points"][i + 1]
+            base = _loglog_map(
+                before[axis],
+                before["request_throughput"],
+                after[axis],
+                after["request_throughput"],
+                base,
+            )
+        predicted = estimate.value if estimate else 0.0
         n += 1
         error = abs(predicted / measured - 1)
         hit10 += error <= 0.10
@@ -145,8 +193,20 @@ def run(
         berror = abs(base / measured - 1)
         base10 += berror <= 0.10
         base20 += berror <= 0.20
-        if result.load and result.load.low <= measured <= result.load.high:
-            covered += 1
+        inside = bool(estimate and estimate.low <= measured <= estimate.high)
+        covered += inside
+        if detail is not None:
+            detail.append(
+                (
+                    sweep["name"],
+                    held[axis],
+                    measured,
+                    predicted,
+                    estimate.low if estimate else 0.0,
+                    estimate.high if estimate else 0.0,
+                    base,
+                )
+            )
     return {
         "points": n,
         "within10": hit10 / n,
@@ -193,17 +253,33 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--no-demo", action="store_true", help="leave the demo's sweeps out")
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument(
+        "--misses", action="store_true", help="list every held-out point of the headline reading"
+    )
     args = parser.parse_args()
     sweeps = load_corpus(args.corpus, None if args.no_demo else DEMO)
     print(f"{len(sweeps)} sweeps, {sum(len(s['points']) for s in sweeps)} points")
-    for mode in ("all", "each"):
-        r = run(sweeps, mode)
-        print(
-            f"SLO={mode:4} held-out points {r['points']:4}: planner within 10% "
-            f"{r['within10']:.0%}, within 20% {r['within20']:.0%}, 80% interval covers "
-            f"{r['coverage']:.0%} | log-log neighbours within 10% {r['loglog_within10']:.0%}, "
-            f"within 20% {r['loglog_within20']:.0%}"
-        )
+    for load in LOADS:
+        for mode in ("all", "each"):
+            r = run(sweeps, mode, load=load)
+            print(
+                f"load={load:7} SLO={mode:4} trials {r['points']:4}: planner within 10% "
+                f"{r['within10']:.0%}, within 20% {r['within20']:.0%}, 80% interval covers "
+                f"{r['coverage']:.0%} | log-log neighbours within 10% "
+                f"{r['loglog_within10']:.0%}, within 20% {r['loglog_within20']:.0%}"
+            )
+    if args.misses:
+        rows: list = []
+        run(sweeps, "all", load=RATE, detail=rows)
+        print("\nsweep | setting | measured req/s | planner (80% interval) | log-log")
+        for name, x, measured, predicted, low, high, base in rows:
+            flag = "" if abs(predicted / measured - 1) <= 0.10 else " MISS10"
+            flag += "" if low <= measured <= high else " OUT"
+            print(
+                f"{name[:60]:60} | {x:g} | {measured:.3g} | {predicted:.3g} ({low:.3g}-"
+                f"{high:.3g}) {predicted / measured - 1:+.0%}{flag} | {base:.3g} "
+                f"{base / measured - 1:+.0%}"
+            )
     if args.calibrate:
         calibrate(sweeps)
 

@@ -111,13 +111,13 @@ def curve_points(sweep: Sweep, metric: str, percentile: str) -> list[capacity.Po
     """One point per run carrying the percentile: its load, value, request count and the
     log-spread of its distribution (from its P50 of the same metric)."""
     points = []
-    z = capacity.percentile_z(capacity_quantile(percentile))
+    quantile = capacity_quantile(percentile)
     for run in _runs(sweep):
         value = run.latency(metric, percentile)
         if not value or value <= 0:
             continue
         p50 = run.latency(metric, "p50")
-        sigma = math.log(value / p50) / z if p50 and 0 < p50 < value and z > 0 else None
+        sigma = capacity.log_spread(p50, value, quantile, run.request_count)
         points.append(capacity.Point(sweep.x(run), value, run.request_count, sigma))
     return points
 
@@ -186,17 +186,12 @@ class PerReplica:
 
 
 def _throughput_at(sweep: Sweep, load: Estimate) -> Estimate | None:
-    """Request rate a replica serves at a concurrency (monotone interpolation of measured QPS)."""
+    """The request rate a replica measured at a load setting (concurrency, or offered rate): the
+    runs' measured QPS interpolated monotonically, with its noise (`capacity.rate_at`)."""
     runs = [r for r in sweep.runs if r.qps]
-    if len(runs) < 2:
+    if len({sweep.x(r) for r in runs}) < 2:
         return None
-    xs = [sweep.x(r) for r in runs]
-    qps = [r.qps for r in runs]
-
-    def at(x: float) -> float:
-        return capacity.monotone_interpolate(xs, qps, x)
-
-    return Estimate(at(load.value), at(load.low), at(load.high), load.level)
+    return capacity.rate_at([sweep.x(r) for r in runs], [r.qps for r in runs], load)
 
 
 def _concurrency_at(curves: dict[str, capacity.Curve], load: Estimate) -> Estimate | None:
@@ -241,7 +236,8 @@ def per_replica(sweep: Sweep, objectives: list[Objective]) -> PerReplica:
             concurrency = result.load
             rate = _throughput_at(sweep, result.load)
         else:
-            rate = result.load
+            # The rate served, not the rate offered: past saturation a replica serves less.
+            rate = _throughput_at(sweep, result.load) or result.load
             concurrency = _concurrency_at(curves, result.load)
     return PerReplica(sweep.axis, result, concurrency, rate, curves, tuple(missing))
 

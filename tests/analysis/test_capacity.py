@@ -2,6 +2,7 @@
 
 import itertools
 import math
+from statistics import NormalDist
 
 import pytest
 
@@ -92,9 +93,35 @@ def test_throughput_interpolation_ignores_a_dip():
     assert capacity.monotone_interpolate([1, 2, 4], [10, 8, 20], 2) >= 8.9
 
 
-def test_standard_error_of_a_p99_falls_with_the_square_root_of_requests():
-    ratio = capacity.percentile_log_se(0.99, 100, 0.5) / capacity.percentile_log_se(0.99, 400, 0.5)
-    assert ratio == pytest.approx(2.0) and math.isfinite(ratio)
+def test_a_setting_is_given_as_the_rate_measured_there():
+    # 2 req/s at concurrency 8, 4 req/s at 32: log-log halfway (16) is 2.83 req/s.
+    rate = capacity.rate_at([8, 32], [2.0, 4.0], capacity.Estimate(16, 12, 20))
+    assert rate.value == pytest.approx(2 * math.sqrt(2))
+
+
+def test_where_throughput_is_flat_the_rate_keeps_its_own_noise():
+    # Saturated: every setting in the interval serves 5 req/s, yet a new run measures 5 +- noise.
+    rate = capacity.rate_at([50, 100, 200], [5.0, 5.0, 5.0], capacity.Estimate(100, 80, 150))
+    assert rate.low < 5.0 * 0.95 and rate.high > 5.0 * 1.05
+
+
+def test_standard_error_of_a_p99_over_many_requests_is_the_large_sample_one():
+    # sqrt(q (1 - q) / n) / phi(z_q) x sigma, with n = 3,200 and sigma = 0.5.
+    large_sample = math.sqrt(0.99 * 0.01 / 3200) / NormalDist().pdf(NormalDist().inv_cdf(0.99))
+    se = capacity.percentile_log_se(0.99, 3200, 0.5)
+    assert se == pytest.approx(large_sample * 0.5, rel=0.05)
+
+
+def test_a_p99_over_ten_requests_is_as_noisy_as_their_maximum():
+    # The maximum of 10 standard normals has sd 0.587; the large-sample formula says 1.18.
+    assert capacity.percentile_log_se(0.99, 10, 1.0) == pytest.approx(0.587, abs=0.01)
+
+
+def test_the_spread_of_a_run_is_read_at_where_its_p99_over_few_requests_sits():
+    # Over 10 requests the "P99" is the maximum, on average 1.54 sigma above the median (the
+    # median of 10 sits 0.12 below, by the rule's rounding): P99 / P50 = e^1.66 is sigma 1.
+    sigma = capacity.log_spread(100.0, 100.0 * math.exp(1.539 + 0.123), 0.99, 10)
+    assert sigma == pytest.approx(1.0, abs=0.01)
 
 
 def test_objectives_binding_at_the_same_load_are_tied_not_the_lowest_of_both():

@@ -81,3 +81,25 @@ def test_goodput_per_run_falls_as_load_passes_the_objective(swept):
     assert len(shares) == 7
     # TTFT P99 is 125 ms at c=1 and 714 ms at c=64: nearly all meet 300 ms at first, not at last
     assert shares[0] > 0.98 and shares[-1] < 0.9
+
+
+def test_a_rate_sweep_plans_with_the_rate_served_not_the_rate_offered(
+    service, fixtures_dir, tmp_path
+):
+    # Offered 2 to 16 req/s; past 8 the replica serves at most 7.5 whatever it is offered.
+    source = fixtures_dir / "loadtests" / "vllm-bench-concurrency-sweep.jsonl"
+    template = json.loads(source.read_text().splitlines()[0])
+    rows = []
+    for i, (offered, served, ttft) in enumerate(
+        [(2, 2.0, 60), (4, 4.0, 70), (8, 7.0, 90), (16, 7.5, 400)]
+    ):
+        row = {**template, "date": f"20261112-1{i}1500", "request_rate": offered}
+        row.update(max_concurrency=None, request_throughput=served)
+        row.update(p99_ttft_ms=ttft, median_ttft_ms=ttft / 2)
+        rows.append(json.dumps(row))
+    path = tmp_path / "rate-sweep.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    call_command("import_loadtest", str(path), "--service", service.slug, stdout=StringIO())
+    data = plan("--service", service.slug, "--slo", "ttft_p99_ms=200", "--load", 10)
+    assert data["per_replica"]["axis"] == "rate"
+    assert data["per_replica"]["max_request_rate"]["value"] <= 7.5
