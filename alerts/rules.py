@@ -14,7 +14,8 @@ from datetime import datetime
 
 from alerts import kinds
 from alerts.models import Rule
-from alerts.sources import HostSeen, ServiceWindow, SloWindow
+from alerts.slo_windows import SloWindow
+from alerts.sources import HostSeen, ServiceWindow
 from analysis.alerting import Health, Observation
 
 

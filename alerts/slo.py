@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from alerts.sources import SloWindow, slo_windows
+from alerts.slo_windows import SloWindow, slo_windows
 from analysis import slo as slomath
 from dossiers.models import Service, Slo
 
