@@ -1,10 +1,12 @@
 """SLO counts over many services at once, from the roll-ups: what `alerts.slo` turns into
 compliance, budget and burn (the burn-rate rule kind, the dossier's verdict, the fleet row).
 
-Per 500 services and for every window at once: the requests and failures and each SLO key's
-exact joint count (kept per request at roll-up time) are summed in the database, each row's
-window flags worked out once; the latency distributions (sketch bins added, bucket deltas
-added, never percentiles averaged) are read only where a count cannot be exact without them.
+Everything is read from the service-merged rows (one per period whatever the number of
+hosts; the roll-up keeps the hosts' SLO counts there). Per 500 services and for every window
+at once: the requests and failures and each SLO key's exact joint count (kept per request at
+roll-up time) are summed in the database, each row's window flags worked out once; the
+latency distributions (sketch bins added, bucket deltas added, never percentiles averaged)
+are read only where a count cannot be exact without them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from alerts.sources import Span, chunks, covering_spans, spans_filter
 from analysis import buckets, sketches
 from analysis.percentiles import LATENCY_METRICS
 from collectors.distributions import merge_bucket_counts
-from collectors.models import HOUR, MINUTE, ServiceMergedRollup, ServiceRollup
+from collectors.models import HOUR, MINUTE, ServiceMergedRollup
 
 
 @dataclass
@@ -37,8 +39,9 @@ class SloWindow:
     errors: int = 0
     scraped_requests: float = 0.0  # the engine's successful requests (its counters)
     scraped_errors: float = 0.0  # the engine's requests finished with an error
-    # Exact joint counts per latency SLO key: [judged, good], and how many roll-up rows with
-    # pushed requests carried the key (all of them: the count covers the whole window).
+    # Exact joint counts per latency SLO key: [judged, good], and how many merged rows with
+    # pushed requests carried the key (all of them: the count covers the whole window; a
+    # merged row carries it when every host that pushed requests in its period did).
     joint: dict[str, list[int]] = field(default_factory=dict)
     pushed_rows: int = 0
     joint_rows: dict[str, int] = field(default_factory=dict)
@@ -123,7 +126,7 @@ def _spans_sql(ss: Iterable[Span]) -> tuple[str, list]:
 def _flagged_rows(
     spans: dict[int, list[Span]], chunk: list[int], columns: str, source: str = "", params=()
 ) -> tuple[str, list]:
-    """A subquery (and its parameters) of the chunk's per-host roll-up rows in any window,
+    """A subquery (and its parameters) of the chunk's service-merged rows in any window,
     each with `columns` and a flag per window (w0, w1, ...): the spans tested once per row,
     so each aggregate over a window is a FILTER on a flag."""
     flags, flag_params = [], []
@@ -132,7 +135,7 @@ def _flagged_rows(
         flags.append(f"{sql} AS w{i}")
         flag_params += p
     union_sql, union_params = _spans_sql({s for ss in spans.values() for s in ss})
-    table = ServiceRollup._meta.db_table
+    table = ServiceMergedRollup._meta.db_table
     sql = (
         f"SELECT r.service_id, {columns}, {', '.join(flags)} FROM {table} r {source} "
         f"WHERE r.service_id IN ({', '.join(['%s'] * len(chunk))}) AND {union_sql}"
@@ -151,9 +154,12 @@ def _add_slo_counts(
     out: dict[int, dict[int, SloWindow]], chunk: list[int], spans: dict[int, list[Span]]
 ) -> None:
     """Pushed requests and failures, the engine's, rows with pushed requests and the first
-    row of each window, summed over hosts and periods in the database."""
+    row of each window, summed over periods in the database (the hosts' sums are the merged
+    rows', kept at roll-up time)."""
     rows_sql, params = _flagged_rows(
-        spans, chunk, "r.start, r.requests, r.errors, r.scraped_requests, r.scraped_errors"
+        spans,
+        chunk,
+        "r.start, r.requests, r.pushed_errors AS errors, r.scraped_requests, r.scraped_errors",
     )
     columns = []
     for i in range(len(spans)):

@@ -255,6 +255,28 @@ MERGED_FIGURES = (
 )  # fmt: skip
 
 
+def slo_counts(by_host: dict[int, Traffic]) -> dict:
+    """What SLO counts need of one period, summed over its hosts: the pushed failures, the
+    engine's successes and failures, and each SLO key's exact joint count ([judged, good]),
+    kept only when every host that pushed requests counted that key (else the period's count
+    of it is partial, and a window holding it is not exact)."""
+    pushed = [t for t in by_host.values() if t.requests]
+    keys = set.intersection(*(set(t.slo_good) for t in pushed)) if pushed else set()
+    good: dict[str, list[int]] = {}
+    for t in by_host.values():
+        for key, (judged, ok) in t.slo_good.items():
+            if key in keys:
+                acc = good.setdefault(key, [0, 0])
+                acc[0] += judged
+                acc[1] += ok
+    return {
+        "pushed_errors": sum(t.errors for t in by_host.values()),
+        "scraped_requests": sum(t.scraped_requests for t in by_host.values()),
+        "scraped_errors": sum(t.scraped_errors for t in by_host.values()),
+        "slo_good": good,
+    }
+
+
 def merge_hosts(by_host: dict[int, Traffic]) -> HostsMerged:
     everything = Traffic()
     for traffic in by_host.values():

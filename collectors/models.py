@@ -656,6 +656,13 @@ class ServiceMergedRollup(models.Model):
     finished = models.FloatField(default=0)
     errored = models.FloatField(default=0)
     aborted = models.FloatField(default=0)
+    # What SLO counts read, summed over the hosts (`collectors.distributions.slo_counts`):
+    # pushed requests that failed, the engine's successful and failed requests, and each SLO
+    # key's exact joint count, kept only when every host row with pushed requests held it.
+    pushed_errors = models.PositiveIntegerField(default=0)
+    scraped_requests = models.FloatField(default=0)
+    scraped_errors = models.FloatField(default=0)
+    slo_good = models.JSONField(default=dict, blank=True)
     quantiles = models.BinaryField(
         null=True,
         help_text="The standard quantiles of each latency metric taken from the merge, packed "

@@ -13,7 +13,7 @@ from analysis import slo
 from collectors import storage
 from collectors.models import Host, RequestSample
 from collectors.services.ingest import REQUEST_FIELDS, epoch_minute
-from collectors.services.rollups import rollup_host_minutes
+from collectors.services.rollups import merge_services, rollup_host_minutes
 from dossiers.models import Slo
 from tests.factories.alerts import LAG, minute
 
@@ -76,6 +76,22 @@ def test_minutes_rolled_up_before_the_slo_existed_give_bounds_around_the_exact_f
     assert any("bounded" in n for n in reading.notes)
 
 
+def test_a_host_that_counted_without_the_slo_makes_its_minutes_bounded_not_exact(make_services):
+    """Two hosts serve the same minutes; one was rolled up before the SLO existed. The
+    merged minutes hold only part of the joint count, so the reading is bounded."""
+    [service] = make_services(1)
+    early, late = (Host.objects.create(name=f"node-{service.pk}-{n}") for n in "ab")
+    requests = push(service, early, random.Random(5), slow_share=0.01)
+    objective = Slo.objects.create(service=service, name="Interactive", ttft_ms=500, tpot_ms=50)
+    requests += push(service, late, random.Random(6), slow_share=0.01)
+    exact = slo.good_per_request(requests, objective.thresholds_ms).good_low / len(requests)
+
+    reading = standing(service)
+    low, high = reading.budget.compliance
+    assert not reading.exact and reading.count.total == len(requests)
+    assert low <= exact <= high
+
+
 def test_availability_without_pushed_requests_is_counted_from_the_engine_counters(make_services):
     """A service whose agents only scrape its engine: 990 requests finished well and 10 with
     an error over the window is 99% available, read from the engine's counters."""
@@ -95,6 +111,8 @@ def test_availability_without_pushed_requests_is_counted_from_the_engine_counter
             scraped_errors=1,
             scraped_seconds=60,
         )
+    # The service-merged rows the roll-up writes beside them (SLO counts read those).
+    merge_services([service.pk], 60, [minute(MINUTES - 10 + i) for i in range(10)])
     reading = next(
         r
         for r in slo_reads.standings([service], now=minute(MINUTES) + LAG)[service.pk].readings

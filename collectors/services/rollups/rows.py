@@ -23,6 +23,7 @@ from collectors.distributions import (
     gpu_series_values,
     merge_hosts,
     pack_quantiles,
+    slo_counts,
 )
 from collectors.models import LATENCY_METRICS, MINUTE, GpuRollup, ServiceMergedRollup, ServiceRollup
 
@@ -199,6 +200,7 @@ def merged_row(
         start=start,
         hosts=sorted(by_host),
         **m.figures(),
+        **slo_counts(by_host),
         **gpu_series_values(gpus),
     )
     latency = {}
