@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from analysis import slo as slomath
 from dossiers.slo_kinds import ENGINE_COUNTERS, PUSHED, Counted, SloKind, register
+
+if TYPE_CHECKING:
+    from analysis.slo import SloWindow
+    from dossiers.models import Slo
 
 
 @register
@@ -12,10 +18,10 @@ class Availability(SloKind):
     label = "availability (the request did not fail)"
     order = 20
 
-    def describe(self, slo) -> str:
+    def describe(self, slo: Slo) -> str:
         return "no error"
 
-    def count(self, slo, w) -> Counted:
+    def count(self, slo: Slo, w: SloWindow) -> Counted:
         if w.requests:
             good = w.requests - w.errors
             return Counted(slomath.Count(w.requests, good, good), PUSHED)

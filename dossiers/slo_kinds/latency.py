@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.core.exceptions import ValidationError
 
 from analysis import slo as slomath
 from dossiers.slo_kinds import ENGINE, PUSHED, THRESHOLD_FIELDS, Counted, SloKind, register
+
+if TYPE_CHECKING:
+    from analysis.slo import SloWindow
+    from dossiers.models import Slo
 
 
 @register
@@ -15,7 +21,7 @@ class Latency(SloKind):
     fields = tuple(THRESHOLD_FIELDS)
     order = 10
 
-    def clean(self, slo) -> None:
+    def clean(self, slo: Slo) -> None:
         if not slo.thresholds_ms:
             raise ValidationError(
                 {
@@ -24,12 +30,12 @@ class Latency(SloKind):
                 }
             )
 
-    def describe(self, slo) -> str:
+    def describe(self, slo: Slo) -> str:
         return " and ".join(
             f"{THRESHOLD_FIELDS[f'{m}_ms']} ≤ {v:,.4g} ms" for m, v in slo.thresholds_ms.items()
         )
 
-    def count(self, slo, w) -> Counted:
+    def count(self, slo: Slo, w: SloWindow) -> Counted:
         exact = w.exact_joint(slomath.objective_key(slo.thresholds_ms))
         if exact is not None and exact[0]:
             # Every pushed request tested against every threshold when it was rolled up.
