@@ -9,6 +9,8 @@ import time_machine
 from django.urls import reverse
 
 from alerts import slo as slo_reads
+from alerts.models import Rule
+from alerts.prometheus_rules import rules_yaml
 from collectors.models import Host
 from dossiers import slo_kinds
 from dossiers.forms import SloForm
@@ -79,3 +81,13 @@ def test_an_slo_of_the_documented_kind_is_counted_from_rollups_and_shown(
         ).content.decode()
     assert "First token" in fragment
     assert "66.67%" in fragment
+
+
+def test_the_prometheus_export_leaves_out_a_burn_rule_over_the_documented_kind(service, ttft_only):
+    Slo.objects.create(service=service, name="First token", kind="ttft-only", ttft_ms=500)
+    Rule.objects.create(
+        service=service, name="SLO budget burn: fast", kind="slo_burn", threshold=14.4,
+        window_s=3600, for_s=0, min_requests=100, severity="critical",
+    )  # fmt: skip
+    text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector="")
+    assert "SLO budget burn: fast: SLO 'First token' is of kind 'ttft-only'" in text
