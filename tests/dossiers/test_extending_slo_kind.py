@@ -91,3 +91,18 @@ def test_the_prometheus_export_leaves_out_a_burn_rule_over_the_documented_kind(s
     )  # fmt: skip
     text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector="")
     assert "SLO budget burn: fast: SLO 'First token' is of kind 'ttft-only'" in text
+
+
+def test_an_slo_whose_kind_module_is_gone_counts_nothing_and_says_so(
+    owner_client, service, ttft_only
+):
+    Slo.objects.create(service=service, name="First token", kind="ttft-only", ttft_ms=500)
+    host = Host.objects.create(name="gpu-node-01")
+    feed(service, host, 29, e2e_ms=3000)
+    slo_kinds.unregister("ttft-only")  # the module was deleted
+
+    readings = slo_reads.standings([service], now=NOW)[service.pk].readings
+    reading = next(r for r in readings if r.slo.kind == "ttft-only")
+    assert reading.count.total == 0
+    assert reading.notes == ("unknown SLO kind 'ttft-only' (no module registers it)",)
+    assert owner_client.get(service.get_absolute_url()).status_code == 200
