@@ -86,9 +86,14 @@ register = KINDS.register  # class decorator: `@register class MyKind(SloKind)`
 unregister = KINDS.unregister
 
 
+def ordered() -> list[SloKind]:
+    """Every kind in its `order` (ties by name)."""
+    return sorted(KINDS.values(), key=lambda k: (k.order, k.name))
+
+
 def kind_choices() -> list[tuple[str, str]]:
     """The model field's choices, in the kinds' `order` (a function: migrations name it)."""
-    return [(k.name, k.label) for k in sorted(KINDS.values(), key=lambda k: (k.order, k.name))]
+    return [(k.name, k.label) for k in ordered()]
 
 
 def get(name: str) -> SloKind | None:

@@ -39,6 +39,12 @@ def test_the_documented_kind_is_a_form_choice(service, ttft_only):
     assert "ttft-only" in dict(SloForm(service=service).fields["kind"].choices)
 
 
+def test_the_form_says_which_thresholds_the_documented_kind_reads(service, ttft_only):
+    assert SloForm(service=service).fields["kind"].help_text == (
+        "Thresholds read: latency: TTFT, TPOT, end-to-end; availability: none; ttft-only: TTFT"
+    )
+
+
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
