@@ -14,9 +14,9 @@ from datetime import datetime
 
 from alerts import kinds
 from alerts.models import Rule
-from alerts.slo_windows import SloWindow
 from alerts.sources import HostSeen, ServiceWindow
 from analysis.alerting import Health, Observation
+from analysis.slo import SloWindow
 
 
 @dataclass

@@ -58,7 +58,7 @@ def default_rule_specs(service: Service) -> list[dict]:
     (from its SLOs, price and the usual GPU pitfalls)."""
     return [
         {"kind": kind.name, **spec}
-        for kind in kinds.KINDS.values()
+        for kind in kinds.ordered()
         for spec in kind.default_specs(service)
     ]
 

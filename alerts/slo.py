@@ -1,9 +1,10 @@
 """SLO standing from roll-ups: counts, compliance, budget left and burn rate per SLO.
 
-One place turns a service's `SloWindow` (alerts.sources) into `analysis.slo` counts, so the
-burn-rate rule kind, the dossier's right-now verdict and the fleet row say the same figures.
-Each reading says where its counts were measured (engine histograms: server-side, from arrival
-at the engine; pushed requests: as the agent saw them) and whether the count is exact.
+One place turns a service's `SloWindow` (alerts.sources) into `analysis.slo` counts (each SLO
+kind counts its own: `dossiers.slo_kinds`), so the burn-rate rule kind, the dossier's
+right-now verdict and the fleet row say the same figures. Each reading says where its counts
+were measured (engine histograms: server-side, from arrival at the engine; pushed requests: as
+the agent saw them) and whether the count is exact.
 """
 
 from __future__ import annotations
@@ -16,11 +17,6 @@ from django.conf import settings
 from alerts.slo_windows import SloWindow, slo_windows
 from analysis import slo as slomath
 from dossiers.models import Service, Slo
-
-METRIC_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "end-to-end"}
-ENGINE = "engine histograms (server-side, from arrival at the engine)"
-PUSHED = "pushed requests (per request, as the agent measured them)"
-ENGINE_COUNTERS = "engine counters (server-side: requests finished, with an error or not)"
 
 
 def burn_pairs() -> list[slomath.BurnPair]:
@@ -74,61 +70,14 @@ class Reading:
 
 
 def count(slo: Slo, w: SloWindow | None) -> tuple[slomath.Count, str, tuple[str, ...]]:
-    """(count, where measured, notes) of one SLO in one window of roll-ups."""
+    """(count, where measured, notes) of one SLO in one window of roll-ups: the SLO's kind
+    counts (`dossiers.slo_kinds`)."""
     if w is None:
         return slomath.NONE, "", ("no roll-up rows in the window",)
-    if slo.kind == Slo.Kind.AVAILABILITY:
-        if w.requests:
-            good = w.requests - w.errors
-            return slomath.Count(w.requests, good, good), PUSHED, ()
-        # The engine's own counters: successes and errors (vLLM's finished_reason, TGI's
-        # failures); aborts (the client went away) are neither good nor bad for the service.
-        good, failed = round(w.scraped_requests), round(w.scraped_errors)
-        if good + failed:
-            return slomath.Count(good + failed, good, good), ENGINE_COUNTERS, ()
-        return slomath.NONE, "", ("no finished requests in the window",)
-    exact = w.exact_joint(slomath.objective_key(slo.thresholds_ms))
-    if exact is not None and exact[0]:
-        # Every pushed request tested against every threshold when it was rolled up.
-        return slomath.Count(exact[0], exact[1], exact[1]), PUSHED, ()
-    per_metric, sources, notes = [], set(), []
-    for metric, threshold_ms in slo.thresholds_ms.items():
-        sketch, bc = w.sketches.get(metric), w.buckets.get(metric)
-        label = METRIC_LABELS[metric]
-        if sketch is not None and sketch.count:
-            c = slomath.good_from_sketch(sketch, threshold_ms)
-            sources.add(PUSHED)
-            if not c.exact:
-                notes.append(f"{label} ≤ {threshold_ms:g} ms: within the sketch's 1% bins")
-        elif bc is not None and bc.count:
-            c = slomath.good_from_buckets(bc, threshold_ms / 1000.0)
-            sources.add(ENGINE)
-            if not c.exact:
-                notes.append(_between_edges(label, threshold_ms, bc.edges))
-        else:
-            notes.append(f"no {label} measurements")
-            continue
-        per_metric.append(c)
-    if len(per_metric) > 1:
-        if sources == {PUSHED}:
-            notes.append(
-                "each threshold counted on its own distribution: the joint share is bounded"
-            )
-        else:
-            notes.append("each threshold counted on its own histogram: the joint share is bounded")
-    return slomath.joint(per_metric), " and ".join(sorted(sources)), tuple(notes)
-
-
-def _between_edges(label: str, threshold_ms: float, edges: tuple[float, ...]) -> str:
-    t = threshold_ms / 1000.0
-    below = [e for e in edges if e < t]
-    above = [e for e in edges if e > t]
-    lo = f"{below[-1] * 1000:g} ms" if below else "0"
-    hi = f"{above[0] * 1000:g} ms" if above else "+Inf"
-    return (
-        f"{label} ≤ {threshold_ms:g} ms lies between bucket edges {lo} and {hi}: "
-        "the requests in that bucket are counted as unknown (bounds), not rounded"
-    )
+    spec = slo.kind_spec
+    if spec is None:
+        return slomath.NONE, "", (f"unknown SLO kind {slo.kind!r} (no module registers it)",)
+    return spec.count(slo, w)
 
 
 def reading(slo: Slo, w: SloWindow | None, window_s: int, end: datetime | None = None) -> Reading:

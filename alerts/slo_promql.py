@@ -95,6 +95,13 @@ def burn_expression(rule, m: Metrics, windows: tuple[int, int]) -> str:
     slos = service.slo_objects()
     if not slos:
         raise NotExportable("the service has no SLO")
+    # PromQL exists for the built-in kinds only; another kind counts from roll-ups alone.
+    other = [o for o in slos if o.kind not in (Slo.Kind.LATENCY, Slo.Kind.AVAILABILITY)]
+    if other:
+        raise NotExportable(
+            f"SLO {other[0].name!r} is of kind {other[0].kind!r}, which has no PromQL form "
+            "(only latency and availability SLOs have one)"
+        )
     edges = {
         metric: latest_edges(service.pk, metric)
         for metric in {k for o in slos for k in o.thresholds_ms}

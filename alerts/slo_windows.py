@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
@@ -22,37 +21,9 @@ from django.utils.dateparse import parse_datetime
 from alerts.sources import Span, chunks, covering_spans, spans_filter
 from analysis import buckets, sketches
 from analysis.percentiles import LATENCY_METRICS
+from analysis.slo import SloWindow
 from collectors.distributions import merge_bucket_counts
 from collectors.models import HOUR, MINUTE, ServiceMergedRollup
-
-
-@dataclass
-class SloWindow:
-    """What one service's roll-ups say about request quality over one window: each latency
-    metric's merged distribution (a sketch of pushed requests, else engine bucket deltas),
-    and the pushed requests and their failures."""
-
-    service_id: int
-    sketches: dict[str, object] = field(default_factory=dict)  # metric -> DDSketch (ms)
-    buckets: dict[str, buckets.BucketCounts] = field(default_factory=dict)  # metric -> (s)
-    requests: int = 0
-    errors: int = 0
-    scraped_requests: float = 0.0  # the engine's successful requests (its counters)
-    scraped_errors: float = 0.0  # the engine's requests finished with an error
-    # Exact joint counts per latency SLO key: [judged, good], and how many merged rows with
-    # pushed requests carried the key (all of them: the count covers the whole window; a
-    # merged row carries it when every host that pushed requests in its period did).
-    joint: dict[str, list[int]] = field(default_factory=dict)
-    pushed_rows: int = 0
-    joint_rows: dict[str, int] = field(default_factory=dict)
-    first_start: datetime | None = None  # the earliest roll-up row in the window
-
-    def exact_joint(self, key: str) -> list[int] | None:
-        """[judged, good] when every row with pushed requests in the window counted `key`."""
-        if not self.pushed_rows or self.joint_rows.get(key) != self.pushed_rows:
-            return None
-        return self.joint[key]
-
 
 # SLO windows read whole hours and minutes only, not 5-minute rows: a coarse row's earliest
 # start and its exact joint-count keys are those of its whole period (a row merging minutes

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from analysis.buckets import BucketCounts
 
@@ -68,6 +69,35 @@ class Count:
 
 
 NONE = Count(0.0, 0.0, 0.0)
+
+
+@dataclass
+class SloWindow:
+    """What one service's roll-ups say about request quality over one window (read by
+    `alerts.slo_windows`, counted by each SLO kind, `dossiers.slo_kinds`): each latency
+    metric's merged distribution (a sketch of pushed requests, else engine bucket deltas),
+    and the pushed requests and their failures."""
+
+    service_id: int
+    sketches: dict[str, object] = field(default_factory=dict)  # metric -> DDSketch (ms)
+    buckets: dict[str, BucketCounts] = field(default_factory=dict)  # metric -> (s)
+    requests: int = 0
+    errors: int = 0
+    scraped_requests: float = 0.0  # the engine's successful requests (its counters)
+    scraped_errors: float = 0.0  # the engine's requests finished with an error
+    # Exact joint counts per latency SLO key: [judged, good], and how many merged rows with
+    # pushed requests carried the key (all of them: the count covers the whole window; a
+    # merged row carries it when every host that pushed requests in its period did).
+    joint: dict[str, list[int]] = field(default_factory=dict)
+    pushed_rows: int = 0
+    joint_rows: dict[str, int] = field(default_factory=dict)
+    first_start: datetime | None = None  # the earliest roll-up row in the window
+
+    def exact_joint(self, key: str) -> list[int] | None:
+        """[judged, good] when every row with pushed requests in the window counted `key`."""
+        if not self.pushed_rows or self.joint_rows.get(key) != self.pushed_rows:
+            return None
+        return self.joint[key]
 
 
 def good_per_request(

@@ -13,6 +13,7 @@ from django import forms
 
 from analysis.percentiles import LATENCY_FIELDS
 from analysis.runs import ENVIRONMENT_FIELDS, RESOURCE_FIELDS, THROUGHPUT_FIELDS
+from dossiers import slo_kinds
 from dossiers.models import Baseline, Bottleneck, Experiment, Service, Slo, Team
 
 MAX_MARKDOWN_BYTES = 1024 * 1024
@@ -294,3 +295,8 @@ class SloForm(NoColonMixin, forms.ModelForm):
     def __init__(self, *args: Any, service: Service, **kwargs: Any) -> None:
         kwargs.setdefault("instance", Slo(service=service))
         super().__init__(*args, **kwargs)
+        # Which thresholds each kind reads, from the registry (a new kind is listed too).
+        self.fields["kind"].help_text = "Thresholds read: " + "; ".join(
+            f"{k.name}: {', '.join(slo_kinds.THRESHOLD_FIELDS[f] for f in k.fields) or 'none'}"
+            for k in slo_kinds.ordered()
+        )

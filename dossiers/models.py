@@ -20,6 +20,7 @@ from analysis import configdiff, cost, plausibility
 from analysis.percentiles import LATENCY_FIELDS, LATENCY_METRICS, PERCENTILE_LABELS
 from analysis.runs import ENVIRONMENT_FIELDS, RESOURCE_FIELDS, THROUGHPUT_FIELDS, WORKLOAD_FIELDS
 from core.names import NAME_MAX_LENGTH
+from dossiers import slo_kinds
 
 
 class Team(models.Model):
@@ -295,20 +296,26 @@ def _percent_between_50_and_100(value: float) -> None:
 class Slo(models.Model):
     """A service level objective: the share of requests that must be good over a window.
 
-    Latency: a request is good when it meets every threshold set (TTFT, TPOT, end-to-end);
-    goodput is good requests per second. Availability: a request is good when it did not fail.
+    Its kind says which requests are good (`dossiers.slo_kinds`, one module a kind). Latency: a
+    request is good when it meets every threshold set (TTFT, TPOT, end-to-end); goodput is good
+    requests per second. Availability: a request is good when it did not fail.
     """
 
-    class Kind(models.TextChoices):
-        LATENCY = "latency", "latency (every threshold set is met)"
-        AVAILABILITY = "availability", "availability (the request did not fail)"
+    class Kind:
+        """The built-in kinds' names, for code that names one; every kind (these and any a
+        module in `dossiers/slo_kinds/` registers) is in `slo_kinds.KINDS`."""
+
+        LATENCY = "latency"
+        AVAILABILITY = "availability"
 
     DEFAULT_WINDOW_DAYS = 28
     METRICS = ("ttft", "tpot", "e2e")
 
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="slos")
     name = models.CharField(max_length=80, help_text="e.g. Interactive latency.")
-    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.LATENCY)
+    kind = models.CharField(
+        max_length=NAME_MAX_LENGTH, choices=slo_kinds.kind_choices, default=Kind.LATENCY
+    )
     ttft_ms = models.FloatField(
         "TTFT at most (ms)", null=True, blank=True, validators=[MinValueValidator(0.001)]
     )
@@ -357,11 +364,21 @@ class Slo(models.Model):
         return round(self.target_percent / 100.0, 10)  # 99.9 -> 0.999, not 0.99900...01
 
     @property
+    def kind_spec(self) -> slo_kinds.SloKind | None:
+        """This SLO's kind from the registry (None for a kind no module registers any more)."""
+        return slo_kinds.get(self.kind)
+
+    @property
     def thresholds_ms(self) -> dict[str, float]:
-        """The latency thresholds set, by metric (empty for availability)."""
-        if self.kind != self.Kind.LATENCY:
-            return {}
-        return {m: v for m in self.METRICS if (v := getattr(self, f"{m}_ms")) is not None}
+        """The latency thresholds set that the SLO's kind reads, by metric (none for
+        availability)."""
+        spec = self.kind_spec
+        read = spec.fields if spec else ()
+        return {
+            m: v
+            for m in self.METRICS
+            if f"{m}_ms" in read and (v := getattr(self, f"{m}_ms")) is not None
+        }
 
     def objectives(self) -> list[tuple[str, float, float]]:
         return [(m, v, self.target) for m, v in self.thresholds_ms.items()]
@@ -374,26 +391,14 @@ class Slo(models.Model):
     @property
     def description(self) -> str:
         """ "TTFT <= 500 ms and TPOT <= 50 ms for 99% of requests over 28 days"."""
-        labels = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "end-to-end"}
-        if self.kind == self.Kind.AVAILABILITY:
-            what = "no error"
-        else:
-            what = " and ".join(f"{labels[m]} ≤ {v:,.4g} ms" for m, v in self.thresholds_ms.items())
+        spec = self.kind_spec
+        what = spec.describe(self) if spec else f"(unknown kind {self.kind!r})"
         return f"{what} for {self.target_percent:g}% of requests over {self.window_days} days"
 
     def clean(self) -> None:
-        set_ = [m for m in self.METRICS if getattr(self, f"{m}_ms") is not None]
-        if self.kind == self.Kind.LATENCY and not set_:
-            raise ValidationError(
-                {
-                    "ttft_ms": "A latency SLO needs at least one threshold "
-                    "(TTFT, TPOT or end-to-end)."
-                }
-            )
-        if self.kind == self.Kind.AVAILABILITY and set_:
-            raise ValidationError(
-                {f"{set_[0]}_ms": "An availability SLO has no latency threshold: leave it blank."}
-            )
+        spec = self.kind_spec
+        if spec is not None:  # an unknown kind: the field's choices already name it
+            spec.validate(self)
 
 
 class NarrativeRevision(models.Model):

@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from dossiers import forms, markdown, rendering, selectors, services
+from dossiers import forms, markdown, rendering, sections, selectors, services
 from dossiers.models import Service
 from dossiers.permissions import service_for_editing, service_for_reading
 
@@ -53,7 +53,9 @@ def dossier_fragments(service: Service) -> dict[str, str]:
 
 @login_required
 def dossier(request: HttpRequest, slug: str) -> HttpResponse:
-    return render(request, "dossiers/dossier.html", _dossier_context(request, slug))
+    context = _dossier_context(request, slug)
+    context["sections"] = sections.shown(request, context)  # one module each: dossiers/sections/
+    return render(request, "dossiers/dossier.html", context)
 
 
 @login_required

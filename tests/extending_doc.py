@@ -17,14 +17,25 @@ from core.discovery import import_submodules
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
 
 
-def doc_block(heading: str) -> str:
-    """The first ```python block under the `## heading` section of docs/extending.md."""
+def doc_block(heading: str, language: str = "python") -> str:
+    """The first ```python (or other `language`) block under the `## heading` section of
+    docs/extending.md."""
     text = DOC.read_text()
     sections = re.split(r"^## ", text, flags=re.MULTILINE)
     section = next(s for s in sections if s.startswith(heading + "\n"))
-    match = re.search(r"^```python\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
-    assert match, f"no python block under '## {heading}'"
+    match = re.search(rf"^```{language}\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
+    assert match, f"no {language} block under '## {heading}'"
     return match.group(1)
+
+
+def doc_template(heading: str) -> tuple[str, str]:
+    """(path under templates/, text) of the template the section names ("Template:
+    `templates/...html`") and gives as its ```html block."""
+    text = DOC.read_text()
+    section = next(s for s in re.split(r"^## ", text, flags=re.MULTILINE) if s.startswith(heading))
+    match = re.search(r"Template: `templates/([\w/]+\.html)`", section)
+    assert match, f"'## {heading}' does not say where its template goes"
+    return match.group(1), doc_block(heading, "html")
 
 
 def doc_file(heading: str) -> tuple[str, str]:

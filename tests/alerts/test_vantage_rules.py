@@ -65,7 +65,7 @@ def test_a_p99_reason_says_where_it_was_measured(timeline, p99_rule):
 
 
 def test_the_error_rate_rule_exports_as_errors_over_every_finished_request(service):
-    from alerts.kinds import ErrorRate
+    from alerts.kinds.error_rate import ErrorRate
     from alerts.promql import Metrics
 
     expr = ErrorRate().promql(error_rule(service), Metrics("vllm"))

@@ -6,6 +6,7 @@ from django.apps import apps
 from alerts import kinds
 from analysis.alerting import Direction
 from core.names import NAME_MAX_LENGTH, check_name
+from dossiers import slo_kinds
 from loadtests.formats import LoadTestFormat
 from loadtests.formats import register as register_format
 
@@ -17,6 +18,7 @@ REGISTRY_COLUMNS = [
     ("collectors", "PrometheusSource", "engine"),
     ("alerts", "Receiver", "kind"),
     ("dossiers", "Service", "engine"),
+    ("dossiers", "Slo", "kind"),
     ("alerts", "Rule", "kind"),
     ("loadtests", "LoadTest", "format"),
 ]
@@ -53,3 +55,13 @@ def test_a_rule_kind_name_longer_than_its_column_is_refused():
     with pytest.raises(ValueError, match="holds 20"):
         kinds.register(TooLong)
     assert kinds.get("queue_depth_over_the_limit") is None
+
+
+def test_an_slo_kind_name_longer_than_its_column_is_refused():
+    class TooLong(slo_kinds.SloKind):
+        name = "latency_and_availability"
+        label = "Too long"
+
+    with pytest.raises(ValueError, match="holds 20"):
+        slo_kinds.register(TooLong)
+    assert slo_kinds.get("latency_and_availability") is None

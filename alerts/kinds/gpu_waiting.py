@@ -1,0 +1,64 @@
+"""Requests waiting while the GPU has room: the scheduler, not the GPU, is the limit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from alerts.kinds import RuleKind, register
+from alerts.promql import Metrics, duration, number
+from alerts.sources import ServiceWindow
+from analysis import diagnosis
+from analysis.alerting import Direction, Health, Observation
+
+if TYPE_CHECKING:
+    from alerts.models import Rule
+    from alerts.rules import Inputs
+    from dossiers.models import Service
+
+
+# The thresholds are the diagnosis rules' (analysis.diagnosis), so a live diagnosis and an
+# alert never disagree about the same window.
+@register
+class GpuWaiting(RuleKind):
+    name = "gpu_waiting"
+    order = 20
+    label = "GPU waiting: utilization below (0-1) while requests queue"
+    description = (
+        "GPU-Util low while requests wait in the engine's queue: the GPU waits on the CPU side,"
+        " IO or too small batches."
+    )
+    unit = "ratio"
+    direction = Direction.BELOW
+    reads_gpu = True
+
+    def default_specs(self, service: Service) -> list[dict]:
+        return [
+            {
+                "name": "GPU waiting while requests queue",
+                "threshold": diagnosis.LOW_GPU_UTIL,
+                "resolve_threshold": round(diagnosis.LOW_GPU_UTIL + 0.1, 3),
+                "window_s": 300,
+                "for_s": 600,
+                "severity": "warning",
+            }
+        ]
+
+    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
+        if w.gpu_util is None:
+            return Observation(Health.NO_DATA, reason="no GPU utilization from these hosts")
+        if w.waiting_mean is None:
+            return Observation(Health.NO_DATA, reason="no queue length (requests waiting) scraped")
+        return Observation(
+            Health.OK,
+            value=w.gpu_util,
+            count=w.gpu_samples,
+            gate=w.waiting_mean >= diagnosis.MIN_REQUESTS_WAITING,
+            reason=f"{w.waiting_mean:.1f} requests waiting on average",
+        )
+
+    def promql(self, rule: Rule, m: Metrics) -> str:
+        w = duration(rule.window_s)
+        s = m.engine_series("requests_waiting")
+        waiting = f"sum(avg_over_time({s.name}{s.selector}[{w}]))"
+        queued = f"{waiting} >= {number(diagnosis.MIN_REQUESTS_WAITING)}"
+        return f"({m.gpu_mean('util', w)} < {number(rule.threshold)}) and on() ({queued})"
