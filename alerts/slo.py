@@ -16,6 +16,7 @@ from django.conf import settings
 
 from alerts.slo_windows import SloWindow, slo_windows
 from analysis import slo as slomath
+from dossiers import slo_kinds
 from dossiers.models import Service, Slo
 
 
@@ -95,18 +96,25 @@ def read_windows(
     slos: dict[int, list[Slo]] | None = None,
 ) -> dict[int, dict[int, SloWindow]]:
     """window_s -> service id -> SloWindow ending at `end`. With the services' SLOs, the
-    distributions are read only for those a count needs (`count` takes the exact joint count
-    of a latency SLO's key whenever the roll-ups kept it)."""
+    distributions are read only for a service some kind's count needs them for: a kind that
+    reads none (`reads_distributions`), or one whose exact joint count (`exact_key`) every
+    window has, does not."""
     exact_keys = None
     if slos is not None:
-        exact_keys = {
-            sid: {
-                slomath.objective_key(o.thresholds_ms)
-                for o in objs
-                if o.kind != Slo.Kind.AVAILABILITY
-            }
-            for sid, objs in slos.items()
-        }
+        exact_keys = {}
+        for sid, objs in slos.items():
+            keys: set[str] | None = set()
+            for o in objs:
+                kind = slo_kinds.get(o.kind)
+                if kind is None or not kind.reads_distributions:
+                    continue
+                key = kind.exact_key(o)
+                if key is None:
+                    keys = None  # this kind always counts on the distributions
+                    break
+                keys.add(key)
+            if keys is not None:
+                exact_keys[sid] = keys
     return slo_windows(service_ids, end, windows_s, exact_keys=exact_keys)
 
 

@@ -51,6 +51,9 @@ class SloKind:
     label: ClassVar[str]  # the form's choice
     fields: ClassVar[tuple[str, ...]] = ()  # the threshold fields it reads (THRESHOLD_FIELDS)
     order: ClassVar[int] = 100  # place among the form's choices (the built-ins take 10, 20)
+    # Whether `count` reads the window's latency distributions (sketches, bucket deltas):
+    # reading them is most of an SLO read, so a kind that never does says so.
+    reads_distributions: ClassVar[bool] = True
 
     def clean(self, slo: Slo) -> None:
         """ValidationError naming the field when an SLO of this kind is incomplete (the
@@ -64,6 +67,12 @@ class SloKind:
     def count(self, slo: Slo, w: SloWindow) -> Counted:
         """The good requests among those of `w`, the service's roll-ups over one window."""
         raise NotImplementedError
+
+    def exact_key(self, slo: Slo) -> str | None:
+        """The key of the exact joint count (`SloWindow.exact_joint`) that `count` takes
+        instead of the distributions when every row of a window kept it; None when `count`
+        always reads the distributions."""
+        return None
 
     def validate(self, slo: Slo) -> None:
         """The thresholds the kind does not read must be blank; then the kind's own `clean`."""

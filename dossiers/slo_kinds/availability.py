@@ -17,6 +17,7 @@ class Availability(SloKind):
     name = "availability"
     label = "availability (the request did not fail)"
     order = 20
+    reads_distributions = False
 
     def describe(self, slo: Slo) -> str:
         return "no error"

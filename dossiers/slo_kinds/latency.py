@@ -35,8 +35,11 @@ class Latency(SloKind):
             f"{THRESHOLD_FIELDS[f'{m}_ms']} ≤ {v:,.4g} ms" for m, v in slo.thresholds_ms.items()
         )
 
+    def exact_key(self, slo: Slo) -> str | None:
+        return slomath.objective_key(slo.thresholds_ms)
+
     def count(self, slo: Slo, w: SloWindow) -> Counted:
-        exact = w.exact_joint(slomath.objective_key(slo.thresholds_ms))
+        exact = w.exact_joint(self.exact_key(slo))
         if exact is not None and exact[0]:
             # Every pushed request tested against every threshold when it was rolled up.
             return Counted(slomath.Count(exact[0], exact[1], exact[1]), PUSHED)
