@@ -435,6 +435,8 @@ def evaluate_round(now: datetime, profile: bool = False) -> dict:
     from alerts.services import evaluate_all
 
     profiler = cProfile.Profile() if profile else None
+    # The query log keeps the last 9,000 queries: empty it, or a long run's counts wrap.
+    connection.queries_log.clear()
     with CaptureQueriesContext(connection) as queries:
         t0 = time.perf_counter()
         if profiler is not None:
