@@ -2,12 +2,13 @@
 own speed on the same rows.
 
     DATABASE_URL=postgres://... .venv/bin/python bench/ingest.py [--batches 40] [--rounds 3]
-        [--workers N] [--per-row]
+        [--workers N] [--clients N] [--per-row]
     DATABASE_URL=postgres://... .venv/bin/python bench/ingest.py --memory [--samples 10000000]
 
 Server: gunicorn started by this script on 127.0.0.1 (sync workers, one per CPU by default),
 talking to the PostgreSQL in DATABASE_URL; the client posts agent batches (DESIGN.md section 3)
-from as many threads as there are workers, each with a keep-alive session.
+from as many threads as there are workers (`--clients`: another number), each with a
+keep-alive session.
 
 Reference (the budget): the same rows (request samples + GPU samples, timestamps in UTC),
 formatted as COPY text before timing, loaded with `COPY ... FROM STDIN` in 1 MiB writes, one
@@ -174,6 +175,7 @@ def gunicorn(workers: int):
 
 
 def run_api(url: str, batches: list[dict], token: str, workers: int) -> tuple[float, int]:
+    """Post every batch from `workers` client threads (each its own keep-alive session)."""
     import requests
 
     bodies = [json.dumps(b) for b in batches]
@@ -396,6 +398,13 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=8, help="GPU samples per batch")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
+        "--clients",
+        type=int,
+        default=0,
+        help="client threads posting (default: one per worker; more keeps every worker busy "
+        "while a client reads its answer, as many hosts pushing at once do)",
+    )
+    parser.add_argument(
         "--per-row",
         action="store_true",
         help="also time the old reference (write_row per row, one connection); not the budget",
@@ -442,7 +451,7 @@ def main() -> None:
                 batches = make_batches(
                     args.batches, args.requests, host_name, service_slug, args.gpus
                 )
-                api = run_api(url, batches, token, args.workers)
+                api = run_api(url, batches, token, args.clients or args.workers)
                 text = run_copy_text(batches, host.pk, service.pk, args.workers)
                 rows = run_copy_rows(batches, host.pk, service.pk) if args.per_row else None
                 results.append((api, text, rows))
@@ -464,7 +473,8 @@ def main() -> None:
     print(f"load average at the end: {load}")
     print(f"{args.batches} batches a round x ({args.requests} requests + {args.gpus} GPU samples)")
     print(
-        f"API: gunicorn, {args.workers} sync workers on 127.0.0.1, {args.workers} client threads;"
+        f"API: gunicorn, {args.workers} sync workers on 127.0.0.1, "
+        f"{args.clients or args.workers} client threads;"
         f" reference: COPY of preformatted text on {args.workers} connections"
     )
     for i, (api, text, rows) in enumerate(results, 1):
