@@ -23,7 +23,8 @@ from datetime import UTC, datetime
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from analysis import claims
-from demo.simulator import EngineProfile, Simulator
+from demo.engine_profile import EngineProfile
+from demo.simulator import Simulator
 
 # The demo baselines' shapes (support-chat-7b x2 replicas, code-review-13b x6, safety-guard-8b
 # x12): rate for the whole service, mean lengths, latency targets. Replicas only scale the rate.

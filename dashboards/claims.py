@@ -25,17 +25,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from alerts.sources import ServiceWindow, service_windows
-from analysis import claims, fingerprint
+from analysis import claims
 from analysis.claims import Status, Verdict, Workload, WorkloadMatch
 from analysis.cost import Economics
-from analysis.fingerprint import Fingerprint, Lengths
 from analysis.percentiles import LATENCY_METRICS, minimum_count
 from analysis.percentiles import label as label_of
-from collectors.models import HOUR, RequestSample
+from collectors.models import HOUR
 from collectors.selectors import service_metrics
 from dossiers.models import Baseline, Service
 from dossiers.services import baseline_record
-from loadtests.models import source_run
 
 CLAIM_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 METRIC_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
@@ -476,86 +474,3 @@ def drift_since(check: ClaimCheck, *, lookback_hours: int = 72) -> None:
             else f"for more than {lookback_hours} h"
         )
         check.claims[index] = replace(claim, since=text)
-
-
-# --- Does the baseline still represent production's workload? --------------------------------
-
-# Newest pushed requests read per window for the live length distributions: enough for a P90
-# within a few percent, bounded so a busy service's hour stays one cheap read.
-MAX_LIVE_LENGTH_ROWS = 20_000
-# Fewer live requests than this say nothing about a length distribution's P25..P90.
-MIN_LIVE_LENGTH_REQUESTS = 20
-
-
-def live_lengths(service: Service, start: datetime, end: datetime) -> dict[str, Lengths | None]:
-    """Prompt and output token distributions of the requests agents pushed in [start, end)
-    (successful ones, newest MAX_LIVE_LENGTH_ROWS). Engines' scraped counters give totals
-    only, so a service without pushed requests has no live distribution."""
-    rows = list(
-        RequestSample.objects.filter(service=service, ts__gte=start, ts__lt=end, ok=True)
-        .order_by("-ts")
-        .values_list("prompt_tokens", "output_tokens")[:MAX_LIVE_LENGTH_ROWS]
-    )
-    out: dict[str, Lengths | None] = {}
-    for index, what in enumerate(("prompt", "output")):
-        values = [row[index] for row in rows if row[index] is not None]
-        enough = len(values) >= MIN_LIVE_LENGTH_REQUESTS
-        out[what] = Lengths.from_values(values) if enough else None
-    return out
-
-
-def baseline_lengths(baseline: Baseline) -> dict[str, Lengths | None]:
-    """The baseline's prompt and output lengths: its load test's fingerprint, else its means."""
-    run = source_run(baseline)
-    if run is not None and run.fingerprint:
-        fp = Fingerprint.from_dict(run.fingerprint)
-        return {"prompt": fp.prompt, "output": fp.output}
-    return {
-        what: None if mean is None else Lengths(mean=mean, basis="mean")
-        for what, mean in (
-            ("prompt", baseline.prompt_tokens_mean),
-            ("output", baseline.output_tokens_mean),
-        )
-    }
-
-
-def workload_claims(check: ClaimCheck) -> list[Claim]:
-    """One claim per length (prompt, output): the baseline's P50 (or mean) against production's
-    over the window; "not representative" when the distributions part by the fingerprint's rule
-    (analysis.fingerprint), with the statistic that moved most. Appended to `check.claims`."""
-    if check.baseline is None:
-        return []
-    base = baseline_lengths(check.baseline)
-    live = live_lengths(check.service, check.start, check.end)
-    out = []
-    for what in ("prompt", "output"):
-        b, lv = base[what], live[what]
-        if b is None:
-            continue
-        shown_b = b.quantiles.get("p50", b.mean)
-        label = f"{what.capitalize()} length {'P50' if 'p50' in b.quantiles else 'mean'}"
-        if lv is None:
-            note = "no pushed requests with token counts in the window"
-            out.append(
-                Claim(
-                    f"{what}_length",
-                    label,
-                    "tokens",
-                    shown_b,
-                    None,
-                    Verdict(Status.NO_LIVE_DATA),
-                    note,
-                )
-            )
-            continue
-        shown_live = lv.quantiles["p50"] if "p50" in b.quantiles else lv.mean
-        change = shown_live / shown_b - 1 if shown_b else None
-        drift = fingerprint.production_drift(what, b, lv)
-        if drift:
-            note = f"the baseline no longer represents production: {drift}"
-            verdict = Verdict(Status.UNREPRESENTATIVE, change)
-        else:
-            note, verdict = f"{lv.count:,} live requests", Verdict(Status.HOLDS, change)
-        out.append(Claim(f"{what}_length", label, "tokens", shown_b, shown_live, verdict, note))
-    check.claims.extend(out)
-    return out

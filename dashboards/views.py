@@ -22,7 +22,7 @@ from django.utils.html import json_script
 from django.views.decorators.http import require_GET, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboards import claims, diagnosis, right_now, selectors, timeline
+from dashboards import claims, diagnosis, right_now, selectors, timeline, workload_claims
 from dashboards.figures.common import panels_json, panels_payload
 from dashboards.figures.fleet import fleet_panels
 from dashboards.figures.loadtests import comparison_panels
@@ -159,7 +159,7 @@ def service_claims_fragment(request: HttpRequest, slug: str) -> HttpResponse:
         window = {"start": picked.start, "end": picked.end}
     check = claims.check_claims([svc], {svc.pk: baseline}, **window)[svc.pk]
     claims.drift_since(check)
-    claims.workload_claims(check)
+    workload_claims.workload_claims(check)
     return render(
         request,
         "dashboards/claims_fragment.html",

@@ -15,7 +15,8 @@ from typing import Any
 
 from collectors.agent import cli
 from collectors.agent.config import AgentConfig, ConfigError, build_config, service_for
-from demo.simulator import EngineProfile, ProfileError, Simulator
+from demo.engine_profile import EngineProfile, ProfileError
+from demo.simulator import Simulator
 
 # The simulation's settings and their defaults; everything else is the agent's.
 SIMULATION = {

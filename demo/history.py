@@ -31,8 +31,8 @@ from analysis import sketches
 from analysis.alerting import State
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
 from collectors.services.rollups import rebuild_derived_rollups
+from demo.engine_profile import GPU_MEMORY_RESERVED, EngineProfile, daily_load, gpu_shares
 from demo.profile import DEMO_SWING, demo_profile
-from demo.simulator import GPU_MEMORY_RESERVED, EngineProfile, daily_load, gpu_shares
 from dossiers.models import Baseline, Service
 from dossiers.selectors import current_baseline
 

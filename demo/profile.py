@@ -11,7 +11,7 @@ daily swing that keeps the hourly rate inside the claims' workload band. The see
 
 from __future__ import annotations
 
-from demo.simulator import EngineProfile, ProfileError
+from demo.engine_profile import EngineProfile, ProfileError
 from dossiers.models import Service
 from dossiers.selectors import current_baseline
 

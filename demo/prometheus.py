@@ -22,7 +22,8 @@ from django.conf import settings
 
 from collectors.models import PrometheusSource
 from collectors.services.prometheus import source_create
-from demo.simulator import EngineProfile, FakeVllmEngine
+from demo.engine_profile import EngineProfile
+from demo.simulator import FakeVllmEngine
 from dossiers.models import Service
 
 SOURCE_NAME = "demo-prometheus"

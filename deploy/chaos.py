@@ -31,21 +31,15 @@ Everything started is stopped and the private servers' directories removed, also
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import pwd
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import psycopg
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from smoke import AGENT_INTERVAL_S, PROFILE, SETUP_SCRIPT, TIMINGS, setup_inputs  # noqa: I001
 from stack import ROOT, Stack, StackFailure, check, compose_commands, free_port
 from stack import start_receiver, wait_for
+from chaos_report import Accounting, print_report
+from private_postgres import PrivatePostgres
 
 REPORT = ROOT / "var" / "chaos-report.json"
 FLEET_SCRIPT = ROOT / "deploy" / "chaos_setup.py"
@@ -90,27 +86,6 @@ REPLAY_INTERVAL_S = 10
 BEAT_STOP_S = 20
 SPOOL_TMPFS = "256k"
 SUPERVISED = ("web", "worker", "beat")  # compose: restart: unless-stopped
-# What each fault did, as the report shows it (keys of a fault's entry).
-EVIDENCE = ("batches_claimed_by_killed_roll_up", "agent_push_failures", "web_5xx",
-            "postgres_up_since", "redis_keys_after_restart", "agent_held_in_memory",
-            "backlog_batches", "backlog_sample_minutes", "beat_stopped_s")  # fmt: skip
-
-
-def minute_start(epoch_minute: int) -> datetime:
-    return datetime.fromtimestamp(epoch_minute * 60, tz=UTC)
-
-
-def compare(raw: dict, rolled: dict, keys: set) -> tuple[Counter, Counter]:
-    """Lost (accepted, not rolled up) and doubled (rolled up beyond what was accepted) over
-    `keys` (host, minute), for requests and both token counts."""
-    lost: Counter = Counter()
-    doubled: Counter = Counter()
-    for key in keys:
-        a, r = raw.get(key, (0, 0, 0)), rolled.get(key, (0, 0, 0))
-        for i, what in enumerate(("requests", "prompt_tokens", "output_tokens")):
-            lost[what] += max(0, a[i] - r[i])
-            doubled[what] += max(0, r[i] - a[i])
-    return lost, doubled
 
 
 def write_backdated_spool(
@@ -137,76 +112,10 @@ def write_backdated_spool(
     return written
 
 
-# ------------------------------------------------------------------------------ private servers
-
-
-def _as_postgres() -> list[str]:
-    """PostgreSQL refuses to run as root: as root, run its tools as the `postgres` user."""
-    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-
-
-class PrivatePostgres:
-    """A throwaway cluster: initdb into a temporary directory, trust auth, a free port."""
-
-    def __init__(self) -> None:
-        versions = sorted(
-            glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2])
-        )
-        check(versions, "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin")
-        self.bin = Path(versions[-1])
-        self.dir = Path(tempfile.mkdtemp(prefix="perfhub-chaos-pg-"))
-        if os.geteuid() == 0:
-            user = pwd.getpwnam("postgres")
-            os.chown(self.dir, user.pw_uid, user.pw_gid)
-        self.data = self.dir / "data"
-        self.port = free_port()
-        self.url = f"postgres://postgres@127.0.0.1:{self.port}/perfhub"
-        self.admin_url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
-
-    def _pg(self, *args: str, timeout: float = 60) -> None:
-        result = subprocess.run(
-            [*_as_postgres(), str(self.bin / args[0]), *args[1:]],
-            capture_output=True, text=True, timeout=timeout, cwd=self.dir,
-        )  # fmt: skip
-        check(result.returncode == 0, f"{args[0]} exited {result.returncode}: {result.stderr}")
-
-    def create(self) -> None:
-        self._pg("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync",
-                 "-E", "UTF8")  # fmt: skip
-        self.start()
-        with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE perfhub")
-
-    def start(self) -> None:
-        # fsync off: a throwaway cluster; nothing here is meant to survive the machine.
-        options = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} -c fsync=off "
-            "-c full_page_writes=off -c max_connections=100"
-        )
-        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-w",
-                 "-o", options, "start")  # fmt: skip
-
-    def restart(self) -> None:
-        # -l again: without it the new server would write to (and hold open) our pipe.
-        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-m", "fast",
-                 "-w", "restart")  # fmt: skip
-
-    def destroy(self) -> None:
-        if (self.data / "postmaster.pid").exists():
-            try:
-                self._pg("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
-            except (StackFailure, subprocess.TimeoutExpired) as exc:
-                print(f"chaos: stopping the private PostgreSQL: {exc}", file=sys.stderr)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def connect(self) -> psycopg.Connection:
-        return psycopg.connect(self.url, autocommit=True)
-
-
 # ------------------------------------------------------------------------------ the run
 
 
-class Chaos(Stack):
+class Chaos(Accounting, Stack):
     prefix = "perfhub-chaos-"
 
     def __init__(self) -> None:
@@ -571,146 +480,6 @@ class Chaos(Stack):
 
     # -- accounting
 
-    def account(self) -> dict:
-        """Accepted vs rolled up, per host and minute (requests, prompt and output tokens)."""
-        raw = {
-            (h, m): (n, p, o)
-            for h, m, n, p, o in self.sql(
-                "SELECT host_id, date_trunc('minute', ts), count(*),"
-                " coalesce(sum(prompt_tokens), 0), coalesce(sum(output_tokens), 0)"
-                " FROM collectors_requestsample GROUP BY 1, 2"
-            )
-        }
-        rolled = {
-            (h, m): (n, p, o)
-            for h, m, n, p, o in self.sql(
-                "SELECT host_id, start, sum(requests), sum(prompt_tokens), sum(output_tokens)"
-                " FROM collectors_servicerollup WHERE resolution_s = 60 GROUP BY 1, 2"
-            )
-        }
-        lost, doubled = compare(raw, rolled, set(raw) | set(rolled))
-        # Per fault: the host-minutes the batches received from its injection to the next
-        # fault's brought in (the replayed gap's minutes count for beat's stop).
-        received = self.sql(
-            "SELECT host_id, received_at, minutes, (counts->>'requests')::bigint"
-            " FROM collectors_ingestbatch"
-        )
-        injected = [f for f in self.faults if "before" in f]
-        starts = [datetime.fromisoformat(f["injected_at"]) for f in injected]
-        for i, entry in enumerate(injected):
-            end = starts[i + 1] if i + 1 < len(starts) else datetime.max.replace(tzinfo=UTC)
-            mine = [b for b in received if starts[i] <= b[1] < end]
-            keys = {(h, minute_start(m)) for h, _, ms, _ in mine for m in ms}
-            f_lost, f_doubled = compare(raw, rolled, keys)
-            entry["requests_accepted"] = sum(n or 0 for *_, n in mine)
-            entry["lost"] = f_lost["requests"]
-            entry["doubled"] = f_doubled["requests"]
-        batches = self.batches()
-        [(hourly,)] = self.sql(
-            "SELECT coalesce(sum(requests), 0) FROM collectors_servicerollup"
-            " WHERE resolution_s = 3600"
-        )
-        [(merged,)] = self.sql(
-            "SELECT coalesce(sum(requests), 0) FROM collectors_servicemergedrollup"
-            " WHERE resolution_s = 60"
-        )
-        accepted_rows = sum(v[0] for v in raw.values())
-        return {
-            "batches_accepted": batches["accepted"],
-            "requests_accepted": batches["requests"],  # ingest's own count, per batch
-            "request_rows": accepted_rows,
-            "requests_rolled_up": sum(v[0] for v in rolled.values()),
-            "requests_hourly": int(hourly),
-            "requests_merged": int(merged),
-            "minutes_compared": len(set(raw) | set(rolled)),
-            "lost": dict(lost),
-            "doubled": dict(doubled),
-        }
-
-    def stuck(self) -> dict:
-        batches = self.batches()
-        [(sending,)] = self.sql("SELECT count(*) FROM alerts_notification WHERE status <> 'sent'")
-        return {
-            "batches_not_rolled_up": batches["accepted"] - batches["rolled_up"],
-            "batches_quarantined": batches["quarantined"],
-            "claims_open": batches["claimed"],
-            "queued_tasks": int(self.redis("LLEN", "celery") or 0),
-            "notifications_not_sent": sending,
-        }
-
-    def alerts(self) -> dict:
-        """Webhook deliveries per alert firing: each firing told once, each resolution once."""
-        firings = self.sql(
-            "SELECT fingerprint, fired_at, resolved_at FROM alerts_alertinstance"
-            " WHERE fired_at IS NOT NULL"
-        )
-        with self.receiver.lock:
-            bodies = list(self.receiver.bodies)
-        told: Counter = Counter()
-        for body in bodies:
-            for alert in body["alerts"]:
-                starts = datetime.fromisoformat(alert["startsAt"])
-                told[(alert["fingerprint"], starts, body["status"])] += 1
-        per_firing = []
-        for fingerprint, starts, resolved_at in firings:
-            per_firing.append(
-                {
-                    "fingerprint": fingerprint,
-                    "fired_at": starts.astimezone(UTC).isoformat(timespec="seconds"),
-                    "firing_messages": told[(fingerprint, starts, "firing")],
-                    "resolved": resolved_at is not None,
-                    "resolved_messages": told[(fingerprint, starts, "resolved")],
-                }
-            )
-        return {"firings": per_firing, "messages": len(bodies), "bodies": bodies}
-
-    def report(self) -> tuple[dict, list[str]]:
-        accounting, stuck, alerts = self.account(), self.stuck(), self.alerts()
-        problems = []
-        lost = sum(accounting["lost"].values())
-        doubled = sum(accounting["doubled"].values())
-        if lost:
-            problems.append(f"lost: {accounting['lost']}")
-        if doubled:
-            problems.append(f"doubled: {accounting['doubled']}")
-        n = accounting["request_rows"]
-        for key in (
-            "requests_accepted",
-            "requests_rolled_up",
-            "requests_hourly",
-            "requests_merged",
-        ):
-            if accounting[key] != n:
-                problems.append(f"{key} is {accounting[key]}, the accepted rows {n}")
-        # Batches an agent could not keep (a failed spool write, a spool over its bound): never
-        # accepted, so no server count shows them; the agents' logs do.
-        dropped = {
-            name: self.agent_log_count(name, "delivering a batch failed")
-            + self.agent_log_count(name, "their data is lost")
-            for name in ("agent-push", "agent-replay")
-        }
-        accounting["agent_dropped"] = dropped
-        if sum(dropped.values()):
-            problems.append(f"agents dropped batches: {dropped}")
-        problems += [f"stuck: {k} = {v}" for k, v in stuck.items() if v]
-        if not alerts["firings"]:
-            problems.append("the rule never fired: no delivery to count")
-        for f in alerts["firings"]:
-            if f["firing_messages"] != 1:
-                problems.append(f"alert {f['fingerprint']} firing told {f['firing_messages']}x")
-            if f["resolved"] and f["resolved_messages"] != 1:
-                problems.append(
-                    f"alert {f['fingerprint']} resolution told {f['resolved_messages']}x"
-                )
-        report = {
-            "faults": self.faults,
-            "accounting": accounting,
-            "stuck": stuck,
-            "alerts": alerts,
-            "problems": problems,
-        }
-        return report, problems
-
     def cleanup(self) -> None:
         self.stop_all()
         self.receiver.shutdown()
@@ -718,33 +487,6 @@ class Chaos(Stack):
         if self.spool_mount is not None:
             subprocess.run(["umount", "-l", str(self.spool_mount)], check=False)
         self.pg.destroy()
-
-
-def print_report(report: dict) -> None:
-    print(f"\n{'fault':<32} {'injected':>8} {'accepted':>9} {'lost':>5} {'doubled':>7}  evidence")
-    for f in report["faults"]:
-        if "skipped" in f:
-            print(f"{f['fault']:<32} skipped: {f['skipped']}")
-            continue
-        evidence = {k: f[k] for k in EVIDENCE if k in f}
-        if f.get("restarts"):
-            evidence["restarted"] = [r["process"] for r in f["restarts"]]
-        print(f"{f['fault']:<32} {f['injected_at'][11:19]:>8} {f.get('requests_accepted', '-'):>9} "
-              f"{f.get('lost', '-'):>5} {f.get('doubled', '-'):>7}  {evidence}")  # fmt: skip
-    a = report["accounting"]
-    print(
-        f"\nrequests: accepted {a['request_rows']} (ingest counted {a['requests_accepted']}), "
-        f"rolled up {a['requests_rolled_up']} (hourly {a['requests_hourly']}, "
-        f"merged {a['requests_merged']}) over {a['minutes_compared']} host-minutes"
-    )
-    print(f"lost: {a['lost']}   doubled: {a['doubled']}")
-    print(f"stuck: {report['stuck']}")
-    for f in report["alerts"]["firings"]:
-        resolved = f", resolved told {f['resolved_messages']}x" if f["resolved"] else ""
-        print(
-            f"alert {f['fingerprint']} fired {f['fired_at']}: "
-            f"told {f['firing_messages']}x{resolved}"
-        )
 
 
 def main() -> int:

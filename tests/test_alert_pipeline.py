@@ -30,7 +30,8 @@ from collectors.agent.agent import Agent
 from collectors.agent.config import build_config
 from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue_for_host_name
-from demo.simulator import EngineProfile, Simulator
+from demo.engine_profile import EngineProfile
+from demo.simulator import Simulator
 from deploy.stack import start_receiver
 from dossiers.models import Service, Team
 from perfhub.celery import app as celery_app

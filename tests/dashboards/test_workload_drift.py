@@ -9,7 +9,8 @@ import pytest
 
 from analysis.claims import Status
 from collectors.models import Host, RequestSample
-from dashboards.claims import check_claims, workload_claims
+from dashboards.claims import check_claims
+from dashboards.workload_claims import workload_claims
 from loadtests.importing import import_loadtest_file
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 
 from collectors.agent.config import ConfigError, build_config
 from demo.agent import main, parse_profile_spec, simulator
-from demo.simulator import EngineProfile
+from demo.engine_profile import EngineProfile
 
 
 def config_for(services: list[str]):

@@ -5,7 +5,8 @@ from datetime import datetime
 
 import pytest
 
-from demo.simulator import EngineProfile, ProfileError, Simulator
+from demo.engine_profile import EngineProfile, ProfileError
+from demo.simulator import Simulator
 from tests.support import StepClock
 
 # Shaped like the demo's support-chat-7b baseline.
