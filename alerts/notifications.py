@@ -100,7 +100,7 @@ def _read_state(claimed: list[Rule], t: datetime) -> _State | None:
         return None
     firing: dict[int, list[AlertInstance]] = defaultdict(list)
     for inst in AlertInstance.objects.filter(
-        service_id__in={r.service_id for r in claimed}, state=State.FIRING
+        service_id__any={r.service_id for r in claimed}, state=State.FIRING
     ):
         if inst.rule_id in by_rule:  # by service (its index), then to the claimed rules
             firing[inst.rule_id].append(inst)
@@ -108,7 +108,7 @@ def _read_state(claimed: list[Rule], t: datetime) -> _State | None:
     logs = {
         (lg.receiver_id, lg.group_key): lg
         for lg in NotificationLog.objects.filter(
-            receiver__team_id__in=team_ids, group_key__in=set(keys.values())
+            receiver__team_id__any=team_ids, group_key__any=set(keys.values())
         )
     }
     # Alerts a receiver saw firing that no longer fire: their latest resolved instance.
@@ -117,7 +117,7 @@ def _read_state(claimed: list[Rule], t: datetime) -> _State | None:
     resolved_by_fp: dict[str, AlertInstance] = {}
     if gone:
         for inst in AlertInstance.objects.filter(
-            fingerprint__in=gone, state=State.RESOLVED
+            fingerprint__any=gone, state=State.RESOLVED
         ).order_by("fingerprint", "-resolved_at"):
             resolved_by_fp.setdefault(inst.fingerprint, inst)
     return _State(by_team, firing, keys, logs, resolved_by_fp, _silencers(team_ids, t))

@@ -114,7 +114,7 @@ def _claim_rules(
         Q(last_evaluated_at__isnull=True) | Q(last_evaluated_at__lt=t)
     )
     if rule_ids is not None:
-        qs = qs.filter(pk__in=rule_ids)
+        qs = qs.filter(pk__any=rule_ids)
     if shard is not None:
         k, n = shard
         qs = qs.alias(shard=Mod(F("service_id"), n)).filter(shard=k)
@@ -127,9 +127,14 @@ def _claim_rules(
     if not locking:
         # Without row locks the stamp is the claim: written at once. With them, the locks
         # hold the rows until commit, and the stamp goes out with the health (one UPDATE).
-        Rule.objects.filter(pk__in=[r.pk for r in claimed]).update(last_evaluated_at=t)
+        Rule.objects.filter(pk__any=[r.pk for r in claimed]).update(last_evaluated_at=t)
     # One Service (and Team) object per service, not per rule as select_related gives.
-    by_id = Service.objects.select_related("team").in_bulk({r.service_id for r in claimed})
+    by_id = {
+        s.pk: s
+        for s in Service.objects.select_related("team").filter(
+            pk__any={r.service_id for r in claimed}
+        )
+    }
     for rule in claimed:
         rule.last_evaluated_at = t
         rule.service = by_id[rule.service_id]
@@ -324,7 +329,7 @@ def _evaluate_claimed(claimed: list[Rule], t: datetime, report: EvaluationReport
     live = {
         inst.fingerprint: inst
         for inst in AlertInstance.objects.live().filter(
-            service_id__in={r.service_id for r in claimed}
+            service_id__any={r.service_id for r in claimed}
         )
         if inst.rule_id in rule_ids
     }

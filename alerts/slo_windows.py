@@ -241,7 +241,7 @@ def _add_slo_distributions(
         columns += [f"{m}_count", f"{m}_sketch", f"{m}_buckets"]
     blobs: dict[tuple[int, int, str], list[bytes]] = defaultdict(list)
     counts: dict[tuple[int, int, str], list[buckets.BucketCounts]] = defaultdict(list)
-    rows = ServiceMergedRollup.objects.filter(union, service_id__in=chunk)
+    rows = ServiceMergedRollup.objects.filter(union, service_id__any=chunk)
     for row in rows.values_list(*columns):
         sid, resolution, start = row[:3]
         held = [w for w in windows_of(resolution, start) if sid in out[w]]

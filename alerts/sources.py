@@ -234,7 +234,7 @@ def _traffic(
             sums[f"last_start_{r}"] = Max("start", filter=Q(resolution_s=r))
     group = ("service_id", "host_id", "host__name") if last_seen else ("service_id", "host_id")
     rows = (
-        ServiceRollup.objects.filter(spans_filter(spans), service_id__in=ids)
+        ServiceRollup.objects.filter(spans_filter(spans), service_id__any=ids)
         .values(*group)
         .annotate(
             **sums,
@@ -336,8 +336,8 @@ def _last_minutes(
     last = max(b for _, b in coarse.values())
     rows = (
         ServiceRollup.objects.filter(
-            service_id__in=sorted({sid for sid, _ in coarse}),
-            host_id__in=sorted({hid for _, hid in coarse}),
+            service_id__any=sorted({sid for sid, _ in coarse}),
+            host_id__any=sorted({hid for _, hid in coarse}),
             resolution_s=MINUTE,
             start__gte=first,
             start__lt=last,
@@ -368,7 +368,7 @@ def _add_distributions(
     blobs: dict[tuple[int, str], list[bytes]] = defaultdict(list)
     counts: dict[tuple[int, str], list[buckets.BucketCounts]] = defaultdict(list)
     for row in ServiceMergedRollup.objects.filter(
-        spans_filter(spans), service_id__in=list(windows)
+        spans_filter(spans), service_id__any=list(windows)
     ).values_list(*columns):
         sid = row[0]
         for i, m in enumerate(metrics):
@@ -394,7 +394,7 @@ def _add_gpu(windows: dict[int, ServiceWindow], spans: list[Span]) -> None:
         return
     per_host = {
         r["host_id"]: r
-        for r in GpuRollup.objects.filter(spans_filter(spans), host_id__in=host_ids)
+        for r in GpuRollup.objects.filter(spans_filter(spans), host_id__any=host_ids)
         .values("host_id")
         .annotate(
             sum_samples=Sum("samples"),
@@ -416,7 +416,7 @@ def baseline_costs(services: Iterable[Service]) -> dict[int, float | None]:
     """Cost per Mtok (allocation basis) of each service's current baseline: 1 query."""
     by_id = {s.pk: s for s in services}
     out: dict[int, float | None] = dict.fromkeys(by_id)
-    for baseline in Baseline.objects.filter(service_id__in=list(by_id), is_current=True):
+    for baseline in Baseline.objects.filter(service_id__any=list(by_id), is_current=True):
         econ = baseline.economics(by_id[baseline.service_id])
         out[baseline.service_id] = None if econ is None else econ.cost_per_mtok
     return out

@@ -6,4 +6,4 @@ class CoreConfig(AppConfig):
     verbose_name = "Platform (credentials, outbound guard, API behaviour, display)"
 
     def ready(self) -> None:
-        from core import schema  # noqa: F401  (registers the OpenAPI extension)
+        from core import lookups, schema  # noqa: F401  (register `__any`, the OpenAPI extension)
