@@ -343,7 +343,10 @@ class IngestEnvelopeSerializer(serializers.Serializer):
         attrs.setdefault("requests", self.context.get("requests", []))
         slugs = {s["service"] for s in attrs["scrapes"] if s.get("service")}
         slugs |= {r.service for r in attrs["requests"]}
-        services = {s.slug: s for s in Service.objects.filter(slug__in=slugs)} if slugs else {}
+        # slug -> pk: storing needs only the key (and reads no more columns than that)
+        services = (
+            dict(Service.objects.filter(slug__in=slugs).values_list("slug", "pk")) if slugs else {}
+        )
         errors: dict[str, list[str]] = {}
         for name in ("scrapes", "requests"):
             for i, item in enumerate(attrs[name]):

@@ -16,8 +16,10 @@ waits for the batch to commit and then deletes its rows with the rest (the delet
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import IntegrityError, connection, models
 
@@ -34,34 +36,85 @@ class OrphanRows(IntegrityError):
         super().__init__(f"{field}: no such row {missing[:5]}")
 
 
+Table = tuple[type[models.Model], Sequence[str], Sequence[tuple]]
+
+
 def check_keys(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple]) -> None:
     """Raise `OrphanRows` unless every foreign key in `fields` that the database does not
     check (`db_constraint=False`) names an existing row; lock those rows FOR KEY SHARE on
-    PostgreSQL (held to the end of the caller's transaction). One query per such key."""
-    by_attname = {f.attname: f for f in model._meta.concrete_fields}
-    for i, name in enumerate(fields):
-        field = by_attname[name]
-        if not field.is_relation or field.db_constraint:
-            continue
-        ids = sorted({row[i] for row in rows})
-        target = field.related_model
-        if None in ids:
-            raise OrphanRows(f"{model.__name__}.{field.name}", [None])
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT {pk} FROM {table} WHERE {pk} = ANY(%s) FOR KEY SHARE".format(
-                        pk=connection.ops.quote_name(target._meta.pk.column),
-                        table=connection.ops.quote_name(target._meta.db_table),
-                    ),
-                    [ids],
-                )
-                found = {r[0] for r in cursor.fetchall()}
-        else:
-            found = set(target._base_manager.filter(pk__in=ids).values_list("pk", flat=True))
-        missing = [pk for pk in ids if pk not in found]
+    PostgreSQL (held to the end of the caller's transaction)."""
+    check_keys_of([(model, fields, rows)])
+
+
+def check_keys_of(tables: Sequence[Table]) -> None:
+    """`check_keys` for several tables' rows at once: each referenced table is read once for
+    the distinct ids all of them name, in one statement on PostgreSQL (an agent batch names
+    its host from three tables; one round trip instead of one per key column)."""
+    # target model -> {id: the first "Model.field" naming it}, for the error
+    wanted: dict[type[models.Model], dict[Any, str]] = {}
+    for model, fields, rows in tables:
+        for i, field in _unchecked_keys(model, tuple(fields)):
+            label = f"{model.__name__}.{field.name}"
+            ids = {row[i] for row in rows}
+            if None in ids:
+                raise OrphanRows(label, [None])
+            named = wanted.setdefault(field.related_model, {})
+            for pk in ids:
+                named.setdefault(pk, label)
+    if not wanted:
+        return
+    found = _existing(wanted)
+    for target, named in wanted.items():
+        missing = sorted(pk for pk in named if pk not in found[target])
         if missing:
-            raise OrphanRows(f"{model.__name__}.{field.name}", missing)
+            raise OrphanRows(
+                named[missing[0]], [pk for pk in missing if named[pk] == named[missing[0]]]
+            )
+
+
+@functools.cache
+def _unchecked_keys(model: type[models.Model], fields: tuple[str, ...]) -> list[tuple[int, Any]]:
+    """(position in `fields`, field) of the foreign keys the database does not check."""
+    by_attname = {f.attname: f for f in model._meta.concrete_fields}
+    return [
+        (i, by_attname[name])
+        for i, name in enumerate(fields)
+        if by_attname[name].is_relation and not by_attname[name].db_constraint
+    ]
+
+
+def _existing(wanted: dict) -> dict[type[models.Model], set]:
+    """The ids of each target that exist, locked FOR KEY SHARE on PostgreSQL."""
+    targets = list(wanted)
+    if connection.vendor != "postgresql":
+        return {
+            t: set(t._base_manager.filter(pk__in=list(wanted[t])).values_list("pk", flat=True))
+            for t in targets
+        }
+    with connection.cursor() as cursor:
+        cursor.execute(_lock_statement(tuple(targets)), [sorted(wanted[t]) for t in targets])
+        rows = cursor.fetchall()
+    found: dict[type[models.Model], set] = {t: set() for t in targets}
+    for i, pk in rows:
+        found[targets[i]].add(pk)
+    return found
+
+
+@functools.cache
+def _lock_statement(targets: tuple[type[models.Model], ...]) -> str:
+    """One statement that locks the named rows of each target FOR KEY SHARE and returns
+    (target's position, pk) for each row found."""
+    quote = connection.ops.quote_name
+    ctes = ", ".join(
+        "k{i} AS (SELECT {pk} FROM {table} WHERE {pk} = ANY(%s) FOR KEY SHARE)".format(
+            i=i, pk=quote(t._meta.pk.column), table=quote(t._meta.db_table)
+        )
+        for i, t in enumerate(targets)
+    )
+    union = " UNION ALL ".join(
+        f"SELECT {i}, {quote(t._meta.pk.column)} FROM k{i}" for i, t in enumerate(targets)
+    )
+    return f"WITH {ctes} {union}"
 
 
 def bulk_insert(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple]) -> str:
@@ -70,20 +123,40 @@ def bulk_insert(model: type[models.Model], fields: Sequence[str], rows: Sequence
 
     Returns the method used ("copy" or "bulk_create"), so callers and tests can tell.
     """
-    if not rows:
+    return bulk_insert_all([(model, fields, rows)])
+
+
+def bulk_insert_all(tables: Sequence[Table]) -> str:
+    """`bulk_insert` of several tables' rows, their keys checked together first
+    (`check_keys_of`): a batch that names a deleted row stores nothing in any table."""
+    tables = [t for t in tables if t[2]]
+    if not tables:
         return "none"
-    check_keys(model, fields, rows)
+    check_keys_of(tables)
     if connection.vendor == "postgresql":
-        _copy(model, fields, rows)
+        for model, fields, rows in tables:
+            _copy(model, fields, rows)
         return "copy"
-    model.objects.bulk_create(
-        [model(**dict(zip(fields, row, strict=True))) for row in rows],
-        batch_size=FALLBACK_BATCH_SIZE,
-    )
+    for model, fields, rows in tables:
+        model.objects.bulk_create(
+            [model(**dict(zip(fields, row, strict=True))) for row in rows],
+            batch_size=FALLBACK_BATCH_SIZE,
+        )
     return "bulk_create"
 
 
 def _copy(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple]) -> None:
+    sql, types = _copy_statement(model, tuple(fields))
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        copy.set_types(types)
+        write_row = copy.write_row
+        for row in rows:
+            write_row(row)
+
+
+@functools.cache
+def _copy_statement(model: type[models.Model], fields: tuple[str, ...]) -> tuple[str, list[str]]:
+    """(COPY ... FROM STDIN (FORMAT BINARY), the columns' type names), once a process."""
     meta = model._meta
     by_attname = {f.attname: f for f in meta.concrete_fields}
     columns = [by_attname[name].column for name in fields]
@@ -93,8 +166,4 @@ def _copy(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple
     sql = "COPY {} ({}) FROM STDIN (FORMAT BINARY)".format(
         quote(meta.db_table), ", ".join(quote(c) for c in columns)
     )
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-        copy.set_types(types)
-        write_row = copy.write_row
-        for row in rows:
-            write_row(row)
+    return sql, types

@@ -47,12 +47,11 @@ def token_authenticate(plaintext: str, *, now: datetime | None = None) -> AgentT
     prefix = token_prefix(plaintext, TOKEN_SCHEME)
     if prefix is None:
         return None
-    token = (
-        AgentToken.objects.select_related("host")
-        .filter(prefix=prefix, revoked_at__isnull=True)
-        .first()
-    )
-    if token is None:
+    try:  # the prefix is unique: get() needs no ORDER BY, unlike first()
+        token = AgentToken.objects.select_related("host").get(
+            prefix=prefix, revoked_at__isnull=True
+        )
+    except AgentToken.DoesNotExist:
         return None
     if token.digest_kind == AgentToken.DigestKind.LEGACY_HMAC:
         if not _legacy_matches(token.digest, plaintext):

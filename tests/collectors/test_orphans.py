@@ -55,6 +55,21 @@ def test_copy_refuses_the_whole_call_for_one_orphan_among_good_rows(host, servic
     assert stored() == 0
 
 
+def test_tables_checked_together_store_nothing_when_a_later_table_names_no_service(host, service):
+    gpu = (host.pk, TS, 0, "", "", 0.5, None, None, None, None, None, None, None, None, None)
+    request = (service.pk, host.pk, TS, 1.0, 1.0, 10.0, None, 10, 10, True)
+    window = (host.pk, MISSING, "vllm", TS, TS, 15.0, {}, {}, {}, {}, False)
+    tables = [
+        (GpuSample, GPU_FIELDS, [gpu]),
+        (RequestSample, REQUEST_FIELDS, [request]),
+        (ScrapeWindow, WINDOW_FIELDS, [window]),
+    ]
+    # The missing service is named by the window, not by the request that names a real one.
+    with pytest.raises(storage.OrphanRows, match=r"ScrapeWindow\.service"):
+        storage.bulk_insert_all(tables)
+    assert stored() == 0
+
+
 def test_a_push_whose_service_is_deleted_after_validation_stores_nothing(
     agent_client, service, monkeypatch
 ):
