@@ -86,9 +86,7 @@ class IngestView(APIView):
             400: OpenApiResponse(OpenApiTypes.OBJECT, "Errors keyed by field path."),
             401: OpenApiResponse(DetailSerializer, "Missing, invalid or revoked token."),
             403: OpenApiResponse(DetailSerializer, "Another host's token, or not an agent token."),
-            409: OpenApiResponse(
-                OpenApiTypes.OBJECT, "A named service or the host was deleted meanwhile."
-            ),
+            409: OpenApiResponse(OpenApiTypes.OBJECT, "The host was deleted meanwhile."),
             413: OpenApiResponse(DetailSerializer, "Body over PERFHUB_INGEST_MAX_BYTES."),
             429: OpenApiResponse(
                 DetailSerializer, "Over the host's or token's rate (Retry-After)."

@@ -26,7 +26,6 @@ from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
 from core.api import flatten_errors
-from dossiers.models import Service
 
 __all__ = ["flatten_errors"]  # re-exported: callers flatten errors the way the API does
 
@@ -339,23 +338,10 @@ class IngestEnvelopeSerializer(serializers.Serializer):
         return value
 
     def validate(self, attrs: dict) -> dict:
+        # Whether the named services exist is checked where the batch is stored, under the
+        # lock that keeps them until it commits (`collectors.services.ingest.lock_keys`).
         attrs.setdefault("gpus", self.context.get("gpus", []))
         attrs.setdefault("requests", self.context.get("requests", []))
-        slugs = {s["service"] for s in attrs["scrapes"] if s.get("service")}
-        slugs |= {r.service for r in attrs["requests"]}
-        # slug -> pk: storing needs only the key (and reads no more columns than that)
-        services = (
-            dict(Service.objects.filter(slug__in=slugs).values_list("slug", "pk")) if slugs else {}
-        )
-        errors: dict[str, list[str]] = {}
-        for name in ("scrapes", "requests"):
-            for i, item in enumerate(attrs[name]):
-                slug = item.get("service") if name == "scrapes" else item.service
-                if slug and slug not in services and f"{name}[{i}].service" not in errors:
-                    errors[f"{name}[{i}].service"] = [f"Unknown service {slug!r}."]
-        if errors:
-            raise serializers.ValidationError(errors)
-        attrs["services"] = services
         return attrs
 
 

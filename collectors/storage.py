@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.db import IntegrityError, connection, models
@@ -85,36 +85,55 @@ def _unchecked_keys(model: type[models.Model], fields: tuple[str, ...]) -> list[
 
 def _existing(wanted: dict) -> dict[type[models.Model], set]:
     """The ids of each target that exist, locked FOR KEY SHARE on PostgreSQL."""
-    targets = list(wanted)
+    found = lock_rows({target: ("pk", ids) for target, ids in wanted.items()})
+    return {target: set(by_value) for target, by_value in found.items()}
+
+
+def lock_rows(
+    wanted: dict[type[models.Model], tuple[str, Collection]],
+) -> dict[type[models.Model], dict[Any, Any]]:
+    """For each model, `{value: pk}` of its rows whose field (the pair's name: "pk", or a
+    unique field such as "slug") holds one of the values; rows that do not exist are absent.
+    On PostgreSQL the rows are locked FOR KEY SHARE until the transaction ends, every model in
+    one statement: a concurrent delete waits for the caller to commit."""
+    targets = tuple((model, name) for model, (name, _) in wanted.items())
+    values = [sorted(wanted[model][1]) for model, _ in targets]
     if connection.vendor != "postgresql":
         return {
-            t: set(t._base_manager.filter(pk__in=list(wanted[t])).values_list("pk", flat=True))
-            for t in targets
+            model: dict(
+                model._base_manager.filter(**{f"{name}__in": vals})
+                .order_by()
+                .values_list(name, "pk")
+            )
+            for (model, name), vals in zip(targets, values, strict=True)
         }
     with connection.cursor() as cursor:
-        cursor.execute(_lock_statement(tuple(targets)), [sorted(wanted[t]) for t in targets])
+        cursor.execute(_lock_statement(targets), values)
         rows = cursor.fetchall()
-    found: dict[type[models.Model], set] = {t: set() for t in targets}
-    for i, pk in rows:
-        found[targets[i]].add(pk)
+    found: dict[type[models.Model], dict[Any, Any]] = {model: {} for model, _ in targets}
+    for i, pk, value in rows:
+        model, name = targets[i]
+        found[model][pk if name == "pk" else value] = pk
     return found
 
 
 @functools.cache
-def _lock_statement(targets: tuple[type[models.Model], ...]) -> str:
-    """One statement that locks the named rows of each target FOR KEY SHARE and returns
-    (target's position, pk) for each row found."""
+def _lock_statement(targets: tuple[tuple[type[models.Model], str], ...]) -> str:
+    """One statement that locks the rows of each (model, field) whose field is one of a list
+    FOR KEY SHARE and returns (the target's position, pk, the field as text or null for pk)."""
     quote = connection.ops.quote_name
-    ctes = ", ".join(
-        "k{i} AS (SELECT {pk} FROM {table} WHERE {pk} = ANY(%s) FOR KEY SHARE)".format(
-            i=i, pk=quote(t._meta.pk.column), table=quote(t._meta.db_table)
+    ctes, selects = [], []
+    for i, (model, name) in enumerate(targets):
+        pk = quote(model._meta.pk.column)
+        column = pk if name == "pk" else quote(model._meta.get_field(name).column)
+        table = quote(model._meta.db_table)
+        ctes.append(
+            f"k{i} AS (SELECT {pk} AS pk, {column} AS value FROM {table}"
+            f" WHERE {column} = ANY(%s) FOR KEY SHARE)"
         )
-        for i, t in enumerate(targets)
-    )
-    union = " UNION ALL ".join(
-        f"SELECT {i}, {quote(t._meta.pk.column)} FROM k{i}" for i, t in enumerate(targets)
-    )
-    return f"WITH {ctes} {union}"
+        value = "NULL::text" if name == "pk" else "value::text"
+        selects.append(f"SELECT {i}, pk, {value} FROM k{i}")
+    return f"WITH {', '.join(ctes)} {' UNION ALL '.join(selects)}"
 
 
 def bulk_insert(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple]) -> str:
@@ -126,13 +145,15 @@ def bulk_insert(model: type[models.Model], fields: Sequence[str], rows: Sequence
     return bulk_insert_all([(model, fields, rows)])
 
 
-def bulk_insert_all(tables: Sequence[Table]) -> str:
+def bulk_insert_all(tables: Sequence[Table], *, keys_locked: bool = False) -> str:
     """`bulk_insert` of several tables' rows, their keys checked together first
-    (`check_keys_of`): a batch that names a deleted row stores nothing in any table."""
+    (`check_keys_of`): a batch that names a deleted row stores nothing in any table.
+    `keys_locked`: the caller already holds every key the rows name (`lock_rows`)."""
     tables = [t for t in tables if t[2]]
     if not tables:
         return "none"
-    check_keys_of(tables)
+    if not keys_locked:
+        check_keys_of(tables)
     if connection.vendor == "postgresql":
         for model, fields, rows in tables:
             _copy(model, fields, rows)

@@ -21,6 +21,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from rest_framework.exceptions import ValidationError
 
 from collectors import exposition, storage
 from collectors.decoding import validate_document
@@ -33,6 +34,7 @@ from collectors.models import (
     ScrapeState,
     ScrapeWindow,
 )
+from dossiers.models import Service
 
 LAST_SEEN_PRECISION = timedelta(minutes=1)
 
@@ -68,10 +70,9 @@ def ingest_batch(
     """Store a validated batch (`IngestBatchSerializer.validated_data`) for `host`, recording
     the agent token that pushed it (None for a pull)."""
     now = now or timezone.now()
-    service_ids = data["services"]  # slug -> pk
     host_id = host.pk
+    requests = data["requests"]
     gpu_rows = [_gpu_row(host_id, g) for g in data["gpus"]]
-    request_rows = [(service_ids[r[0]], host_id, *r[1:]) for r in data["requests"]]
     for scrape in data["scrapes"]:
         if scrape["source"] == "dcgm":
             gpu_rows += [
@@ -79,10 +80,10 @@ def ingest_batch(
             ]
     # Inline (not epoch_minute per row): a thousand calls cost more than the set itself.
     minutes = {int(row[1].timestamp()) // 60 for row in gpu_rows}
-    minutes |= {int(row[2].timestamp()) // 60 for row in request_rows}
+    minutes |= {int(r.ts.timestamp()) // 60 for r in requests}
     counts = {
         "gpus": len(gpu_rows),
-        "requests": len(request_rows),
+        "requests": len(requests),
         "scrapes": len(data["scrapes"]),
         "windows": 0,
     }
@@ -93,13 +94,16 @@ def ingest_batch(
         )
         if batch_pk is None:
             return IngestResult(duplicate=True, batch_id=data["batch_id"])
+        service_ids = lock_keys(host, data)
+        request_rows = [(service_ids[r[0]], host_id, *r[1:]) for r in requests]
         window_rows = _scrape_windows(host, data["scrapes"], service_ids)
         storage.bulk_insert_all(
             [
                 (GpuSample, GPU_FIELDS, gpu_rows),
                 (RequestSample, REQUEST_FIELDS, request_rows),
                 (ScrapeWindow, WINDOW_FIELDS, window_rows),
-            ]
+            ],
+            keys_locked=True,
         )
         if window_rows:  # known only now: windows depend on the series' stored state
             counts["windows"] = len(window_rows)
@@ -107,6 +111,30 @@ def ingest_batch(
             IngestBatch.objects.filter(pk=batch_pk).update(counts=counts, minutes=sorted(minutes))
         host_touch(host=host, now=now)
     return IngestResult(duplicate=False, batch_id=data["batch_id"], counts=counts)
+
+
+def lock_keys(host: Host, data: dict) -> dict[str, int]:
+    """slug -> pk of every service the batch names, locked FOR KEY SHARE with its host in one
+    statement until the batch commits (a concurrent delete waits, then deletes its rows too).
+
+    Raises ValidationError naming each item whose service does not exist
+    (`requests[3].service`), OrphanRows when the host itself was deleted meanwhile.
+    """
+    slugs = {s["service"] for s in data["scrapes"] if s.get("service")}
+    slugs |= {r.service for r in data["requests"]}
+    found = storage.lock_rows({Host: ("pk", [host.pk]), Service: ("slug", slugs)})
+    if host.pk not in found[Host]:
+        raise storage.OrphanRows("RequestSample.host", [host.pk])
+    service_ids = found[Service]
+    errors: dict[str, list[str]] = {}
+    for name in ("scrapes", "requests"):
+        for i, item in enumerate(data[name]):
+            slug = item.get("service") if name == "scrapes" else item.service
+            if slug and slug not in service_ids:
+                errors[f"{name}[{i}].service"] = [f"Unknown service {slug!r}."]
+    if errors:
+        raise ValidationError(errors)
+    return service_ids
 
 
 def ingest_windows(

@@ -70,21 +70,21 @@ def test_tables_checked_together_store_nothing_when_a_later_table_names_no_servi
     assert stored() == 0
 
 
-def test_a_push_whose_service_is_deleted_after_validation_stores_nothing(
+def test_a_push_whose_service_is_deleted_after_its_fields_were_checked_names_it_and_stores_nothing(
     agent_client, service, monkeypatch
 ):
     validate = decoding.validate_body
 
     def validate_then_delete(raw, host):
         data = validate(raw, host=host)
-        service.delete()  # between the check against the catalog and the write
+        service.delete()  # between the field checks and the write, which looks it up
         return data
 
     monkeypatch.setattr(decoding, "validate_body", validate_then_delete)
     body = json.dumps(make_batch(host="gpu-node-07"))
     response = agent_client.post(INGEST_URL, body, content_type="application/json")
-    assert response.status_code == 409
-    assert "requests" in response.json()
+    assert response.status_code == 400
+    assert response.json()["requests[0].service"] == [f"Unknown service {service.slug!r}."]
     assert stored() == 0
 
 
