@@ -4,14 +4,12 @@ Each function takes the `ServiceDashboard` the selector built and returns a figu
 (`dashboards.figures.common.figure`: plotly.js's form, never validated on the request path);
 with no data it returns an empty figure whose text says why.
 
-One module a chart family: `latency`, `throughput`, `gpus` (busy and memory), `economics`;
-`shared` holds what they share. The panels in reading order are here, and every name the
-single module had is re-exported.
+One module a chart family: `latency`, and `usage` (throughput, GPUs, economics); `shared` holds
+what they share. The panels in reading order are here, and every name the single module had is
+re-exported.
 """
 
 from dashboards.figures.common import Panel
-from dashboards.figures.service.economics import MUTED_LINE, economics_figure
-from dashboards.figures.service.gpus import GB, gpu_busy_figure, memory_figure
 from dashboards.figures.service.latency import (
     COUNTED,
     LATENCY_LABELS,
@@ -22,7 +20,14 @@ from dashboards.figures.service.latency import (
     latency_figure,
 )
 from dashboards.figures.service.shared import _no_samples, _x_range
-from dashboards.figures.service.throughput import throughput_figure
+from dashboards.figures.service.usage import (
+    GB,
+    MUTED_LINE,
+    economics_figure,
+    gpu_busy_figure,
+    memory_figure,
+    throughput_figure,
+)
 from dashboards.selectors import ServiceDashboard
 
 PANELS = {
