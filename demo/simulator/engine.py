@@ -1,25 +1,5 @@
-"""Simulated H100s and a simulated vLLM V1 engine, for the demo and for tests.
-
-The fake engine keeps real cumulative state: every simulated request is observed once into the
-same histograms and counters vLLM V1 exposes (names, labels and bucket edges as in
-`tests/fixtures/vllm/`), and also recorded as a per-request row for the batch's `requests`.
-So counters only grow, histogram counts equal the success counter, and the rows agree with
-the exposition.
-
-Each engine follows an `EngineProfile` (`demo.engine_profile`): its request rate and the P50
-(and optionally P99) of TTFT and TPOT, the P99 of end-to-end latency, the mean prompt and
-answer lengths, how far the rate swings over the day, and optionally the GPUs' busy and
-SM-active shares. Latencies are
-log-normal through those targets and lengths log-normal around those means, so a demo service's
-live figures agree with its dossier's baseline at the baseline's workload (`manage.py run_demo`
-derives each profile from it, and the demo's seeded history follows the same curves:
-`daily_load`, `EngineProfile.expected_kv_usage`, `gpu_shares`).
-
-A "P99 regression" is injected with a `Slowdown`: a share of requests (default 10%) become
-`factor` times slower, so the tail moves and the median barely does. It can start after a delay
-(`slowdown_after`, seconds since start) and end after `slowdown_for` seconds, or be set at any
-time (`Simulator.set_slowdown`).
-"""
+"""The simulated vLLM V1 engine: real cumulative histograms and counters, the per-request rows
+that agree with them, and the `Slowdown` that injects a P99 regression (see `demo.simulator`)."""
 
 from __future__ import annotations
 
@@ -27,31 +7,26 @@ import bisect
 import logging
 import math
 import random
-import time
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from demo.engine_profile import (
-    GPU_MEMORY_RESERVED,
     KV_CAPACITY_TOKENS,
     MAX_NUM_SEQS,
     PROMPT_SIGMA,
     EngineProfile,
     anticorrelated,
     daily_load,
-    gpu_shares,
 )
+
+log = logging.getLogger("demo.simulator")  # the name it had as one module
 
 
 def rfc3339(moment: datetime) -> str:
     """As the agent writes times: UTC, millisecond precision, `Z` suffix."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
-
-log = logging.getLogger(__name__)
 
 # vLLM V1's own bucket edges (vllm/v1/metrics/loggers.py), as in the fixtures.
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
@@ -62,8 +37,6 @@ REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.
                    60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)  # fmt: skip
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-H100_NAME = "NVIDIA H100 80GB HBM3"
-H100_MEMORY_BYTES = 81559 * 1024 * 1024  # what NVML reports for an H100 80GB HBM3
 ERROR_RATE = 0.002
 MAX_STEP_S = 300.0  # after a long pause (laptop asleep) simulate at most this much traffic
 MAX_PROMPT_TOKENS = 32768  # a long-context model's window: rare enough not to bend the mean
@@ -72,7 +45,6 @@ PROMPT_TTFT_CORRELATION = 0.5  # longer prompts take longer to prefill
 # is ~1.09x slower, so a profile's P99 at the mean rate says what the SLO sees at the peak.
 PRESSURE_SLOPE = 0.2
 ITL_JITTER = 0.12  # token-to-token spread around a request's own decode step time
-PEAK_LOAD = 1.35 * 1.08  # the default curve's busiest moment against the mean rate
 
 
 @dataclass
@@ -328,176 +300,6 @@ class FakeVllmEngine:
         return "\n".join(lines) + "\n"
 
 
-class FakeGpus:
-    """H100-like rows whose busyness follows the engines' load. NVML GPU-Util stays high while
-    SM activity is much lower (decode is memory-bound), as on real inference hosts; with a
-    profile's `gpu_util` and `sm_active`, those at the mean load (`gpu_shares`)."""
-
-    def __init__(
-        self,
-        count: int,
-        *,
-        host: str,
-        rng: random.Random,
-        shares: tuple[float, float, float | None] | None = None,
-    ) -> None:
-        self.count = count
-        self.rng = rng
-        self.shares = shares
-        self.uuids = [
-            f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{host}/gpu{i}')}" for i in range(count)
-        ]
-
-    def read(self, now: float, load: float) -> list[dict[str, Any]]:
-        ts = rfc3339(datetime.fromtimestamp(now, UTC))
-        return [self._one(i, ts, load) for i in range(self.count)]
-
-    def _one(self, index: int, ts: str, load: float) -> dict[str, Any]:
-        noise = self.rng.gauss
-        # `load` is against the mean rate; `busy` against the daily peak (1.35 x 1.08).
-        busy = _clip(load / PEAK_LOAD + noise(0, 0.03), 0.05, 1.0)
-        dram_active = _clip(0.35 + 0.45 * busy + noise(0, 0.02), 0.0, 1.0)
-        if self.shares is not None:
-            util_share, sm_share, dram_share = self.shares
-            util, sm_active = gpu_shares(util_share, sm_share, load=load)
-            util = _clip(util + noise(0, 0.01), 0.0, 1.0)
-            sm_active = _clip(sm_active + noise(0, 0.005), 0.0, util)
-            if dram_share is not None:
-                (dram_active,) = gpu_shares(dram_share, load=load)
-                dram_active = _clip(dram_active + noise(0, 0.005), 0.0, 1.0)
-        else:
-            util = _clip(0.62 + 0.36 * busy + noise(0, 0.015), 0.0, 1.0)
-            sm_active = _clip(util * (0.28 + 0.12 * busy) + noise(0, 0.01), 0.0, util)
-        power_w = min(700.0, 115.0 + 540.0 * busy**0.8 + noise(0, 6.0))
-        used = int(H100_MEMORY_BYTES * GPU_MEMORY_RESERVED) + int(noise(0, 64)) * 1024 * 1024
-        return {
-            "ts": ts,
-            "index": index,
-            "uuid": self.uuids[index],
-            "name": H100_NAME,
-            "util": round(util, 4),
-            "mem_util": round(_clip(dram_active * 0.85 + noise(0, 0.01), 0.0, 1.0), 4),
-            "mem_used_bytes": min(used, H100_MEMORY_BYTES),
-            "mem_total_bytes": H100_MEMORY_BYTES,
-            "power_w": round(power_w, 1),
-            "temp_c": round(30 + 0.05 * power_w + noise(0, 0.7)),
-            "sm_clock_mhz": 1980 if power_w < 660 else 1830,
-            "sm_active": round(sm_active, 4),
-            "sm_occupancy": round(sm_active * 0.55, 4),
-            "dram_active": round(dram_active, 4),
-        }
-
-
-class Simulator:
-    """Fake GPUs plus one fake vLLM engine per service; `step()` gives one batch's lists."""
-
-    def __init__(
-        self,
-        *,
-        host: str,
-        services: list[str],
-        gpus: int = 2,
-        qps: float = 12.0,
-        profiles: dict[str, EngineProfile] | None = None,
-        slowdown_after: float | None = None,
-        slowdown_for: float | None = None,
-        slowdown_factor: float = 4.0,
-        slowdown_share: float = 0.1,
-        max_requests_per_batch: int = 1000,
-        seed: int | None = None,
-        warmup_s: float = 10.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        profiles = profiles or {}
-        unknown = sorted(set(profiles) - set(services))
-        if unknown:
-            raise ValueError(f"profiles for services not simulated here: {', '.join(unknown)}")
-        self.clock = clock
-        self.rng = random.Random(seed)
-        self.started = clock()
-        # The engines "started" warmup_s ago, so even the first batch carries traffic.
-        start = self.started - warmup_s
-        self.engines = [
-            FakeVllmEngine(
-                slug,
-                qps=qps,
-                profile=profiles.get(slug),
-                rng=self.rng,
-                start=start,
-                phase_s=i * 1800.0,
-            )
-            for i, slug in enumerate(services)
-        ]
-        # The GPUs follow the first profile that states them (a demo host serves one service).
-        stated = [p for p in profiles.values() if p.gpu_util is not None]
-        shares = None
-        if stated:
-            first = stated[0]
-            sm = first.sm_active if first.sm_active is not None else first.gpu_util / 3
-            shares = (first.gpu_util, sm, first.dram_active)
-        self.gpus = FakeGpus(gpus, host=host, rng=self.rng, shares=shares)
-        self.max_requests_per_batch = max_requests_per_batch
-        self.planned: Slowdown | None = None  # the slowdown waiting for its start
-        if slowdown_after is not None:
-            begin = self.started + slowdown_after
-            self.planned = Slowdown(
-                factor=slowdown_factor,
-                share=slowdown_share,
-                start=begin,
-                end=math.inf if slowdown_for is None else begin + slowdown_for,
-            )
-
-    def set_slowdown(
-        self, factor: float, share: float = 0.1, *, duration: float | None = None
-    ) -> None:
-        """Make `share` of requests `factor` times slower from now on (1.0 restores), for
-        `duration` seconds when given."""
-        now = self.clock()
-        end = math.inf if duration is None else now + duration
-        self._apply(Slowdown(factor=factor, share=share, start=now, end=end))
-
-    @property
-    def slowdown(self) -> Slowdown:
-        """The slowdown in force now (inactive when there is none)."""
-        return self.engines[0].slowdown if self.engines else Slowdown()
-
-    def _apply(self, slowdown: Slowdown) -> None:
-        for engine in self.engines:
-            engine.slowdown = slowdown
-        if slowdown.active:
-            until = "" if slowdown.end == math.inf else f" for {slowdown.end - slowdown.start:g} s"
-            log.warning(
-                "simulator: slowdown x%.2f on %.0f%% of requests%s",
-                slowdown.factor,
-                slowdown.share * 100,
-                until,
-            )
-        else:
-            log.warning("simulator: slowdown over")
-
-    def step(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-        """Advance to now: (gpus, scrapes, requests)."""
-        now = self.clock()
-        if self.planned is not None and now >= self.planned.start:
-            # Requests are judged by their finish time, so the regression starts (and ends)
-            # on the second even when a batch spans its edges.
-            planned, self.planned = self.planned, None
-            self._apply(planned)
-        for engine in self.engines:
-            engine.advance(now)
-        if self.slowdown.active and now >= self.slowdown.end:
-            self._apply(Slowdown())
-        ts = rfc3339(datetime.fromtimestamp(now, UTC))
-        scrapes = [
-            {"ts": ts, "service": e.service, "source": "vllm", "exposition": e.exposition()}
-            for e in self.engines
-        ]
-        per_engine = max(1, self.max_requests_per_batch // max(1, len(self.engines)))
-        requests = [r for e in self.engines for r in e.take_requests(per_engine)]
-        load = sum(e.load_at(now) for e in self.engines) / max(1, len(self.engines))
-        return self.gpus.read(now, load), scrapes, requests
-
-
 def _poisson(rng: random.Random, mean: float) -> int:
     if mean <= 0:
         return 0
@@ -509,10 +311,6 @@ def _poisson(rng: random.Random, mean: float) -> int:
         if p <= threshold:
             return k
         k += 1
-
-
-def _clip(value: float, low: float, high: float) -> float:
-    return min(high, max(low, value))
 
 
 def _num(value: float) -> str:

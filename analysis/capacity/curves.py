@@ -1,0 +1,253 @@
+"""One percentile of one sweep against load: the monotone families that compete and the fit
+(the method is in `analysis.capacity`'s docstring)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.capacity.noise import point_log_se
+from analysis.capacity.points import Point
+
+POWER = "power"  # a + b (x / x_max)^k: concave to convex, no pole
+QUEUE = "queue"  # a + b / (1 - x / C)^m: a queue filling as load nears a capacity C
+LOGLOG2 = "loglog2"  # log latency quadratic in log load, checked monotone over the sweep
+# A family's extra parameters, charged when families compete (Akaike: 2 per parameter).
+_PARAMETERS = {POWER: 3, QUEUE: 4, LOGLOG2: 3}
+_QUEUE_C = (1.02, 1.05, 1.1, 1.2, 1.35, 1.5, 1.75, 2, 2.5, 3, 4, 6, 10, 20)
+_QUEUE_M = (0.5, 1.0, 2.0)
+
+
+_K_GRID = tuple(
+    math.exp(math.log(0.05) + i * (math.log(8.0) - math.log(0.05)) / 79) for i in range(80)
+)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One percentile of one sweep against load, fitted to `points` (see `analysis.capacity`)."""
+
+    family: str  # POWER | QUEUE | LOGLOG2
+    params: tuple[float, ...]  # POWER (a, b, k); QUEUE (a, b, C, m); LOGLOG2 (c0, c1, c2)
+    x_scale: float
+    quantile: float
+    points: tuple[Point, ...]
+    log_se: tuple[float, ...]  # each point's noise, as used in the fit
+    misfit: float  # log residual the noise does not explain (0 when the fit is within noise)
+
+    @property
+    def x_min(self) -> float:
+        return self.points[0].x
+
+    @property
+    def x_max(self) -> float:
+        return self.points[-1].x
+
+    @property
+    def floor(self) -> float:
+        """The latency the curve tends to at no load (its lowest)."""
+        if self.family == LOGLOG2:
+            return 0.0
+        return self.params[0]
+
+    def predict(self, x: float) -> float:
+        if self.family == POWER:
+            a, b, k = self.params
+            return a + b * (x / self.x_scale) ** k
+        if self.family == QUEUE:
+            a, b, c, m = self.params
+            return math.inf if x >= c else a + b / (1 - x / c) ** m
+        return math.exp(self._log_loglog2(math.log(x)))
+
+    def _log_loglog2(self, lx: float) -> float:
+        """Inside the sweep the quadratic; outside it, its tangent at the nearer end (so the
+        curve stays monotone and bounds can be read a little past the ends)."""
+        c0, c1, c2 = self.params
+        lo, hi = math.log(self.x_min), math.log(self.x_max)
+        end = min(max(lx, lo), hi)
+        value = c0 + c1 * end + c2 * end * end
+        return value + (c1 + 2 * c2 * end) * (lx - end)
+
+    def noise_at(self, x: float) -> float:
+        """Log noise a new measurement at x would carry: the neighbours' noise, interpolated in
+        log x, combined with the fit's misfit."""
+        xs = [p.x for p in self.points]
+        if x <= xs[0]:
+            own = self.log_se[0]
+        elif x >= xs[-1]:
+            own = self.log_se[-1]
+        else:
+            j = next(i for i in range(1, len(xs)) if xs[i] >= x)
+            t = (math.log(x) - math.log(xs[j - 1])) / (math.log(xs[j]) - math.log(xs[j - 1]))
+            own = self.log_se[j - 1] + t * (self.log_se[j] - self.log_se[j - 1])
+        return math.sqrt(own**2 + self.misfit**2)
+
+    def inverse(self, limit_ms: float) -> float:
+        """The load at which the curve reaches `limit_ms`: 0 below the floor, inf when flat."""
+        if self.family == POWER:
+            a, b, k = self.params
+            if limit_ms <= a:
+                return 0.0
+            if b <= 0:
+                return math.inf
+            return self.x_scale * ((limit_ms - a) / b) ** (1 / k)
+        if self.family == QUEUE:
+            a, b, c, m = self.params
+            if limit_ms <= a:
+                return 0.0
+            if b <= 0:
+                return math.inf
+            return max(0.0, c * (1 - (b / (limit_ms - a)) ** (1 / m)))
+        return self._inverse_loglog2(math.log(limit_ms))
+
+    def _inverse_loglog2(self, target: float) -> float:
+        _, c1, c2 = self.params
+        lo, hi = math.log(self.x_min), math.log(self.x_max)
+        at_lo, at_hi = self._log_loglog2(lo), self._log_loglog2(hi)
+        slope_lo, slope_hi = c1 + 2 * c2 * lo, c1 + 2 * c2 * hi
+        if target <= at_lo:
+            return math.exp(lo - (at_lo - target) / slope_lo) if slope_lo > 0 else 0.0
+        if target >= at_hi:
+            if slope_hi <= 0 or (target - at_hi) / slope_hi > 700:  # past exp's range: flat
+                return math.inf
+            return math.exp(hi + (target - at_hi) / slope_hi)
+        left, right = lo, hi  # monotone inside: bisection
+        for _ in range(60):
+            mid = (left + right) / 2
+            if self._log_loglog2(mid) < target:
+                left = mid
+            else:
+                right = mid
+        return math.exp((left + right) / 2)
+
+
+def _solve_ab(u: Sequence[float], y: Sequence[float], w: Sequence[float]) -> tuple[float, float]:
+    """Weighted least squares of y ~ a + b u with a, b >= 0 (closed form on the boundary)."""
+    sw = sum(w)
+    su = sum(wi * ui for wi, ui in zip(w, u, strict=True))
+    sy = sum(wi * yi for wi, yi in zip(w, y, strict=True))
+    suu = sum(wi * ui * ui for wi, ui in zip(w, u, strict=True))
+    suy = sum(wi * ui * yi for wi, ui, yi in zip(w, u, y, strict=True))
+    det = sw * suu - su * su
+    if det > 1e-12 * sw * suu:
+        a = (suu * sy - su * suy) / det
+        b = (sw * suy - su * sy) / det
+        if a >= 0 and b >= 0:
+            return a, b
+    # On the boundary: the better of a = 0 and b = 0.
+    b0 = max(0.0, suy / suu) if suu > 0 else 0.0
+    a0 = max(0.0, sy / sw)
+    cost_a0 = sum(wi * (b0 * ui - yi) ** 2 for wi, ui, yi in zip(w, u, y, strict=True))
+    cost_b0 = sum(wi * (a0 - yi) ** 2 for wi, yi in zip(w, y, strict=True))
+    return (0.0, b0) if cost_a0 < cost_b0 else (a0, 0.0)
+
+
+def _validate(points: Sequence[Point]) -> None:
+    for i, p in enumerate(points):
+        for name in ("x", "value_ms"):
+            value = getattr(p, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"points[{i}].{name} must be a number, got {value!r}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"points[{i}].{name} must be positive and finite, got {value!r}")
+
+
+def _chi2(curve_log: Sequence[float], ys: Sequence[float], se: Sequence[float]) -> float:
+    return sum(((f - math.log(y)) / s) ** 2 for f, y, s in zip(curve_log, ys, se, strict=True))
+
+
+def _fit_linear_family(xs, ys, se, basis) -> tuple[float, float, float, tuple] | None:
+    """Best (chi2, a, b, shape) of a + b * basis(x, shape) over the shapes `basis` offers."""
+    w = [1 / (s * y) ** 2 for s, y in zip(se, ys, strict=True)]  # relative: r ms at y is r/y
+    best = None
+    for shape, u in basis:
+        a, b = _solve_ab(u, ys, w)
+        fitted = [a + b * ui for ui in u]
+        if min(fitted) <= 0:
+            continue
+        cost = _chi2([math.log(f) for f in fitted], ys, se)
+        if best is None or cost < best[0]:
+            best = (cost, a, b, shape)
+    return best
+
+
+def _fit_loglog2(xs, ys, se) -> tuple[float, tuple[float, float, float]] | None:
+    """Weighted least squares of log y on (1, log x, log^2 x); None when not monotone."""
+    if len(xs) < 4:
+        return None
+    lx = np.log(np.asarray(xs, dtype=float))
+    ly = np.log(np.asarray(ys, dtype=float))
+    w = 1 / np.asarray(se, dtype=float)
+    design = np.vstack([np.ones_like(lx), lx, lx * lx]).T
+    coef, *_ = np.linalg.lstsq(design * w[:, None], ly * w, rcond=None)
+    c0, c1, c2 = (float(c) for c in coef)
+    if c1 + 2 * c2 * lx[0] < 0 or c1 + 2 * c2 * lx[-1] < 0:  # slope is linear in log x
+        return None
+    return float(np.sum(((design @ coef) - ly) ** 2 * w * w)), (c0, c1, c2)
+
+
+def fit_curve(points: Sequence[Point], quantile: float) -> Curve:
+    """The monotone curve through a sweep's points for one percentile (see `analysis.capacity`).
+
+    Points at the same load are merged (the newest value stands, the others are repeats).
+    Three families compete (power, queue, quadratic in log-log); the lowest weighted chi-square
+    plus 2 per parameter wins. Needs two loads or more.
+    """
+    _validate(points)
+    by_x: dict[float, Point] = {}
+    for p in points:
+        if p.x in by_x:
+            old = by_x[p.x]
+            p = Point(p.x, p.value_ms, p.count, p.sigma, (*old.repeats, old.value_ms, *p.repeats))
+        by_x[p.x] = p
+    pts = tuple(by_x[x] for x in sorted(by_x))
+    if len(pts) < 2:
+        raise ValueError("a curve needs points at two loads or more")
+    se = tuple(point_log_se(p, quantile) for p in pts)
+    xs = [p.x for p in pts]
+    ys = [_center(p) for p in pts]
+    x_scale = xs[-1]
+    candidates: list[tuple[float, str, tuple]] = []
+    power = _fit_linear_family(
+        xs, ys, se, (((k,), [(x / x_scale) ** k for x in xs]) for k in _K_GRID)
+    )
+    if power is not None:
+        candidates.append(
+            (power[0] + 2 * _PARAMETERS[POWER], POWER, (power[1], power[2], *power[3]))
+        )
+    if len(pts) >= 4:
+        queue = _fit_linear_family(
+            xs,
+            ys,
+            se,
+            (
+                ((x_scale * c, m), [1 / (1 - x / (x_scale * c)) ** m for x in xs])
+                for c in _QUEUE_C
+                for m in _QUEUE_M
+            ),
+        )
+        if queue is not None:
+            candidates.append(
+                (queue[0] + 2 * _PARAMETERS[QUEUE], QUEUE, (queue[1], queue[2], *queue[3]))
+            )
+        loglog2 = _fit_loglog2(xs, ys, se)
+        if loglog2 is not None:
+            candidates.append((loglog2[0] + 2 * _PARAMETERS[LOGLOG2], LOGLOG2, loglog2[1]))
+    if not candidates:  # every power fit went non-positive: cannot happen with a, b >= 0
+        raise ValueError("no monotone curve fits these points")
+    _, family, params = min(candidates, key=lambda c: c[0])
+    curve = Curve(family, params, x_scale, quantile, pts, se, 0.0)
+    residuals = [math.log(curve.predict(x)) - math.log(y) for x, y in zip(xs, ys, strict=True)]
+    excess = [r * r - s * s for r, s in zip(residuals, se, strict=True)]
+    dof = max(1, len(pts) - _PARAMETERS[family] + 1)
+    misfit = math.sqrt(max(0.0, sum(excess) / dof))
+    return Curve(family, params, x_scale, quantile, pts, se, misfit)
+
+
+def _center(p: Point) -> float:
+    """The value a point stands for: the geometric mean of its runs."""
+    values = [p.value_ms, *p.repeats]
+    return math.exp(sum(math.log(v) for v in values) / len(values))
