@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from dossiers import forms, markdown, rendering, sections, selectors, services
 from dossiers.models import Service
@@ -249,73 +250,90 @@ def baseline_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return redirect(service)
 
 
-@login_required
-def bottleneck_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+def _record_edit(
+    request: HttpRequest,
+    slug: str,
+    pk: int | None,
+    records: str,
+    form_class,
+    *,
+    noun: str,
+    record,
+    update,
+) -> HttpResponse:
+    """Add (no `pk`) or edit one of the service's `records` (its related manager, and the
+    dossier section's anchor): `record(service, fields)` or `update(instance, fields)` writes
+    through `services`; a ValidationError shows next to the fields it names."""
     service = service_for_editing(request.user, slug)
-    instance = get_object_or_404(service.bottlenecks, pk=pk) if pk else None
+    instance = get_object_or_404(getattr(service, records), pk=pk) if pk else None
     kwargs = {"instance": instance} if instance else {}
-    form = forms.BottleneckForm(request.POST or None, service=service, **kwargs)
+    form = form_class(request.POST or None, service=service, **kwargs)
     if request.method == "POST" and form.is_valid():
         fields = dict(form.cleaned_data)
-        evidence = list(fields.pop("evidence_baselines"))
         try:
             if instance:
-                services.bottleneck_update(
-                    bottleneck=instance, evidence_baselines=evidence, **fields
-                )
+                update(instance, fields)
             else:
-                services.bottleneck_record(service=service, evidence_baselines=evidence, **fields)
+                record(service, fields)
         except ValidationError as exc:
             _apply_errors(form, exc)
         else:
-            messages.success(request, "Bottleneck saved.")
-            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#bottlenecks")
-    title = "Edit bottleneck" if instance else "New bottleneck"
+            messages.success(request, f"{capfirst(noun)} saved.")
+            return redirect(reverse("dossiers:dossier", args=[service.slug]) + f"#{records}")
+    title = f"Edit {noun}" if instance else f"New {noun}"
     return _form_page(request, "dossiers/form.html", service, form, title=title)
+
+
+def _evidence(fields: dict) -> list:
+    return list(fields.pop("evidence_baselines"))
+
+
+@login_required
+def bottleneck_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+    return _record_edit(
+        request,
+        slug,
+        pk,
+        "bottlenecks",
+        forms.BottleneckForm,
+        noun="bottleneck",
+        record=lambda service, f: services.bottleneck_record(
+            service=service, evidence_baselines=_evidence(f), **f
+        ),
+        update=lambda b, f: services.bottleneck_update(
+            bottleneck=b, evidence_baselines=_evidence(f), **f
+        ),
+    )
 
 
 @login_required
 def experiment_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
-    service = service_for_editing(request.user, slug)
-    instance = get_object_or_404(service.experiments, pk=pk) if pk else None
-    kwargs = {"instance": instance} if instance else {}
-    form = forms.ExperimentForm(request.POST or None, service=service, **kwargs)
-    if request.method == "POST" and form.is_valid():
-        try:
-            if instance:
-                services.experiment_update(experiment=instance, **form.cleaned_data)
-            else:
-                services.experiment_record(
-                    service=service, created_by=request.user, **form.cleaned_data
-                )
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
-            messages.success(request, "Experiment saved.")
-            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#experiments")
-    title = "Edit experiment" if instance else "New experiment"
-    return _form_page(request, "dossiers/form.html", service, form, title=title)
+    return _record_edit(
+        request,
+        slug,
+        pk,
+        "experiments",
+        forms.ExperimentForm,
+        noun="experiment",
+        record=lambda service, f: services.experiment_record(
+            service=service, created_by=request.user, **f
+        ),
+        update=lambda e, f: services.experiment_update(experiment=e, **f),
+    )
 
 
 @login_required
 def slo_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
-    service = service_for_editing(request.user, slug)
-    instance = get_object_or_404(service.slos, pk=pk) if pk else None
-    kwargs = {"instance": instance} if instance else {}
-    form = forms.SloForm(request.POST or None, service=service, **kwargs)
-    if request.method == "POST" and form.is_valid():
-        try:
-            if instance:
-                services.slo_update(slo=instance, **form.cleaned_data)
-            else:
-                services.slo_record(service=service, **form.cleaned_data)
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
-            messages.success(request, "SLO saved.")
-            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#slos")
-    title = "Edit SLO" if instance else "New SLO"
-    return _form_page(request, "dossiers/form.html", service, form, title=title)
+    return _record_edit(
+        request,
+        slug,
+        pk,
+        "slos",
+        forms.SloForm,
+        noun="SLO",
+        record=lambda service, f: services.slo_record(service=service, **f),
+        update=lambda slo, f: services.slo_update(slo=slo, **f),
+    )
 
 
 @login_required
