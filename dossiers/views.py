@@ -250,90 +250,47 @@ def baseline_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return redirect(service)
 
 
-def _record_edit(
-    request: HttpRequest,
-    slug: str,
-    pk: int | None,
-    records: str,
-    form_class,
-    *,
-    noun: str,
-    record,
-    update,
-) -> HttpResponse:
-    """Add (no `pk`) or edit one of the service's `records` (its related manager, and the
-    dossier section's anchor): `record(service, fields)` or `update(instance, fields)` writes
-    through `services`; a ValidationError shows next to the fields it names."""
-    service = service_for_editing(request.user, slug)
-    instance = get_object_or_404(getattr(service, records), pk=pk) if pk else None
-    kwargs = {"instance": instance} if instance else {}
-    form = form_class(request.POST or None, service=service, **kwargs)
-    if request.method == "POST" and form.is_valid():
-        fields = dict(form.cleaned_data)
-        try:
-            if instance:
-                update(instance, fields)
+def _record_view(records: str, form_class, noun: str, record, update, *, by_user: bool = False):
+    """The add (no `pk`) and edit view of one of a service's `records` (its related manager,
+    and the dossier section's anchor), writing through `services`: `record(service=...)`, with
+    `created_by` the user when `by_user`, or `update(<model name>=instance)`, as services name
+    it (`slo_update(slo=...)`). A ValidationError shows next to the fields it names."""
+
+    @login_required
+    def edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+        service = service_for_editing(request.user, slug)
+        instance = get_object_or_404(getattr(service, records), pk=pk) if pk else None
+        kwargs = {"instance": instance} if instance else {}
+        form = form_class(request.POST or None, service=service, **kwargs)
+        if request.method == "POST" and form.is_valid():
+            fields = dict(form.cleaned_data)
+            try:
+                if instance:
+                    update(**{instance._meta.model_name: instance}, **fields)
+                elif by_user:
+                    record(service=service, created_by=request.user, **fields)
+                else:
+                    record(service=service, **fields)
+            except ValidationError as exc:
+                _apply_errors(form, exc)
             else:
-                record(service, fields)
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
-            messages.success(request, f"{capfirst(noun)} saved.")
-            return redirect(reverse("dossiers:dossier", args=[service.slug]) + f"#{records}")
-    title = f"Edit {noun}" if instance else f"New {noun}"
-    return _form_page(request, "dossiers/form.html", service, form, title=title)
+                messages.success(request, f"{capfirst(noun)} saved.")
+                return redirect(reverse("dossiers:dossier", args=[service.slug]) + f"#{records}")
+        title = f"Edit {noun}" if instance else f"New {noun}"
+        return _form_page(request, "dossiers/form.html", service, form, title=title)
+
+    return edit
 
 
-def _evidence(fields: dict) -> list:
-    return list(fields.pop("evidence_baselines"))
-
-
-@login_required
-def bottleneck_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
-    return _record_edit(
-        request,
-        slug,
-        pk,
-        "bottlenecks",
-        forms.BottleneckForm,
-        noun="bottleneck",
-        record=lambda service, f: services.bottleneck_record(
-            service=service, evidence_baselines=_evidence(f), **f
-        ),
-        update=lambda b, f: services.bottleneck_update(
-            bottleneck=b, evidence_baselines=_evidence(f), **f
-        ),
-    )
-
-
-@login_required
-def experiment_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
-    return _record_edit(
-        request,
-        slug,
-        pk,
-        "experiments",
-        forms.ExperimentForm,
-        noun="experiment",
-        record=lambda service, f: services.experiment_record(
-            service=service, created_by=request.user, **f
-        ),
-        update=lambda e, f: services.experiment_update(experiment=e, **f),
-    )
-
-
-@login_required
-def slo_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
-    return _record_edit(
-        request,
-        slug,
-        pk,
-        "slos",
-        forms.SloForm,
-        noun="SLO",
-        record=lambda service, f: services.slo_record(service=service, **f),
-        update=lambda slo, f: services.slo_update(slo=slo, **f),
-    )
+bottleneck_edit = _record_view(
+    "bottlenecks", forms.BottleneckForm, "bottleneck", services.bottleneck_record,
+    services.bottleneck_update,
+)  # fmt: skip
+experiment_edit = _record_view(
+    "experiments", forms.ExperimentForm, "experiment", services.experiment_record,
+    services.experiment_update, by_user=True,
+)  # fmt: skip
+slo_edit = _record_view("slos", forms.SloForm, "SLO", services.slo_record, services.slo_update)
 
 
 @login_required
