@@ -35,6 +35,7 @@ from demo.simulator import Simulator
 from deploy.stack import start_receiver
 from dossiers.models import Service, Team
 from perfhub.celery import app as celery_app
+from tests.factories.catalog import chat_7b
 from tests.support import LOOPBACK_CIDRS
 
 # The tests read only the recorded run; the mark makes pytest-django create the test database.
@@ -88,20 +89,7 @@ def _service(receiver_url: str) -> Service:
     """A team with a webhook receiver, and its service with a 2 s P99 end-to-end SLO."""
     team = Team.objects.create(slug="inference", name="Inference Platform")
     Receiver.objects.create(team=team, name="test-receiver", kind="webhook", url=receiver_url)
-    return Service.objects.create(
-        slug="chat-7b",
-        name="Chat 7B",
-        team=team,
-        model_name="Llama-2-7b-chat",
-        model_params_b=Decimal("7"),
-        engine="vllm",
-        gpu_model="NVIDIA A100 80GB",
-        slo_p99_e2e_ms=2000,
-        slo_p99_ttft_ms=500,
-        slo_p99_tpot_ms=50,
-        gpu_hour_price=Decimal("3.40"),
-        price_per_mtok=Decimal("0.40"),
-    )
+    return chat_7b(team, gpu_hour_price=Decimal("3.40"), price_per_mtok=Decimal("0.40"))
 
 
 def _p99_rule(service: Service) -> Rule:
