@@ -37,6 +37,14 @@ def browser_login(page, base_url: str, username: str, password: str) -> None:
     page.wait_for_load_state("networkidle")
 
 
+def sideways_tables(page) -> list[tuple[int, int]]:
+    """(scroll width, visible width) of each table that scrolls sideways (wider than its box)."""
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('.table-wrap'))"
+        ".map(e => [e.scrollWidth, e.clientWidth]).filter(([s, c]) => s > c + 1)"
+    )
+
+
 def screenshot(page, name: str) -> None:
     """Keep a full-page screenshot in $PERFHUB_SCREENSHOTS, when set."""
     if folder := os.environ.get("PERFHUB_SCREENSHOTS"):
