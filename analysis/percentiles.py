@@ -7,6 +7,7 @@ Percentiles are never averaged (DESIGN.md section 4): distributions are merged f
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 STANDARD_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
@@ -72,17 +73,18 @@ class Percentile:
 
     def text(self, unit: str = "ms", digits: int = 0) -> str:
         """As pages show it: "283 ms", "< 300 ms", "> 10000 ms", or "—"."""
+        return self.shown(lambda v: f"{v:,.{digits}f} {unit}".strip())
 
-        def n(v: float) -> str:
-            return f"{v:,.{digits}f} {unit}".strip()
-
+    def shown(self, number: Callable[[float], str], missing: str = "—") -> str:
+        """The value through `number`, or the bucket edge it is known to be below ("< ...",
+        inside the first bucket) or above ("> ...", in +Inf): never a guess; else `missing`."""
         if self.value is not None:
-            return n(self.value)
+            return number(self.value)
         if self.below_first_edge is not None:
-            return f"< {n(self.below_first_edge)}"
+            return f"< {number(self.below_first_edge)}"
         if self.above_last_edge is not None:
-            return f"> {n(self.above_last_edge)}"
-        return "—"
+            return f"> {number(self.above_last_edge)}"
+        return missing
 
     @property
     def label(self) -> str:

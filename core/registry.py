@@ -1,5 +1,6 @@
 """One shape for the class registries (rule kinds, receiver kinds): a dict of name -> the one
-instance of each registered class, in registration order, whose names fit their column."""
+instance of each registered class, in registration order, whose names fit their column; and
+one for registries of instances (load-test formats, lint checks)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ class Named(Protocol):
 
 
 T = TypeVar("T", bound=Named)
+
+
+class HasName(Protocol):
+    name: str
+
+
+E = TypeVar("E", bound=HasName)
 
 
 class Registry(dict[str, T]):
@@ -39,3 +47,20 @@ class Registry(dict[str, T]):
     def choices(self) -> list[tuple[str, str]]:
         """(name, label) pairs, for a model field's or a form's choices."""
         return [(entry.name, entry.label) for entry in self.values()]
+
+
+class InstanceRegistry(dict[str, E]):
+    """name -> entry, for modules that register an instance (`register(Check(...))`); one of
+    a name already registered replaces it. `what` names the registry in errors."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+
+    def register(self, entry: E) -> E:
+        check_name(entry.name, what=self.what)
+        self[entry.name] = entry
+        return entry
+
+    def unregister(self, name: str) -> None:
+        self.pop(name, None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -123,8 +123,12 @@ def baseline_record(
     return baseline
 
 
-def _validated_save(instance: Model, fields: dict[str, Any], *, exclude=()) -> None:
-    """Apply `fields`, validate the whole row (field, model and unique rules), then save.
+M = TypeVar("M", bound=Model)
+
+
+def _validated_save(instance: M, fields: dict[str, Any], *, exclude=()) -> M:
+    """Apply `fields`, validate the whole row (field, model and unique rules), then save;
+    returns the instance.
 
     A ValidationError leaves the database untouched: nothing is written before full_clean passes.
     """
@@ -132,27 +136,24 @@ def _validated_save(instance: Model, fields: dict[str, Any], *, exclude=()) -> N
         setattr(instance, name, value)
     instance.full_clean(exclude=list(exclude))
     instance.save()
+    return instance
 
 
 @transaction.atomic
 def service_create(*, team: Team, **fields: Any) -> Service:
-    service = Service(team=team)
-    _validated_save(service, fields)
-    return service
+    return _validated_save(Service(team=team), fields)
 
 
 @transaction.atomic
 def service_update(*, service: Service, **fields: Any) -> Service:
-    _validated_save(service, fields)
-    return service
+    return _validated_save(service, fields)
 
 
 @transaction.atomic
 def baseline_update(*, baseline: Baseline, **fields: Any) -> Baseline:
     """Correct a recorded baseline; promotion stays with `baseline_promote`."""
     fields.pop("is_current", None)
-    _validated_save(baseline, fields, exclude=["is_current"])
-    return baseline
+    return _validated_save(baseline, fields, exclude=["is_current"])
 
 
 def _same_service(service: Service, baselines: Iterable[Baseline], field: str) -> list[Baseline]:
@@ -189,29 +190,23 @@ def bottleneck_update(
 @transaction.atomic
 def experiment_record(*, service: Service, created_by=None, **fields: Any) -> Experiment:
     """Record an optimization attempt; `clean()` keeps before/after inside this service."""
-    experiment = Experiment(service=service, created_by=created_by)
-    _validated_save(experiment, fields)
-    return experiment
+    return _validated_save(Experiment(service=service, created_by=created_by), fields)
 
 
 @transaction.atomic
 def experiment_update(*, experiment: Experiment, **fields: Any) -> Experiment:
-    _validated_save(experiment, fields)
-    return experiment
+    return _validated_save(experiment, fields)
 
 
 @transaction.atomic
 def slo_record(*, service: Service, **fields: Any) -> Slo:
     """Add an SLO; its burn-rate alerts follow from the service's default rules."""
-    slo = Slo(service=service)
-    _validated_save(slo, fields)
-    return slo
+    return _validated_save(Slo(service=service), fields)
 
 
 @transaction.atomic
 def slo_update(*, slo: Slo, **fields: Any) -> Slo:
-    _validated_save(slo, fields)
-    return slo
+    return _validated_save(slo, fields)
 
 
 def slo_delete(*, slo: Slo) -> None:

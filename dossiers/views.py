@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from dossiers import forms, markdown, rendering, sections, selectors, services
 from dossiers.models import Service
@@ -249,73 +250,47 @@ def baseline_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return redirect(service)
 
 
-@login_required
-def bottleneck_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
-    service = service_for_editing(request.user, slug)
-    instance = get_object_or_404(service.bottlenecks, pk=pk) if pk else None
-    kwargs = {"instance": instance} if instance else {}
-    form = forms.BottleneckForm(request.POST or None, service=service, **kwargs)
-    if request.method == "POST" and form.is_valid():
-        fields = dict(form.cleaned_data)
-        evidence = list(fields.pop("evidence_baselines"))
-        try:
-            if instance:
-                services.bottleneck_update(
-                    bottleneck=instance, evidence_baselines=evidence, **fields
-                )
+def _record_view(records: str, form_class, noun: str, record, update, *, by_user: bool = False):
+    """The add (no `pk`) and edit view of one of a service's `records` (its related manager,
+    and the dossier section's anchor), writing through `services`: `record(service=...)`, with
+    `created_by` the user when `by_user`, or `update(<model name>=instance)`, as services name
+    it (`slo_update(slo=...)`). A ValidationError shows next to the fields it names."""
+
+    @login_required
+    def edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+        service = service_for_editing(request.user, slug)
+        instance = get_object_or_404(getattr(service, records), pk=pk) if pk else None
+        kwargs = {"instance": instance} if instance else {}
+        form = form_class(request.POST or None, service=service, **kwargs)
+        if request.method == "POST" and form.is_valid():
+            fields = dict(form.cleaned_data)
+            try:
+                if instance:
+                    update(**{instance._meta.model_name: instance}, **fields)
+                elif by_user:
+                    record(service=service, created_by=request.user, **fields)
+                else:
+                    record(service=service, **fields)
+            except ValidationError as exc:
+                _apply_errors(form, exc)
             else:
-                services.bottleneck_record(service=service, evidence_baselines=evidence, **fields)
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
-            messages.success(request, "Bottleneck saved.")
-            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#bottlenecks")
-    title = "Edit bottleneck" if instance else "New bottleneck"
-    return _form_page(request, "dossiers/form.html", service, form, title=title)
+                messages.success(request, f"{capfirst(noun)} saved.")
+                return redirect(reverse("dossiers:dossier", args=[service.slug]) + f"#{records}")
+        title = f"Edit {noun}" if instance else f"New {noun}"
+        return _form_page(request, "dossiers/form.html", service, form, title=title)
+
+    return edit
 
 
-@login_required
-def experiment_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
-    service = service_for_editing(request.user, slug)
-    instance = get_object_or_404(service.experiments, pk=pk) if pk else None
-    kwargs = {"instance": instance} if instance else {}
-    form = forms.ExperimentForm(request.POST or None, service=service, **kwargs)
-    if request.method == "POST" and form.is_valid():
-        try:
-            if instance:
-                services.experiment_update(experiment=instance, **form.cleaned_data)
-            else:
-                services.experiment_record(
-                    service=service, created_by=request.user, **form.cleaned_data
-                )
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
-            messages.success(request, "Experiment saved.")
-            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#experiments")
-    title = "Edit experiment" if instance else "New experiment"
-    return _form_page(request, "dossiers/form.html", service, form, title=title)
-
-
-@login_required
-def slo_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
-    service = service_for_editing(request.user, slug)
-    instance = get_object_or_404(service.slos, pk=pk) if pk else None
-    kwargs = {"instance": instance} if instance else {}
-    form = forms.SloForm(request.POST or None, service=service, **kwargs)
-    if request.method == "POST" and form.is_valid():
-        try:
-            if instance:
-                services.slo_update(slo=instance, **form.cleaned_data)
-            else:
-                services.slo_record(service=service, **form.cleaned_data)
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
-            messages.success(request, "SLO saved.")
-            return redirect(reverse("dossiers:dossier", args=[service.slug]) + "#slos")
-    title = "Edit SLO" if instance else "New SLO"
-    return _form_page(request, "dossiers/form.html", service, form, title=title)
+bottleneck_edit = _record_view(
+    "bottlenecks", forms.BottleneckForm, "bottleneck", services.bottleneck_record,
+    services.bottleneck_update,
+)  # fmt: skip
+experiment_edit = _record_view(
+    "experiments", forms.ExperimentForm, "experiment", services.experiment_record,
+    services.experiment_update, by_user=True,
+)  # fmt: skip
+slo_edit = _record_view("slos", forms.SloForm, "SLO", services.slo_record, services.slo_update)
 
 
 @login_required

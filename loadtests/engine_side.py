@@ -55,16 +55,22 @@ class Layer:
         return f"{self.name}: {self.gap_ms:+,.0f} ms at {self.figure}"
 
 
+def _sides(run: LoadTest | Baseline):
+    """(key, metric, percentile label, client figure, engine figure dict) for each of FIGURES;
+    either side may be missing (None, or an empty dict for the engine)."""
+    figures = (run.server_side or {}).get("figures", {})
+    for key in FIGURES:
+        metric, label, _ = key.split("_")
+        yield key, metric, label, getattr(run, key), figures.get(key)
+
+
 def layers(run: LoadTest | Baseline) -> list[Layer]:
     """Each figure the run has on both sides, with the engine side resting on enough
     requests (the one minimum-count rule): client minus engine, within the bucket's bounds."""
-    figures = (run.server_side or {}).get("figures", {})
     out = []
-    for key in FIGURES:
-        client, engine = getattr(run, key), figures.get(key)
+    for key, metric, label, client, engine in _sides(run):
         if client is None or not engine:
             continue
-        metric, label, _ = key.split("_")
         if engine["count"] < minimum_count(QUANTILE_OF[label]):
             continue
         upper = engine["upper"] if engine["upper"] is not None else engine["value"]
@@ -97,14 +103,11 @@ def _engine_text(figure: dict) -> str:
 def side_by_side(run: LoadTest | Baseline) -> list[dict]:
     """Rows for the run's page: each figure as the client measured it, as the engine did over
     the run's window (with its bucket bounds), and the layer between them."""
-    figures = (run.server_side or {}).get("figures", {})
     by_key = {layer.key: layer for layer in layers(run)}
     rows = []
-    for key in FIGURES:
-        client, engine = getattr(run, key), figures.get(key)
+    for key, metric, label, client, engine in _sides(run):
         if client is None and not engine:
             continue
-        metric, label, _ = key.split("_")
         layer = by_key.get(key)
         rows.append(
             {

@@ -15,6 +15,21 @@ COLORS = {"p50": "#1f77b4", "p90": "#ff7f0e", "p99": "#d62728"}
 TITLES = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "End-to-end"}
 
 
+def _trace(fig: go.Figure, row: int, name: str, xs: list, ys: list, **style) -> None:
+    """One curve of the figure's `row`, its name in the hover box (mode and colour: `style`)."""
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            name=name,
+            hovertemplate=f"%{{x:.3g}}: %{{y:,.0f}} ms<extra>{name}</extra>",
+            **style,
+        ),
+        row=row,
+        col=1,
+    )
+
+
 def plan_figure(plan: Plan) -> go.Figure:
     per = plan.per_replica
     metrics = [m for m in ("ttft", "tpot", "e2e") if any(n.startswith(m) for n in per.curves)]
@@ -52,30 +67,9 @@ def plan_figure(plan: Plan) -> go.Figure:
                 row=row,
                 col=1,
             )
-            fig.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=ys,
-                    mode="lines",
-                    line={"color": color},
-                    name=f"{label} fit",
-                    hovertemplate="%{x:.3g}: %{y:,.0f} ms<extra>" + label + " fit</extra>",
-                ),
-                row=row,
-                col=1,
-            )
-            fig.add_trace(
-                go.Scatter(
-                    x=[p.x for p in curve.points],
-                    y=[p.value_ms for p in curve.points],
-                    mode="markers",
-                    marker={"color": color},
-                    name=f"{label} measured",
-                    hovertemplate="%{x:.3g}: %{y:,.0f} ms<extra>" + label + " measured</extra>",
-                ),
-                row=row,
-                col=1,
-            )
+            _trace(fig, row, f"{label} fit", xs, ys, mode="lines", line={"color": color})
+            px, py = [p.x for p in curve.points], [p.value_ms for p in curve.points]
+            _trace(fig, row, f"{label} measured", px, py, mode="markers", marker={"color": color})
             limit = limits.get(f"{metric}_{percentile}_ms")
             if limit:
                 fig.add_hline(

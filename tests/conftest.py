@@ -6,7 +6,6 @@ Celery tasks run eagerly in tests unless a test starts a real worker on Redis.
 """
 
 import os
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from django.core.cache import cache
 from django.db import connection, connections, transaction
 
 from dossiers.models import Membership, Service, Team
-from tests.factories.catalog import dossier_service
+from tests.factories.catalog import chat_7b, dossier_service
 from tests.support import FIXTURES, LOOPBACK_CIDRS
 
 # Browser tests: Debian's chromium driven by Playwright (no `playwright install` here).
@@ -153,23 +152,7 @@ def outsider(db, django_user_model):
 
 @pytest.fixture
 def service(db, team) -> Service:
-    return Service.objects.create(
-        slug="chat-7b",
-        name="Chat 7B",
-        team=team,
-        model_name="Llama-2-7b-chat",
-        model_params_b=Decimal("7"),
-        engine="vllm",
-        engine_version="0.6.3",
-        gpu_model="NVIDIA A100 80GB",
-        gpus_per_replica=1,
-        replicas=4,
-        slo_p99_e2e_ms=2000,
-        slo_p99_ttft_ms=500,
-        slo_p99_tpot_ms=50,
-        gpu_hour_price=Decimal("10"),
-        price_per_mtok=Decimal("5"),
-    )
+    return chat_7b(team, engine_version="0.6.3", replicas=4)
 
 
 @pytest.fixture(scope="module")

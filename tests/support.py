@@ -5,8 +5,12 @@ another."""
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from demo.engine_profile import EngineProfile
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL = FIXTURES / "real"  # files users sent, as they sent them
@@ -18,6 +22,12 @@ VLLM_ARRAYS = FIXTURES / "loadtests" / "vllm-bench-serve-c16.json"
 # allow-listed (core.outbound); tests that call them allow-list it, as a deployment would.
 LOOPBACK_CIDRS = ["127.0.0.0/8", "::1/128"]
 
+# Shaped like the demo's support-chat-7b baseline; tests set its rate and end-to-end tail.
+CHAT_7B_PROFILE = EngineProfile(
+    ttft_p50_ms=85, ttft_p99_ms=400, tpot_p50_ms=12.5, tpot_p99_ms=21, prompt_tokens=350,
+    output_tokens=48,
+)  # fmt: skip
+
 
 def browser_login(page, base_url: str, username: str, password: str) -> None:
     page.goto(f"{base_url}/accounts/login/")
@@ -27,11 +37,35 @@ def browser_login(page, base_url: str, username: str, password: str) -> None:
     page.wait_for_load_state("networkidle")
 
 
+def sideways_tables(page) -> list[tuple[int, int]]:
+    """(scroll width, visible width) of each table that scrolls sideways (wider than its box)."""
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('.table-wrap'))"
+        ".map(e => [e.scrollWidth, e.clientWidth]).filter(([s, c]) => s > c + 1)"
+    )
+
+
 def screenshot(page, name: str) -> None:
     """Keep a full-page screenshot in $PERFHUB_SCREENSHOTS, when set."""
     if folder := os.environ.get("PERFHUB_SCREENSHOTS"):
         Path(folder).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+@contextmanager
+def loopback_server(handler, **attributes) -> Iterator[ThreadingHTTPServer]:
+    """`handler`'s server on a free loopback port, served by a thread until the block ends:
+    `.url` (no path), and `attributes` set on it for the handler (`self.server.<name>`)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.url = f"http://127.0.0.1:{httpd.server_port}"
+    for name, value in attributes.items():
+        setattr(httpd, name, value)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 class Served:

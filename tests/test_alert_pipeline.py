@@ -13,7 +13,7 @@ each test checks one part of it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from http.server import ThreadingHTTPServer
@@ -30,12 +30,12 @@ from collectors.agent.agent import Agent
 from collectors.agent.config import build_config
 from collectors.services.rollups import rollup_pending
 from collectors.services.tokens import token_issue_for_host_name
-from demo.engine_profile import EngineProfile
 from demo.simulator import Simulator
 from deploy.stack import start_receiver
 from dossiers.models import Service, Team
 from perfhub.celery import app as celery_app
-from tests.support import LOOPBACK_CIDRS
+from tests.factories.catalog import chat_7b
+from tests.support import CHAT_7B_PROFILE, LOOPBACK_CIDRS
 
 # The tests read only the recorded run; the mark makes pytest-django create the test database.
 pytestmark = pytest.mark.django_db
@@ -47,16 +47,7 @@ T0 = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)
 # Like the demo's support-chat-7b baseline, at a few requests a second: each 5-minute window
 # holds ~600 requests, well over the rule's minimum of 100, and the P99 (~1.4 s) sits under the
 # 2 s SLO and under the 1.8 s resolve threshold.
-PROFILE = EngineProfile(
-    qps=2.0,
-    ttft_p50_ms=85,
-    ttft_p99_ms=400,
-    tpot_p50_ms=12.5,
-    tpot_p99_ms=21,
-    e2e_p99_ms=1300,
-    prompt_tokens=350,
-    output_tokens=48,
-)
+PROFILE = replace(CHAT_7B_PROFILE, qps=2.0, e2e_p99_ms=1300)
 SLOWDOWN_AFTER_MIN = 10
 SLOWDOWN_FOR_MIN = 10
 MINUTES = 32  # normal traffic, the slowdown, and the recovery until the alert resolves
@@ -88,20 +79,7 @@ def _service(receiver_url: str) -> Service:
     """A team with a webhook receiver, and its service with a 2 s P99 end-to-end SLO."""
     team = Team.objects.create(slug="inference", name="Inference Platform")
     Receiver.objects.create(team=team, name="test-receiver", kind="webhook", url=receiver_url)
-    return Service.objects.create(
-        slug="chat-7b",
-        name="Chat 7B",
-        team=team,
-        model_name="Llama-2-7b-chat",
-        model_params_b=Decimal("7"),
-        engine="vllm",
-        gpu_model="NVIDIA A100 80GB",
-        slo_p99_e2e_ms=2000,
-        slo_p99_ttft_ms=500,
-        slo_p99_tpot_ms=50,
-        gpu_hour_price=Decimal("3.40"),
-        price_per_mtok=Decimal("0.40"),
-    )
+    return chat_7b(team, gpu_hour_price=Decimal("3.40"), price_per_mtok=Decimal("0.40"))
 
 
 def _p99_rule(service: Service) -> Rule:

@@ -9,7 +9,7 @@ from alerts.services import ensure_default_rules
 from loadtests.importing import import_loadtest_file
 from tests.factories.catalog import make_baseline, make_service
 from tests.factories.traffic import seed_traffic
-from tests.support import browser_login
+from tests.support import browser_login, sideways_tables
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -19,14 +19,6 @@ def page(browser_page, live_server, owner):
     browser_login(browser_page, live_server.url, "alice", "pw-alice-123")
     browser_page.base = live_server.url
     return browser_page
-
-
-def overflow(page) -> list[tuple[int, int]]:
-    """(scroll width, visible width) of each table that scrolls sideways."""
-    return page.evaluate(
-        "Array.from(document.querySelectorAll('.table-wrap'))"
-        ".map(e => [e.scrollWidth, e.clientWidth]).filter(([s, c]) => s > c + 1)"
-    )
 
 
 def test_the_alert_pages_name_alerts_once_in_the_main_navigation(page, service):
@@ -40,7 +32,7 @@ def test_the_load_test_runs_table_shows_every_column_at_1400_px(page, service, f
     import_loadtest_file(service=service, content=sweep, filename="sweep.jsonl")
     page.goto(f"{page.base}/services/{service.slug}/loadtests/")
     page.wait_for_selector("table.runs")
-    assert overflow(page) == []
+    assert sideways_tables(page) == []
 
 
 def test_the_fleet_table_shows_every_column_at_1400_px(page, team):
@@ -49,7 +41,7 @@ def test_the_fleet_table_shows_every_column_at_1400_px(page, team):
         make_baseline(svc, qps=1.0)
     page.goto(f"{page.base}/")
     page.wait_for_selector("table.fleet")
-    assert overflow(page) == []
+    assert sideways_tables(page) == []
 
 
 def test_the_live_diagnosis_range_form_stays_on_one_line(page, team):

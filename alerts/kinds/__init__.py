@@ -37,6 +37,29 @@ def _span(seconds: int) -> str:
     return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
 
 
+def default_rule(
+    name: str,
+    threshold: float,
+    resolve_threshold: float,
+    *,
+    window_s: int,
+    for_s: int,
+    severity: str = "warning",
+    **more: object,
+) -> dict:
+    """One rule a service starts with, as `RuleKind.default_specs` lists them (Rule's fields;
+    `more`: any other, e.g. min_requests)."""
+    return {
+        "name": name,
+        "threshold": threshold,
+        "resolve_threshold": resolve_threshold,
+        "window_s": window_s,
+        "for_s": for_s,
+        **more,
+        "severity": severity,
+    }
+
+
 class RuleKind:
     """What a kind of rule watches. Subclasses set the class attributes and `observe_window`."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alerts.kinds import register
+from alerts.kinds import default_rule, register
 from alerts.kinds._economics import _Economics
 from alerts.promql import NotExportable
 from alerts.sources import baseline_costs
@@ -26,16 +26,7 @@ class CostVsBaseline(_Economics):
     reads_baseline_cost = True
 
     def default_specs(self, service: Service) -> list[dict]:
-        return [
-            {
-                "name": "Cost per Mtok above baseline",
-                "threshold": 25.0,
-                "resolve_threshold": 15.0,
-                "window_s": 3600,
-                "for_s": 3600,
-                "severity": "warning",
-            }
-        ]
+        return [default_rule("Cost per Mtok above baseline", 25.0, 15.0, window_s=3600, for_s=3600)]
 
     def promql_value(self, rule: Rule, cost: str) -> str:
         base = baseline_costs([rule.service]).get(rule.service_id)

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alerts.kinds import RuleKind, register
+from alerts.kinds import register
+from alerts.kinds._gpu import _GpuBelow, _rule
 from alerts.promql import Metrics, duration, number
 from alerts.sources import ServiceWindow
 from analysis import diagnosis
-from analysis.alerting import Direction, Health, Observation
+from analysis.alerting import Health, Observation
 
 if TYPE_CHECKING:
     from alerts.models import Rule
-    from alerts.rules import Inputs
     from dossiers.models import Service
 
 
 # The thresholds are the diagnosis rules' (analysis.diagnosis), so a live diagnosis and an
 # alert never disagree about the same window.
 @register
-class GpuWaiting(RuleKind):
+class GpuWaiting(_GpuBelow):
     name = "gpu_waiting"
     order = 20
     label = "GPU waiting: utilization below (0-1) while requests queue"
@@ -27,25 +27,12 @@ class GpuWaiting(RuleKind):
         "GPU-Util low while requests wait in the engine's queue: the GPU waits on the CPU side,"
         " IO or too small batches."
     )
-    unit = "ratio"
-    direction = Direction.BELOW
-    reads_gpu = True
 
     def default_specs(self, service: Service) -> list[dict]:
-        return [
-            {
-                "name": "GPU waiting while requests queue",
-                "threshold": diagnosis.LOW_GPU_UTIL,
-                "resolve_threshold": round(diagnosis.LOW_GPU_UTIL + 0.1, 3),
-                "window_s": 300,
-                "for_s": 600,
-                "severity": "warning",
-            }
-        ]
+        low = diagnosis.LOW_GPU_UTIL
+        return [_rule("GPU waiting while requests queue", low, window_s=300, for_s=600)]
 
-    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
-        if w.gpu_util is None:
-            return Observation(Health.NO_DATA, reason="no GPU utilization from these hosts")
+    def observe_gpu(self, w: ServiceWindow) -> Observation:
         if w.waiting_mean is None:
             return Observation(Health.NO_DATA, reason="no queue length (requests waiting) scraped")
         return Observation(

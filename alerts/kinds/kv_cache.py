@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alerts.kinds import RuleKind, register
+from alerts.kinds import RuleKind, default_rule, register
 from alerts.promql import Metrics, duration, number
 from alerts.sources import ServiceWindow
 from analysis import diagnosis
@@ -25,15 +25,9 @@ class KvCache(RuleKind):
     unit = "ratio"
 
     def default_specs(self, service: Service) -> list[dict]:
+        full = diagnosis.KV_CACHE_NEAR_FULL
         return [
-            {
-                "name": "KV cache near full",
-                "threshold": diagnosis.KV_CACHE_NEAR_FULL,
-                "resolve_threshold": round(diagnosis.KV_CACHE_NEAR_FULL - 0.05, 3),
-                "window_s": 300,
-                "for_s": 300,
-                "severity": "warning",
-            }
+            default_rule("KV cache near full", full, round(full - 0.05, 3), window_s=300, for_s=300)
         ]
 
     def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:

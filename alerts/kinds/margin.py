@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alerts.kinds import register
+from alerts.kinds import default_rule, register
 from alerts.kinds._economics import _Economics
 from alerts.promql import NotExportable
 from analysis.alerting import Direction, Health, Observation
@@ -27,16 +27,7 @@ class Margin(_Economics):
     def default_specs(self, service: Service) -> list[dict]:
         if not service.price_per_mtok:
             return []
-        return [
-            {
-                "name": "Margin below target",
-                "threshold": 0.2,
-                "resolve_threshold": 0.25,
-                "window_s": 3600,
-                "for_s": 3600,
-                "severity": "warning",
-            }
-        ]
+        return [default_rule("Margin below target", 0.2, 0.25, window_s=3600, for_s=3600)]
 
     def promql_value(self, rule: Rule, cost: str) -> str:
         if not rule.service.price_per_mtok:

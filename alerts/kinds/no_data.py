@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alerts.kinds import RuleKind, register
+from alerts.kinds import RuleKind, default_rule, register
 from alerts.promql import Metrics, duration
 from analysis.alerting import Health, Observation
 
@@ -24,17 +24,7 @@ class NoData(RuleKind):
     per_host = True
 
     def default_specs(self, service: Service) -> list[dict]:
-        return [
-            {
-                "name": "No data",
-                "threshold": 600.0,
-                "resolve_threshold": 120.0,
-                "window_s": 300,
-                "for_s": 0,
-                "min_requests": 0,
-                "severity": "warning",
-            }
-        ]
+        return [default_rule("No data", 600.0, 120.0, window_s=300, for_s=0, min_requests=0)]
 
     def observe(self, rule: Rule, inputs: Inputs) -> list[tuple[dict[str, str], Observation]]:
         """Seconds of silence per host (seen within the lookback) and for the whole service."""

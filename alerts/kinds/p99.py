@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from alerts.kinds import RuleKind, _span, register
+from alerts.kinds import RuleKind, _span, default_rule, register
 from alerts.promql import Metrics, duration, number
 from alerts.sources import ServiceWindow
 from analysis.alerting import Health, Observation
@@ -39,16 +39,16 @@ class _P99(RuleKind):
         if not slo:
             return []
         return [
-            {
-                "name": f"P99 {self.metric_label} above SLO",
-                "threshold": slo,
-                "resolve_threshold": round(slo * 0.9, 3),
-                "window_s": 300,
-                "for_s": 300,
-                "keep_firing_for_s": 120,
-                "min_requests": minimum_count(0.99),
-                "severity": "critical",
-            }
+            default_rule(
+                f"P99 {self.metric_label} above SLO",
+                slo,
+                round(slo * 0.9, 3),
+                window_s=300,
+                for_s=300,
+                keep_firing_for_s=120,
+                min_requests=minimum_count(0.99),
+                severity="critical",
+            )
         ]
 
     def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:

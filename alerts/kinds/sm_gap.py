@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alerts.kinds import RuleKind, register
+from alerts.kinds import register
+from alerts.kinds._gpu import _GpuBelow, _rule
 from alerts.promql import Metrics, duration, number
 from alerts.sources import ServiceWindow
 from analysis import diagnosis
-from analysis.alerting import Direction, Health, Observation
+from analysis.alerting import Health, Observation
 from core.templatetags.display import percent
 
 if TYPE_CHECKING:
     from alerts.models import Rule
-    from alerts.rules import Inputs
     from dossiers.models import Service
 
 
 # The thresholds are the diagnosis rules' (analysis.diagnosis), so a live diagnosis and an
 # alert never disagree about the same window.
 @register
-class SmGap(RuleKind):
+class SmGap(_GpuBelow):
     name = "sm_gap"
     order = 30
     label = "SM active / GPU-Util below (ratio) while the GPU looks busy"
@@ -28,25 +28,14 @@ class SmGap(RuleKind):
         "SM active far below GPU-Util: kernels run but leave the SMs idle (memory- or"
         " launch-bound); GPU-Util alone would call the GPU busy."
     )
-    unit = "ratio"
-    direction = Direction.BELOW
-    reads_gpu = True
 
     def default_specs(self, service: Service) -> list[dict]:
+        ratio = diagnosis.SM_TO_GPU_UTIL_RATIO
         return [
-            {
-                "name": "SM active far below GPU-Util",
-                "threshold": diagnosis.SM_TO_GPU_UTIL_RATIO,
-                "resolve_threshold": round(diagnosis.SM_TO_GPU_UTIL_RATIO + 0.1, 3),
-                "window_s": 900,
-                "for_s": 1800,
-                "severity": "info",
-            }
+            _rule("SM active far below GPU-Util", ratio, window_s=900, for_s=1800, severity="info")
         ]
 
-    def observe_window(self, rule: Rule, w: ServiceWindow, inputs: Inputs) -> Observation:
-        if w.gpu_util is None:
-            return Observation(Health.NO_DATA, reason="no GPU utilization from these hosts")
+    def observe_gpu(self, w: ServiceWindow) -> Observation:
         if w.sm_active is None:
             return Observation(
                 Health.NO_DATA, reason="no SM active (DCGM profiling or NVML GPM) from these hosts"

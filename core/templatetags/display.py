@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from django import template
 from django.utils.html import format_html
 from django.utils.http import urlencode
@@ -31,11 +33,20 @@ def _missing(value) -> bool:
     return value is None or value == ""
 
 
+def _or_dash(fmt):
+    """A filter showing DASH for a missing value and `fmt(value, ...)` for any other."""
+
+    @functools.wraps(fmt)  # Django reads the arguments through __wrapped__
+    def shown(value, *args):
+        return DASH if _missing(value) else fmt(value, *args)
+
+    return shown
+
+
 @register.filter
+@_or_dash
 def ms(value: float | None) -> str:
     """Milliseconds with precision that fits the size: 1,840 / 42.5 / 8.31."""
-    if _missing(value):
-        return DASH
     if abs(value) >= 100:
         return f"{value:,.0f}"
     if abs(value) >= 10:
@@ -47,56 +58,34 @@ def ms(value: float | None) -> str:
 def pct_ms(p) -> str:
     """A percentile in ms as `ms` shows a value, or the bucket edge it is known to be below
     ("< 300", inside the first bucket) or above ("> 10,000", in +Inf); never a guess."""
-    if p is None or p == "":
-        return DASH
-    if p.value is not None:
-        return ms(p.value)
-    if p.below_first_edge is not None:
-        return f"< {ms(p.below_first_edge)}"
-    if p.above_last_edge is not None:
-        return f"> {ms(p.above_last_edge)}"
-    return DASH
+    return DASH if _missing(p) else p.shown(ms, DASH)
 
 
 @register.filter
+@_or_dash
 def num(value: float | int | None, digits: int = 1) -> str:
-    if _missing(value):
-        return DASH
     value = float(value)
     if value.is_integer():
         return f"{int(value):,}"
     return f"{value:,.{int(digits)}f}"
 
 
-@register.filter
-def ratio(value: float | None) -> str:
-    """A 0-1 ratio as a whole percentage."""
-    return DASH if _missing(value) else f"{value * 100:.0f}%"
+# One format each, DASH for a missing value. A 0-1 ratio as a whole percentage; a fraction
+# (e.g. a margin) as a percentage with one decimal.
+ratio = register.filter("ratio", _or_dash(lambda value: f"{value * 100:.0f}%"))
+percent = register.filter("percent", _or_dash(lambda value: f"{value * 100:.1f}%"))
 
 
 @register.filter
-def percent(value: float | None) -> str:
-    """A fraction (e.g. a margin) as a percentage with one decimal."""
-    return DASH if _missing(value) else f"{value * 100:.1f}%"
-
-
-@register.filter
+@_or_dash
 def money(value: float | None) -> str:
-    if _missing(value):
-        return DASH
     value = float(value)
     return f"{value:,.2f}" if abs(value) >= 0.1 else f"{value:,.4f}"
 
 
-@register.filter
-def gigabytes(value: int | None) -> str:
-    """Bytes in decimal GB (the seed's KV cache example: 21,474,836,480 bytes -> 21.5 GB)."""
-    return DASH if _missing(value) else f"{value / 1e9:,.1f} GB"
-
-
-@register.filter
-def signed_percent(value: float | None) -> str:
-    return DASH if _missing(value) else f"{value * 100:+.1f}%"
+# Bytes in decimal GB (the seed's KV cache example: 21,474,836,480 bytes -> 21.5 GB).
+gigabytes = register.filter("gigabytes", _or_dash(lambda value: f"{value / 1e9:,.1f} GB"))
+signed_percent = register.filter("signed_percent", _or_dash(lambda value: f"{value * 100:+.1f}%"))
 
 
 METRIC_UNITS = {"qps": "req/s", "output_tps": "tok/s", "input_tps": "tok/s"}
@@ -125,10 +114,9 @@ def change_with_percent(delta) -> str:
 
 
 @register.filter
+@_or_dash
 def figure(value: float | None, unit: str) -> str:
     """A figure in its unit as every page shows it: "1,840 ms", "2,010 tok/s", "97%", "1.39"."""
-    if _missing(value):
-        return DASH
     if unit == "ms":
         return f"{ms(value)} ms"
     if unit == "ratio":

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.names import check_name
+from core.registry import InstanceRegistry
 
 from .base import Document, LoadTestFormatError, ParsedRun
 
@@ -52,18 +52,10 @@ class LoadTestFormat:
         return [key for key in self.required if key not in data]
 
 
-_FORMATS: dict[str, LoadTestFormat] = {}
-
-
-def register(fmt: LoadTestFormat) -> LoadTestFormat:
-    """Add a format (or replace one of the same name); detection tries formats in this order."""
-    check_name(fmt.name, what="load-test format")
-    _FORMATS[fmt.name] = fmt
-    return fmt
-
-
-def unregister(name: str) -> None:
-    _FORMATS.pop(name, None)
+_FORMATS: InstanceRegistry[LoadTestFormat] = InstanceRegistry("load-test format")
+# Adds a format (or replaces one of the same name); detection tries formats in `formats()` order.
+register = _FORMATS.register
+unregister = _FORMATS.unregister
 
 
 def formats() -> tuple[LoadTestFormat, ...]:

@@ -6,21 +6,13 @@
 
 from __future__ import annotations
 
-from core.names import check_name
+from core.registry import InstanceRegistry
 
 from .base import Check
 
-_CHECKS: dict[str, Check] = {}
-
-
-def register(check: Check) -> Check:
-    check_name(check.name, what="lint check")
-    _CHECKS[check.name] = check
-    return check
-
-
-def unregister(name: str) -> None:
-    _CHECKS.pop(name, None)
+_CHECKS: InstanceRegistry[Check] = InstanceRegistry("lint check")
+register = _CHECKS.register
+unregister = _CHECKS.unregister
 
 
 def checks() -> tuple[Check, ...]:

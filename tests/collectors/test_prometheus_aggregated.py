@@ -65,11 +65,17 @@ def twin(service: Service, slug: str) -> Service:
     )  # fmt: skip
 
 
-def synced(prom_url: str, service: Service, mode: str) -> Traffic:
-    source = source_create(
-        name=f"fleet-{mode}", service=service, base_url=prom_url, mode=mode,
-        engine_selector='service="fleet-a"', step_s=60, backfill_hours=1,
+def fleet_source(prom_url: str, service: Service, name: str, mode: str = "aggregated",
+                 selector: str = 'service="fleet-a"'):  # fmt: skip
+    """A source reading the fleet's Prometheus a minute a step, an hour back."""
+    return source_create(
+        name=name, service=service, base_url=prom_url, mode=mode, engine_selector=selector,
+        step_s=60, backfill_hours=1,
     )  # fmt: skip
+
+
+def synced(prom_url: str, service: Service, mode: str) -> Traffic:
+    source = fleet_source(prom_url, service, f"fleet-{mode}", mode)
     outcome = source_sync(source_id=source.pk)
     assert outcome.ok, outcome.error
     rollup_pending()
@@ -116,10 +122,7 @@ def test_aggregated_and_per_host_count_the_same_requests_and_tokens(both_modes):
 
 def test_a_second_aggregated_sync_adds_no_window(fleet_prometheus, service, no_lag):
     prom, _ = fleet_prometheus
-    source = source_create(
-        name="fleet-again", service=service, base_url=prom.url, mode="aggregated",
-        engine_selector='service="fleet-a"', step_s=60, backfill_hours=1,
-    )  # fmt: skip
+    source = fleet_source(prom.url, service, "fleet-again")
     first = source_sync(source_id=source.pk)
     windows = ScrapeWindow.objects.filter(host=source.host).count()
     again = source_sync(source_id=source.pk, now=timezone.now() + timedelta(minutes=1))
@@ -132,10 +135,7 @@ def test_an_aggregated_source_without_recorded_series_names_the_rules(
     fleet_prometheus, service, no_lag
 ):
     prom, _ = fleet_prometheus
-    source = source_create(
-        name="fleet-none", service=service, base_url=prom.url, mode="aggregated",
-        engine_selector='service="no-such-service"', step_s=60, backfill_hours=1,
-    )  # fmt: skip
+    source = fleet_source(prom.url, service, "fleet-none", selector='service="no-such-service"')
     outcome = source_sync(source_id=source.pk)
     assert not outcome.ok
     assert "export_recording_rules" in outcome.error

@@ -4,14 +4,14 @@ what a failing target answers is never stored: `last_error` is readable by every
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from collectors.models import PrometheusSource
 from collectors.services.prometheus import source_create, source_sync
+from tests.support import loopback_server
 
 pytestmark = pytest.mark.django_db
 
@@ -50,14 +50,8 @@ class _Answer(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def target():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    httpd.url = f"http://127.0.0.1:{httpd.server_port}"
-    httpd.hits = 0
-    httpd.answer = (200, b"{}")
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with loopback_server(_Answer, hits=0, answer=(200, b"{}")) as httpd:
+        yield httpd
 
 
 def _source(service, base_url: str) -> PrometheusSource:

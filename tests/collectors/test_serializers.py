@@ -16,6 +16,7 @@ from collectors.serializers import (
     flatten_errors,
 )
 from collectors.services.ingest import _gpu_row
+from tests.factories.batches import gpu_sample
 
 NOW = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)
 FULL = {
@@ -41,22 +42,7 @@ def fast(item) -> ValidRequest | None:
     return None if result is None else result[2][0]
 
 
-GPU = {
-    "ts": "2025-03-03T11:59:00Z",
-    "index": 0,
-    "uuid": "GPU-1",
-    "name": "NVIDIA H100",
-    "util": 0.97,
-    "mem_util": 0.61,
-    "mem_used_bytes": 77720453120,
-    "mem_total_bytes": 85899345920,
-    "power_w": 612.4,
-    "temp_c": 61,
-    "sm_clock_mhz": 1980,
-    "sm_active": 0.31,
-    "sm_occupancy": None,
-    "dram_active": 0.72,
-}
+GPU = gpu_sample("2025-03-03T11:59:00Z", name="NVIDIA H100")
 
 
 def gpu_row(item: dict) -> tuple:

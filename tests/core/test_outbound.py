@@ -3,13 +3,13 @@ checked after DNS resolution and again on every redirect, unless the allow-list 
 
 import re
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.core.checks import run_checks
 
 from core.outbound import OutboundRefused, Unresolved, check_url, outbound_request
+from tests.support import loopback_server
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -29,13 +29,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.url = f"http://127.0.0.1:{httpd.server_port}"
-    httpd.redirect_to = ""
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with loopback_server(_Handler, redirect_to="") as httpd:
+        yield httpd
 
 
 @pytest.mark.parametrize(

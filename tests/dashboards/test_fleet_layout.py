@@ -8,7 +8,7 @@ from django.utils import timezone
 from alerts.models import AlertInstance, Rule
 from tests.factories.catalog import make_baseline, make_service
 from tests.factories.traffic import seed_traffic
-from tests.support import browser_login
+from tests.support import browser_login, sideways_tables
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -39,21 +39,13 @@ def busy_fleet(team):
             )  # fmt: skip
 
 
-def clipped(page) -> list[tuple[int, int]]:
-    """(scroll width, visible width) of each table wider than its box."""
-    return page.evaluate(
-        "() => Array.from(document.querySelectorAll('.table-wrap'))"
-        ".map(e => [e.scrollWidth, e.clientWidth]).filter(([s, c]) => s > c + 1)"
-    )
-
-
 def test_the_fleet_table_shows_its_last_column_at_1440_px(page, busy_fleet):
     page.goto(f"{page.base}/")
     page.wait_for_selector("table.fleet [data-workload]")
-    assert clipped(page) == []
+    assert sideways_tables(page) == []
 
 
 def test_the_fleet_dashboard_table_shows_its_last_column_at_1440_px(page, busy_fleet):
     page.goto(f"{page.base}/dashboards/")
     page.wait_for_selector("table.fleet-dash td[data-figure=alerts] .badge-warn")
-    assert clipped(page) == []
+    assert sideways_tables(page) == []

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from dossiers import services
 from dossiers.models import Bottleneck, Team
-from tests.factories.catalog import baseline_values
+from tests.factories.catalog import baseline_values, make_bottleneck
 
 FLEET = reverse("home")
 
@@ -39,8 +39,8 @@ def test_it_shows_cost_per_mtok_margin_and_open_bottlenecks(owner_client, make_s
 def test_the_open_count_links_to_an_open_bottleneck(owner_client, make_service):
     service = make_service("chat-8b")
     open_one = service.bottlenecks.get()
-    Bottleneck.objects.create(
-        service=service,
+    make_bottleneck(
+        service,
         title="Fixed long ago",
         layer=Bottleneck.Layer.SCHEDULING,
         kind=Bottleneck.Kind.CPU,

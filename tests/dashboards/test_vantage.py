@@ -68,9 +68,9 @@ def agent_client(db) -> APIClient:
     return client
 
 
-@pytest.fixture
-def run(agent_client, service, django_capture_on_commit_callbacks):
-    """A load test of `service` whose 15 s the agent scraped (two scrapes: 100 requests)."""
+def scraped_run(agent_client, service, capture, **bench):
+    """A load test of `service` whose 15 s the agent scraped (two scrapes: 100 requests);
+    `bench`: bench_file's figures. `capture`: django_capture_on_commit_callbacks."""
     service.replicas = 1
     service.save()
     t0 = recent_minute() + timedelta(seconds=20)
@@ -80,12 +80,19 @@ def run(agent_client, service, django_capture_on_commit_callbacks):
         batch = make_batch(gpus=[], requests=[], scrapes=[scrape])
         response = agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
         assert response.status_code == 202, response.content
-    with django_capture_on_commit_callbacks(execute=True):
+    with capture(execute=True):
         (run,) = import_loadtest_file(
-            service=service, content=bench_file(t0 + timedelta(seconds=15)), filename="b.json"
+            service=service,
+            content=bench_file(t0 + timedelta(seconds=15), **bench),
+            filename="b.json",
         )
     run.refresh_from_db()
     return run
+
+
+@pytest.fixture
+def run(agent_client, service, django_capture_on_commit_callbacks):
+    return scraped_run(agent_client, service, django_capture_on_commit_callbacks)
 
 
 def test_an_imported_run_keeps_the_engine_figures_of_its_window(run):
@@ -119,20 +126,19 @@ def test_diagnosis_proposes_the_front_of_the_engine_when_it_dominates(run):
 def test_diagnosis_stays_quiet_when_the_engine_accounts_for_most_of_ttft(
     agent_client, service, django_capture_on_commit_callbacks
 ):
-    service.replicas = 1
-    service.save()
-    t0 = recent_minute() + timedelta(seconds=20)
-    for ts, n in ((t0, 100), (t0 + timedelta(seconds=15), 200)):
-        scrape = {"ts": rfc3339(ts), "service": service.slug, "source": "vllm",
-                  "exposition": exposition(n)}  # fmt: skip
-        batch = make_batch(gpus=[], requests=[], scrapes=[scrape])
-        agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
-    with django_capture_on_commit_callbacks(execute=True):
-        (near,) = import_loadtest_file(
-            service=service, content=bench_file(t0 + timedelta(seconds=15), 60.0), filename="n"
-        )
-    near.refresh_from_db()
+    near = scraped_run(agent_client, service, django_capture_on_commit_callbacks, ttft_p99_ms=60.0)
     assert "front_of_engine" not in [p.rule for p in proposals_for(near)]
+
+
+def live_claims(service, baseline, start=None, minutes: int = 3):
+    """The service's claims checked against `baseline` once the scrapes are rolled up: over
+    `minutes` from `start`, by default from the minute before the run's."""
+    rollup_pending()
+    start = start or recent_minute() - timedelta(minutes=1)
+    check = check_claims(
+        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=minutes)
+    )
+    return check[service.pk]
 
 
 def test_promoting_the_run_carries_its_engine_side_to_the_baseline(run):
@@ -142,12 +148,7 @@ def test_promoting_the_run_carries_its_engine_side_to_the_baseline(run):
 
 def test_live_server_side_claims_are_checked_against_the_baseline_engine_figures(run, service):
     baseline = promote_load_test(load_test=run)
-    rollup_pending()
-    start = recent_minute() - timedelta(minutes=1)
-    check = check_claims(
-        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=3)
-    )
-    claim = check[service.pk].claim("ttft_p99_ms")
+    claim = live_claims(service, baseline).claim("ttft_p99_ms")
     assert (claim.label, claim.status.value) == ("TTFT P99 (server)", "holds")
 
 
@@ -155,12 +156,7 @@ def test_live_server_side_claims_without_baseline_engine_figures_are_not_compara
     baseline = promote_load_test(load_test=run)
     baseline.server_side = {}
     baseline.save()
-    rollup_pending()
-    start = recent_minute() - timedelta(minutes=1)
-    check = check_claims(
-        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=3)
-    )
-    assert check[service.pk].claim("ttft_p99_ms").status.value == "not comparable"
+    assert live_claims(service, baseline).claim("ttft_p99_ms").status.value == "not comparable"
 
 
 def test_a_baseline_engine_figure_known_only_as_a_bucket_is_compared_as_an_interval(run, service):
@@ -170,12 +166,7 @@ def test_a_baseline_engine_figure_known_only_as_a_bucket_is_compared_as_an_inter
     figure = baseline.server_side["figures"]["ttft_p99_ms"]
     baseline.server_side["figures"]["ttft_p99_ms"] = {**figure, "value": None}
     baseline.save()
-    rollup_pending()
-    start = recent_minute() - timedelta(minutes=1)
-    check = check_claims(
-        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=3)
-    )
-    assert check[service.pk].claim("ttft_p99_ms").status.value == "holds"
+    assert live_claims(service, baseline).claim("ttft_p99_ms").status.value == "holds"
 
 
 def _claims_page(client, service, **query) -> str:
@@ -269,12 +260,8 @@ def test_a_claim_over_the_runs_minutes_compares_the_same_requests_on_both_sides(
     """Cut at the run's own seconds, the engine side left out the warm-up (P99 in (20, 40]),
     while the live minute held it (P99 above 60 ms): 'drifted' on identical traffic."""
     baseline = promote_load_test(load_test=run_after_warmup)
-    rollup_pending()
-    minute = _minute_of(run_after_warmup)
-    check = check_claims(
-        [service], {service.pk: baseline}, start=minute, end=minute + timedelta(minutes=1)
-    )
-    assert check[service.pk].claim("ttft_p99_ms").status.value == "holds"
+    claims = live_claims(service, baseline, _minute_of(run_after_warmup), minutes=1)
+    assert claims.claim("ttft_p99_ms").status.value == "holds"
 
 
 def test_a_baseline_engine_figure_above_the_last_edge_is_compared_as_an_interval(run, service):
@@ -285,9 +272,4 @@ def test_a_baseline_engine_figure_above_the_last_edge_is_compared_as_an_interval
         **figure, "value": None, "lower": None, "upper": None, "above_last_edge": 30.0
     }  # fmt: skip
     baseline.save()
-    rollup_pending()
-    start = recent_minute() - timedelta(minutes=1)
-    check = check_claims(
-        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=3)
-    )
-    assert check[service.pk].claim("ttft_p99_ms").status.value == "holds"
+    assert live_claims(service, baseline).claim("ttft_p99_ms").status.value == "holds"

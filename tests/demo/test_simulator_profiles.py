@@ -1,25 +1,16 @@
 """Simulator profiles (latencies and traffic scaled to targets) and slowdowns that end."""
 
 import statistics
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
 
 from demo.engine_profile import EngineProfile, ProfileError
 from demo.simulator import Simulator
-from tests.support import StepClock
+from tests.support import CHAT_7B_PROFILE, StepClock
 
-# Shaped like the demo's support-chat-7b baseline.
-CHAT = EngineProfile(
-    qps=40.0,
-    ttft_p50_ms=85,
-    ttft_p99_ms=400,
-    tpot_p50_ms=12.5,
-    tpot_p99_ms=21,
-    e2e_p99_ms=1600,
-    prompt_tokens=350,
-    output_tokens=48,
-)
+CHAT = replace(CHAT_7B_PROFILE, qps=40.0, e2e_p99_ms=1600)
 
 
 def simulator(clock: StepClock, profile: EngineProfile = CHAT, **kwargs) -> Simulator:

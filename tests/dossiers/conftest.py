@@ -3,13 +3,12 @@ in tests/conftest.py, for every folder)."""
 
 from datetime import UTC as _UTC
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 
 import pytest
 
 from dossiers import services
-from dossiers.models import Bottleneck, Experiment, Service
-from tests.factories.catalog import baseline_values
+from dossiers.models import Bottleneck, Experiment
+from tests.factories.catalog import bare_service, baseline_values
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=_UTC)
 
@@ -86,13 +85,4 @@ def full_dossier(service, owner):
 
 @pytest.fixture
 def blank(team):
-    return Service.objects.create(
-        slug="blank",
-        name="Blank",
-        team=team,
-        model_name="m",
-        model_params_b=Decimal("1"),
-        engine="tgi",
-        gpu_model="L40S",
-        gpu_hour_price=Decimal("1"),
-    )
+    return bare_service(team, "blank")

@@ -1,12 +1,10 @@
 """In headless Chromium: import another service's dossier file, read the preview, confirm."""
 
-from decimal import Decimal
-
 import pytest
 
 from dossiers import services
 from dossiers.markdown import export_dossier
-from dossiers.models import Service
+from tests.factories.catalog import bare_service
 from tests.support import browser_login
 
 pytestmark = pytest.mark.browser
@@ -19,10 +17,7 @@ def test_an_owner_previews_an_import_and_confirms_the_rename(
     services.narrative_revise(service=service, body="# Chat 7B\n\nServes chat.", summary="s")
     source = tmp_path / "chat-7b.md"
     source.write_text(export_dossier(service))
-    target = Service.objects.create(
-        slug="blank", name="Blank", team=team, model_name="m", model_params_b=Decimal("1"),
-        engine="tgi", gpu_model="L40S", gpu_hour_price=Decimal("1"),
-    )  # fmt: skip
+    target = bare_service(team, "blank")
     page = browser_page
     browser_login(page, live_server.url, "alice", "pw-alice-123")
 

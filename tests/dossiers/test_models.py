@@ -142,16 +142,18 @@ def test_clean_rejects_a_ratio_above_one(service):
     assert "gpu_util" in excinfo.value.message_dict
 
 
+RESOLVED_BEFORE_IDENTIFIED = {
+    "title": "Tokenizer",
+    "layer": Bottleneck.Layer.FRAMEWORK,
+    "kind": Bottleneck.Kind.CPU,
+    "symptom": "GPU waits",
+    "identified_on": dt.date(2026, 3, 10),
+    "resolved_on": dt.date(2026, 3, 1),
+}
+
+
 def test_clean_rejects_a_bottleneck_resolved_before_it_was_identified(service):
-    bottleneck = Bottleneck(
-        service=service,
-        title="Tokenizer",
-        layer=Bottleneck.Layer.FRAMEWORK,
-        kind=Bottleneck.Kind.CPU,
-        symptom="GPU waits",
-        identified_on=dt.date(2026, 3, 10),
-        resolved_on=dt.date(2026, 3, 1),
-    )
+    bottleneck = Bottleneck(service=service, **RESOLVED_BEFORE_IDENTIFIED)
     with pytest.raises(ValidationError) as excinfo:
         bottleneck.full_clean()
     assert "resolved_on" in excinfo.value.message_dict
@@ -159,12 +161,4 @@ def test_clean_rejects_a_bottleneck_resolved_before_it_was_identified(service):
 
 def test_the_database_refuses_a_bottleneck_resolved_before_it_was_identified(service):
     with pytest.raises(IntegrityError), transaction.atomic():
-        Bottleneck.objects.create(
-            service=service,
-            title="Tokenizer",
-            layer=Bottleneck.Layer.FRAMEWORK,
-            kind=Bottleneck.Kind.CPU,
-            symptom="GPU waits",
-            identified_on=dt.date(2026, 3, 10),
-            resolved_on=dt.date(2026, 3, 1),
-        )
+        Bottleneck.objects.create(service=service, **RESOLVED_BEFORE_IDENTIFIED)

@@ -22,6 +22,7 @@ from dossiers.models import (
     Service,
 )
 from loadtests.models import LoadTest
+from tests.factories.catalog import bare_service
 
 
 @pytest.fixture
@@ -184,15 +185,6 @@ def test_the_deploy_check_fails_while_a_demo_password_works(fleet):
 def test_every_demo_dossier_survives_a_markdown_round_trip(fleet):
     for slug, service in fleet.services.items():
         text = export_dossier(service)
-        copy = Service.objects.create(
-            slug=f"{slug}-copy",
-            name="copy",
-            team=service.team,
-            model_name="m",
-            model_params_b=1,
-            engine="vllm",
-            gpu_model="g",
-            gpu_hour_price=1,
-        )
+        copy = bare_service(service.team, f"{slug}-copy", name="copy", engine="vllm", gpu_model="g")
         import_dossier(service=copy, text=text, author=None, rename=True)
         assert export_dossier(copy) == text.replace(f"service: {slug}", f"service: {slug}-copy")

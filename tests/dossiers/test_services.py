@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from dossiers import selectors, services
-from dossiers.models import Service
+from tests.factories.catalog import bare_service
 
 
 def test_narrative_revisions_are_numbered_from_one(service, owner):
@@ -23,16 +23,7 @@ def test_the_newest_revision_is_the_current_narrative(service):
 
 
 def test_revision_numbers_are_per_service(service, team):
-    other = Service.objects.create(
-        slug="other",
-        name="Other",
-        team=team,
-        model_name="m",
-        model_params_b=1,
-        engine="tgi",
-        gpu_model="L40S",
-        gpu_hour_price=1,
-    )
+    other = bare_service(team, "other")
     services.narrative_revise(service=service, body="a")
     services.narrative_revise(service=service, body="b")
     assert services.narrative_revise(service=other, body="c").number == 1

@@ -19,6 +19,27 @@ def recent_minute(minutes_ago: int = 5) -> datetime:
     return now - timedelta(minutes=minutes_ago)
 
 
+def gpu_sample(ts: str, **changes) -> dict:
+    """One GPU's sample as the agent sends it: a busy H100 whose SMs are mostly idle."""
+    return {
+        "ts": ts,
+        "index": 0,
+        "uuid": "GPU-1",
+        "name": "NVIDIA H100 80GB HBM3",
+        "util": 0.97,
+        "mem_util": 0.61,
+        "mem_used_bytes": 77720453120,
+        "mem_total_bytes": 85899345920,
+        "power_w": 612.4,
+        "temp_c": 61,
+        "sm_clock_mhz": 1980,
+        "sm_active": 0.31,
+        "sm_occupancy": None,
+        "dram_active": 0.72,
+        **changes,
+    }
+
+
 def make_batch(*, host: str = "gpu-node-07", ts: datetime | None = None, **overrides) -> dict:
     ts = ts or recent_minute()
     batch = {
@@ -26,24 +47,7 @@ def make_batch(*, host: str = "gpu-node-07", ts: datetime | None = None, **overr
         "host": host,
         "agent_version": "0.1.0",
         "sent_at": rfc3339(ts),
-        "gpus": [
-            {
-                "ts": rfc3339(ts),
-                "index": 0,
-                "uuid": "GPU-1",
-                "name": "NVIDIA H100 80GB HBM3",
-                "util": 0.97,
-                "mem_util": 0.61,
-                "mem_used_bytes": 77720453120,
-                "mem_total_bytes": 85899345920,
-                "power_w": 612.4,
-                "temp_c": 61,
-                "sm_clock_mhz": 1980,
-                "sm_active": 0.31,
-                "sm_occupancy": None,
-                "dram_active": 0.72,
-            }
-        ],
+        "gpus": [gpu_sample(rfc3339(ts))],
         "scrapes": [],
         "requests": [
             {

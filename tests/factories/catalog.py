@@ -34,6 +34,41 @@ def make_service(team, slug: str, **extra) -> Service:
     return Service.objects.create(slug=slug, **fields)
 
 
+def chat_7b(team, **extra) -> Service:
+    """The `chat-7b` service the shared `service` fixture and the alert pipeline test watch:
+    Llama-2-7b-chat on one replica, P99 SLOs of 2 s end to end, 500 ms TTFT, 50 ms TPOT."""
+    llama_2 = {"model_name": "Llama-2-7b-chat", "model_params_b": Decimal("7"), "replicas": 1}
+    slos = {"slo_p99_e2e_ms": 2000, "slo_p99_ttft_ms": 500, "slo_p99_tpot_ms": 50}
+    return make_service(team, "chat-7b", **{**llama_2, **slos, **extra})
+
+
+def make_bottleneck(service: Service, **extra) -> Bottleneck:
+    fields = {
+        "title": "Queueing",
+        "layer": Bottleneck.Layer.SCHEDULING,
+        "kind": Bottleneck.Kind.QUEUEING,
+        "symptom": "P99 high",
+        "identified_on": date(2026, 3, 1),
+        **extra,
+    }
+    return Bottleneck.objects.create(service=service, **fields)
+
+
+def bare_service(team, slug: str, **extra) -> Service:
+    """A service with only the fields a service needs (no SLOs, no price per Mtok): another
+    team's or an empty one."""
+    fields = {
+        "name": slug.replace("-", " ").title(),
+        "model_name": "m",
+        "model_params_b": Decimal("1"),
+        "engine": "tgi",
+        "gpu_model": "L40S",
+        "gpu_hour_price": Decimal("1"),
+        **extra,
+    }
+    return Service.objects.create(slug=slug, team=team, **fields)
+
+
 def make_baseline(service: Service, **extra) -> Baseline:
     fields = {
         "label": "vLLM 0.6.3, batch 16",
@@ -134,14 +169,7 @@ def dossier_service(slug: str, *, team, name: str | None = None, **overrides) ->
         service=service, label=f"{slug} base", make_current=True, **baseline_values()
     )
     services.narrative_revise(service=service, body=f"# {slug}", summary="first")
-    Bottleneck.objects.create(
-        service=service,
-        title="Queueing",
-        layer=Bottleneck.Layer.SCHEDULING,
-        kind=Bottleneck.Kind.QUEUEING,
-        symptom="P99 high",
-        identified_on=date(2026, 3, 1),
-    )
+    make_bottleneck(service)
     return service
 
 

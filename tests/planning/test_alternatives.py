@@ -8,6 +8,7 @@ from django.core.management import call_command
 
 from dossiers.models import Service
 from planning.plan import alternatives, plan_for
+from tests.factories.catalog import bare_service
 
 pytestmark = pytest.mark.django_db
 
@@ -49,15 +50,6 @@ def test_a_service_without_a_sweep_is_listed_last_saying_why(swept, pricier_twin
 
 def test_the_fleet_page_lists_every_service_with_its_plan_or_why_not(client, owner, swept):
     client.force_login(owner)
-    Service.objects.create(
-        slug="no-sweep",
-        name="No Sweep",
-        team=swept.team,
-        model_name="m",
-        model_params_b=Decimal("1"),
-        engine="vllm",
-        gpu_model="L4",
-        gpu_hour_price=Decimal("1"),
-    )
+    bare_service(swept.team, "no-sweep", engine="vllm", gpu_model="L4")
     page = client.get("/planner/").content.decode()
     assert "Chat 7B" in page and "no usable sweep" in page

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.factories.catalog import bare_service
+
 pytestmark = pytest.mark.django_db
 
 
@@ -48,19 +50,9 @@ def test_a_ci_token_of_the_service_reads_its_plan(swept):
 
 
 def test_a_ci_token_of_another_service_is_refused_saying_its_scope(swept, team):
-    from dossiers.models import Service
     from loadtests.tokens import ci_token_issue
 
-    other = Service.objects.create(
-        slug="other",
-        name="Other",
-        team=team,
-        model_name="m",
-        model_params_b=1,
-        engine="vllm",
-        gpu_model="L4",
-        gpu_hour_price=1,
-    )
+    other = bare_service(team, "other", engine="vllm", gpu_model="L4")
     _, plaintext = ci_token_issue(service=other)
     response = token_get(plaintext, swept.slug)
     assert response.status_code == 403 and "scoped to other" in response.json()["detail"]
