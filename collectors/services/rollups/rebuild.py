@@ -14,8 +14,8 @@ from django.db.models import Q
 
 from collectors.distributions import Traffic
 from collectors.models import FIVE_MINUTES, HOUR, MINUTE, GpuRollup, ServiceRollup
-from collectors.services.rollups.host import merge_services
 from collectors.services.rollups.rows import floor_time, merge_gpu_rows, rollup_from_traffic
+from collectors.services.rollups.store import merge_services
 
 
 def rebuild_derived_rollups(
