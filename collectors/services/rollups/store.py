@@ -75,9 +75,9 @@ def store_rollups(
         GpuRollup.objects.bulk_create(gpu_rows, batch_size=500)
         periods = {resolution: starts}
         if resolution == MINUTE:
-            for longer in (FIVE_MINUTES, HOUR):
-                periods[longer] = sorted({floor_time(t, longer) for t in starts})
-                _rollup_periods(host_id, longer, periods[longer])
+            longer = {r: sorted({floor_time(t, r) for t in starts}) for r in (FIVE_MINUTES, HOUR)}
+            _rollup_periods(host_id, longer)
+            periods.update(longer)
         if touched:
             # Other hosts of these services may be rolled up by another worker right now:
             # merged rows are rewritten under the services' locks, taken in one order.
@@ -122,47 +122,52 @@ def merge_services(service_ids: Iterable[int], resolution: int, starts: list[dat
     return len(rows)
 
 
-def _runs(starts: list[datetime], resolution: int) -> list[tuple[datetime, datetime]]:
-    """Sorted period starts as [first, end) spans of back-to-back periods."""
+def _spans(periods: dict[int, list[datetime]]) -> list[tuple[datetime, datetime]]:
+    """The periods as sorted [start, end) spans, overlapping or back-to-back ones joined."""
     spans: list[tuple[datetime, datetime]] = []
-    step = timedelta(seconds=resolution)
-    for t in starts:
-        if spans and spans[-1][1] == t:
-            spans[-1] = (spans[-1][0], t + step)
+    every = sorted((t, t + timedelta(seconds=r)) for r, starts in periods.items() for t in starts)
+    for start, end in every:
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
         else:
-            spans.append((t, t + step))
+            spans.append((start, end))
     return spans
 
 
-def _rollup_periods(host_id: int, resolution: int, starts: list[datetime]) -> None:
-    """Rewrite the host's `resolution` rows (5 minutes or an hour) of `starts` from its minute
-    rows: one read per run of back-to-back periods."""
-    by_service: dict[tuple[int, datetime], Traffic] = defaultdict(Traffic)
-    by_gpu: dict[tuple[int, datetime], list[GpuRollup]] = defaultdict(list)
-    for first, end in _runs(starts, resolution):
+def _rollup_periods(host_id: int, periods: dict[int, list[datetime]]) -> None:
+    """Rewrite the host's rows of `periods` (resolution -> starts: 5 minutes, hours) from its
+    minute rows, read once for every resolution (one read per span of periods)."""
+    wanted = {r: set(starts) for r, starts in periods.items()}
+    by_service: dict[tuple[int, int, datetime], Traffic] = defaultdict(Traffic)
+    by_gpu: dict[tuple[int, int, datetime], list[GpuRollup]] = defaultdict(list)
+    for first, end in _spans(periods):
         for row in ServiceRollup.objects.filter(
             host_id=host_id, resolution_s=MINUTE, start__gte=first, start__lt=end
         ):
-            by_service[(row.service_id, floor_time(row.start, resolution))].add_row(row)
+            for r, starts in wanted.items():
+                if (start := floor_time(row.start, r)) in starts:
+                    by_service[(r, row.service_id, start)].add_row(row)
         for row in GpuRollup.objects.filter(
             host_id=host_id, resolution_s=MINUTE, start__gte=first, start__lt=end
         ):
-            by_gpu[(row.gpu_index, floor_time(row.start, resolution))].append(row)
-    mine = {"host_id": host_id, "resolution_s": resolution, "start__in": starts}
-    ServiceRollup.objects.filter(**mine).delete()
-    GpuRollup.objects.filter(**mine).delete()
+            for r, starts in wanted.items():
+                if (start := floor_time(row.start, r)) in starts:
+                    by_gpu[(r, row.gpu_index, start)].append(row)
+    for r, starts in periods.items():
+        mine = {"host_id": host_id, "resolution_s": r, "start__in": starts}
+        ServiceRollup.objects.filter(**mine).delete()
+        GpuRollup.objects.filter(**mine).delete()
     service_rows = [
-        rollup_from_traffic(
-            traffic, service_id=service_id, host_id=host_id, resolution=resolution, start=start
-        )
-        for (service_id, start), traffic in by_service.items()
-    ]
+        rollup_from_traffic(traffic, service_id=service_id, host_id=host_id, resolution=r,
+                            start=start)
+        for (r, service_id, start), traffic in by_service.items()
+    ]  # fmt: skip
     gpu_rows = [
         GpuRollup(
-            host_id=host_id, gpu_index=index, resolution_s=resolution, start=start,
+            host_id=host_id, gpu_index=index, resolution_s=r, start=start,
             **merge_gpu_rows(rows),
         )
-        for (index, start), rows in by_gpu.items()
+        for (r, index, start), rows in by_gpu.items()
     ]  # fmt: skip
     check_finite(service_rows)
     check_finite(gpu_rows)
