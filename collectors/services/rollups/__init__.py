@@ -9,7 +9,8 @@ service-merged rows, recomputed, never incremented.
   demo history's minutes and hours): it replaces a host's periods, merges minutes into their
   5-minute and hourly rows, and rewrites the service-merged rows from every host's rows.
 - `rows`: the rows themselves, built from what they summarise (no queries).
-- `rebuild`: the derived rows again from minute and hour rows (after an upgrade, or seeding).
+- `rebuild`: the derived rows again from minute and hour rows, over a whole range (after an
+  upgrade added them; test and bench fixtures that insert rows in bulk).
 
 Latency distributions: request-level values go into DDSketch (ms); scraped histogram bucket
 deltas are added per minute (seconds, `BucketCounts`). Both merge exactly, so hourly rows,
