@@ -21,7 +21,7 @@ from analysis.slo import SloWindow
 
 @dataclass
 class Inputs:
-    """Everything one evaluation read, for all rules (see `alerts.services.evaluate_all`)."""
+    """Everything one evaluation read, for all rules (see `alerts.evaluation.evaluate_all`)."""
 
     windows: dict[int, dict[int, ServiceWindow]] = field(default_factory=dict)  # window_s -> sid
     last_data: dict[int, list[HostSeen]] = field(default_factory=dict)

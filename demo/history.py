@@ -9,9 +9,12 @@ latencies follow the baseline's percentiles and tokens per request are the basel
 One service carries a story: a regression five days ago (the slowest tenth of requests 2.2x
 slower for four hours), with its P99 alert pending, firing and resolving in the alert history.
 
-The rows are written as the roll-up job writes them (DDSketches at the project's accuracy,
-counts, tokens, GPU means), so pages, alerts and claims read them like live data. Idempotent:
-a service that already has roll-ups is left alone.
+The rows are what the roll-up job computes (DDSketches at the project's accuracy, counts,
+tokens, GPU means) and are stored through the job's own writer (`store_rollups`), which merges
+the minutes into their 5-minute and hourly rows and writes the service-merged rows, so pages,
+alerts and claims read them like live data. The story's alert is stepped and written by the
+alerts app's lifecycle (`alerts.services.replay`), as a live evaluation writes one; nothing is
+notified. Idempotent: a service that already has roll-ups is left alone.
 """
 
 from __future__ import annotations
@@ -24,13 +27,11 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from alerts.models import AlertEvent, AlertInstance
-from alerts.rules import base_labels, fingerprint
-from alerts.services import ensure_default_rules
+from alerts.services import ensure_default_rules, evaluation_lag, replay
 from analysis import sketches
-from analysis.alerting import State
+from analysis.alerting import Health, Observation
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
-from collectors.services.rollups import rebuild_derived_rollups
+from collectors.services.rollups import store_rollups
 from demo.engine_profile import GPU_MEMORY_RESERVED, EngineProfile, daily_load, gpu_shares
 from demo.profile import DEMO_SWING, demo_profile
 from dossiers.models import Baseline, Service
@@ -99,23 +100,23 @@ def backfill_service(
     gpus = min(MAX_GPUS, max(1, service.total_gpus))
     rate = baseline.qps * max(1, service.replicas)  # the service's whole load, one host
     start_hour = (now - timedelta(days=days)).replace(minute=0)
-    service_rows, gpu_rows = [], []
-    t = start_hour
-    while t < now - timedelta(hours=1):
-        service_rows.append(_row(service, host, baseline, HOUR, t, rate, regression, rng, profile))
-        gpu_rows += _gpu_rows(host, gpus, HOUR, t, baseline, rng)
-        t += timedelta(hours=1)
-    t = now - timedelta(days=1)
-    while t < now:
-        service_rows.append(
-            _row(service, host, baseline, MINUTE, t, rate, regression, rng, profile)
+    # Minutes from the top of the hour a day back: the hours from there on are merged from
+    # them when stored, as the roll-up job merges live minutes.
+    first_minute = max(start_hour, (now - timedelta(days=1)).replace(minute=0))
+    for resolution, start, end in ((HOUR, start_hour, first_minute), (MINUTE, first_minute, now)):
+        service_rows, gpu_rows = [], []
+        t = start
+        while t < end:
+            service_rows.append(
+                _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
+            )
+            gpu_rows += _gpu_rows(host, gpus, resolution, t, baseline, rng)
+            t += timedelta(seconds=resolution)
+        # Stored as the roll-up job stores its rows: with the host's 5-minute and hourly rows
+        # of the minutes and the service-merged rows (SLO counts, quantiles) pages read.
+        store_rollups(
+            host_id=host.pk, resolution=resolution, service_rows=service_rows, gpu_rows=gpu_rows
         )
-        gpu_rows += _gpu_rows(host, min(gpus, 4), MINUTE, t, baseline, rng)
-        t += timedelta(minutes=1)
-    ServiceRollup.objects.bulk_create(service_rows, batch_size=500)
-    GpuRollup.objects.bulk_create(gpu_rows, batch_size=1000, ignore_conflicts=True)
-    # The 5-minute and service-merged rows the roll-up writes beside these (pages read them).
-    rebuild_derived_rollups(start=start_hour, end=now, host_ids=[host.pk])
     if regression is not None:
         _tell_the_story(service, baseline, regression)
     return True
@@ -213,46 +214,28 @@ def _gpu_rows(host, gpus, resolution, t, baseline, rng) -> list[GpuRollup]:
 
 
 def _tell_the_story(service: Service, baseline: Baseline, regression: Regression) -> None:
-    """The regression's P99 alert, pending, firing and resolved, in the alert history."""
+    """The regression's P99 alert in the alert history: the service's P99 rule evaluated each
+    minute from the regression's start until its alert resolved, stepped and written by the
+    alerts app as a live evaluation would (pending, firing, resolved), notifying nobody."""
     ensure_default_rules(service)
     rule = service.alert_rules.filter(kind="p99_e2e").first()
     if rule is None:
         return
-    identity = {"service": service.slug}
-    fired = regression.start + timedelta(seconds=rule.for_s + 120)
-    resolved = regression.end + timedelta(seconds=rule.keep_firing_for_s + 120)
-    value = (baseline.e2e_p99_ms or rule.threshold) * REGRESSION_FACTOR
-    # The evaluations the alert lived through: every 5 minutes, the regression's P99 until it
-    # ended, then the baseline's until the alert resolved (what its chart draws).
-    series, t = [], regression.start + timedelta(seconds=120)
-    while t <= resolved:
-        series.append([int(t.timestamp()), value if t < regression.end else baseline.e2e_p99_ms])
-        t += timedelta(minutes=5)
-    instance = AlertInstance.objects.create(
-        rule=rule, service=service, fingerprint=fingerprint(rule.pk, identity),
-        labels={**base_labels(rule), **identity},
-        annotations={"summary": f"P99 end-to-end {value:,.0f} ms above {rule.threshold:,.0f} ms"},
-        state=State.RESOLVED, value=baseline.e2e_p99_ms, threshold=rule.threshold, series=series,
-        pending_since=regression.start + timedelta(seconds=120), fired_at=fired,
-        last_active_at=regression.end, resolved_at=resolved, ended_at=resolved,
-        last_evaluated_at=resolved,
-    )  # fmt: skip
-    AlertEvent.objects.bulk_create(
-        [
-            AlertEvent(
-                rule=rule,
-                service=service,
-                instance=instance,
-                at=at,
-                kind=kind,
-                value=v,
-                threshold=rule.threshold,
-                reason=reason,
-            )
-            for at, kind, v, reason in (
-                (instance.pending_since, "pending", value, "P99 over 5 min"),
-                (fired, "firing", value, "P99 over 5 min"),
-                (resolved, "resolved", baseline.e2e_p99_ms, "P99 back under the resolve threshold"),
-            )
-        ]
-    )
+    thresholds = rule.thresholds()
+    # What the rule's window saw: the regression's P99 (over the threshold, so the story
+    # fires) while the window held regressed minutes, the baseline's (under the resolve
+    # threshold, so it resolves) before and after.
+    slow = max((baseline.e2e_p99_ms or rule.threshold) * REGRESSION_FACTOR, 1.5 * rule.threshold)
+    normal = baseline.e2e_p99_ms or 0.0
+    normal = normal if normal < thresholds.resolve else 0.8 * thresholds.resolve
+    lag, window = evaluation_lag(), timedelta(seconds=rule.window_s)
+    span = f"{rule.window_s // 60} min"
+    observations, t = [], regression.start
+    ends = regression.end + lag + window + timedelta(seconds=rule.keep_firing_for_s + 300)
+    while t <= ends:
+        seen = t - lag - window < regression.end and t - lag > regression.start
+        reason = f"P99 over {span} (the demo's history)"
+        observations.append((t, Observation(Health.OK, value=slow if seen else normal,
+                                            reason=reason)))  # fmt: skip
+        t += timedelta(minutes=1)
+    replay(rule, {"service": service.slug}, observations)

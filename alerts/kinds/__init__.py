@@ -68,7 +68,7 @@ class RuleKind:
     description: ClassVar[str]  # one sentence for docs and the rule list
     unit: ClassVar[str]  # "ms", "ratio" (0-1), "%" or "s"
     direction: ClassVar[Direction] = Direction.ABOVE
-    # What evaluation must read for it (batched across rules by `alerts.services`).
+    # What evaluation must read for it (batched across rules by `alerts.evaluation_inputs`).
     latency_metric: ClassVar[str | None] = None  # P99 of this family
     reads_gpu: ClassVar[bool] = False
     reads_baseline_cost: ClassVar[bool] = False

@@ -7,6 +7,7 @@ from django.db import connection
 
 from alerts import services
 from alerts.models import AlertEvent, Notification, Receiver
+from dossiers.models import Service
 from tests.factories.alerts import evaluation_time, feed
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -20,7 +21,7 @@ def test_concurrent_evaluations_claim_each_rule_once(team, host, make_services, 
     services.evaluate_all(evaluation_time(0))  # warm up: pending / no-data changes recorded
 
     at = evaluation_time(5)
-    for service in services.Service.objects.all():
+    for service in Service.objects.all():
         feed(service, host, 5, e2e_ms=9000)
     counts, errors = [], []
     barrier = threading.Barrier(4)

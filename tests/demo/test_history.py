@@ -4,8 +4,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from alerts.models import AlertEvent
+from alerts import lifecycle
+from alerts.models import AlertEvent, AlertInstance, Notification, Receiver
+from collectors.models import (
+    FIVE_MINUTES,
+    HOUR,
+    MINUTE,
+    GpuRollup,
+    ServiceMergedRollup,
+    ServiceRollup,
+)
 from dashboards.selectors import service_dashboard
+from demo import history
 from demo.history import Regression, backfill_service
 from tests.factories.catalog import make_baseline, make_service
 
@@ -50,3 +60,68 @@ def test_the_told_regression_fired_and_resolved(svc):
 def test_a_service_with_history_is_left_alone(svc):
     fill(svc)
     assert fill(svc) is False
+
+
+def test_every_row_goes_through_the_roll_up_and_alert_writers(svc, monkeypatch):
+    """The history writes no roll-up or alert row beside the services: every minute and hour
+    row it made was stored by `store_rollups`, the rest derived there from them, and its
+    alert rows were written by the alerts app's lifecycle."""
+    passed, staged = [], []
+    store = history.store_rollups
+    monkeypatch.setattr(
+        history,
+        "store_rollups",
+        lambda **kw: passed.extend(kw["service_rows"] + kw["gpu_rows"]) or store(**kw),
+    )
+    write = lifecycle.Staged.write
+    monkeypatch.setattr(
+        lifecycle.Staged, "write", lambda self: write(self) or staged.extend(self.new_instances)
+    )
+    start = NOW - timedelta(days=2)
+    fill(svc, regression=Regression(start, start + timedelta(hours=4)))
+
+    made = {(type(r), r.pk) for r in passed}
+    minutes = ServiceRollup.objects.filter(service=svc, resolution_s=MINUTE)
+    first_minute = minutes.order_by("start").first().start
+    for model in (ServiceRollup, GpuRollup):
+        for row in model.objects.filter(resolution_s=MINUTE):
+            assert (model, row.pk) in made
+        for row in model.objects.filter(resolution_s=HOUR, start__lt=first_minute):
+            assert (model, row.pk) in made
+    # The last day's hours and every 5 minutes: merged from the stored minutes, as live ones.
+    for resolution in (FIVE_MINUTES, HOUR):
+        derived = ServiceRollup.objects.filter(
+            service=svc, resolution_s=resolution, start__gte=first_minute
+        )
+        assert derived.exists()
+        for row in derived:
+            inside = minutes.filter(
+                start__gte=row.start, start__lt=row.start + timedelta(seconds=resolution)
+            )
+            assert row.requests == sum(inside.values_list("requests", flat=True))
+    assert {i.pk for i in staged} == set(
+        AlertInstance.objects.filter(service=svc).values_list("pk", flat=True)
+    )
+    assert not AlertEvent.objects.filter(service=svc, instance__isnull=True).exists()
+
+
+def test_every_period_of_the_history_has_its_service_merged_row(svc):
+    fill(svc)
+    for resolution in (MINUTE, FIVE_MINUTES, HOUR):
+        host_rows = ServiceRollup.objects.filter(service=svc, resolution_s=resolution)
+        merged = {
+            m.start: m.requests
+            for m in ServiceMergedRollup.objects.filter(service=svc, resolution_s=resolution)
+        }
+        assert merged == {r.start: r.requests for r in host_rows}, resolution
+
+
+def test_the_told_alert_is_history_and_notifies_nobody(svc, team):
+    Receiver.objects.create(team=team, name="on-call", kind="email", emails="oncall@example.com")
+    start = NOW - timedelta(days=2)
+    fill(svc, regression=Regression(start, start + timedelta(hours=4)))
+    alert = AlertInstance.objects.get(service=svc)
+    assert alert.state == "resolved" and alert.fired_at - alert.pending_since >= timedelta(
+        seconds=alert.rule.for_s
+    )
+    assert not Notification.objects.exists()

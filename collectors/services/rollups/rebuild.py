@@ -1,6 +1,7 @@
 """Rebuilding the derived rows (5-minute per host, and service-merged) from the minute and hour
-rows: after an upgrade added them, or for rows something other than the roll-up wrote. Never
-reads raw rows, so it works past raw retention.
+rows: after an upgrade added them, or for test and bench fixtures that insert rows in bulk
+(the roll-up job and the demo's history store theirs through `store_rollups`, which derives
+them). Never reads raw rows, so it works past raw retention.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from django.db.models import Q
 
 from collectors.distributions import Traffic
 from collectors.models import FIVE_MINUTES, HOUR, MINUTE, GpuRollup, ServiceRollup
-from collectors.services.rollups.host import merge_services
 from collectors.services.rollups.rows import floor_time, merge_gpu_rows, rollup_from_traffic
+from collectors.services.rollups.store import merge_services
 
 
 def rebuild_derived_rollups(
@@ -27,7 +28,7 @@ def rebuild_derived_rollups(
 ) -> dict[str, int]:
     """Write the 5-minute per-host rows (from minute rows) and the service-merged rows (every
     resolution) of [start, end), a day at a time. For rows rolled up before these existed
-    (after upgrading), and for rows written by something other than the roll-up (seeding).
+    (after upgrading), and for rows fixtures inserted in bulk.
     Never reads raw rows, so it works past raw retention. Returns rows written per kind."""
     written = {"five_minute": 0, "merged": 0}
     hosts = list(host_ids) if host_ids is not None else None

@@ -233,18 +233,33 @@ def _numbers(value) -> Iterable[float]:
             yield from _numbers(item)
 
 
+def _checked_columns(model: type[models.Model]) -> list[tuple[str, str]]:
+    """(attname, name) of the model's float and JSON columns, looked up once per model."""
+    columns = _CHECKED.get(model)
+    if columns is None:
+        columns = _CHECKED[model] = [
+            (column.attname, column.name)
+            for column in model._meta.concrete_fields
+            if isinstance(column, models.FloatField | models.JSONField)
+        ]
+    return columns
+
+
+_CHECKED: dict[type[models.Model], list[tuple[str, str]]] = {}
+
+
 def check_finite(rows: Iterable[models.Model]) -> None:
     """Raise UnprocessableRows naming the row and field when a roll-up row holds a
     non-finite number (a float column, or inside a JSON one): dashboards, the API and the
     alert rules would all read it, and PostgreSQL would store it without complaint."""
     for row in rows:
-        for column in row._meta.concrete_fields:
-            if not isinstance(column, models.FloatField | models.JSONField):
-                continue
-            values = _numbers(getattr(row, column.attname))
-            bad = next((v for v in values if not math.isfinite(v)), None)
+        for attname, name in _checked_columns(type(row)):
+            value = getattr(row, attname)
+            if value is None or (type(value) is float and math.isfinite(value)):
+                continue  # the common cases, without walking a generator
+            bad = next((v for v in _numbers(value) if not math.isfinite(v)), None)
             if bad is not None:
                 raise UnprocessableRows(
-                    f"{type(row).__name__}.{column.name} of {row.start:%Y-%m-%d %H:%M} "
+                    f"{type(row).__name__}.{name} of {row.start:%Y-%m-%d %H:%M} "
                     f"would be {bad}: a sample's value cannot be rolled up"
                 )
