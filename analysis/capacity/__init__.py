@@ -15,6 +15,13 @@ first two are linear in (a, b), solved in closed form with non-negativity; shape
 on a grid; loglog2 is weighted least squares in log space. The family with the lowest weighted
 chi-square of the *log* residuals plus 2 per parameter wins (a percentile's noise is relative).
 
+With four loads or more the winner then meets the points themselves (`PCHIP`: pooled where
+they dip, by weighted isotonic regression in log latency, and joined by a monotone cubic in
+log-log): each interior point is left out in turn and predicted by both, refitted on the rest,
+and the smaller noise-weighted error of those predictions stays, the interpolant's leave-one-out
+residual beyond the noise becoming its misfit. A curve flat and then a sharp knee, which no
+family follows, is best read between its neighbours.
+
 Weights. Each point's noise is the standard error of log(percentile):
   - the percentile's own: the spread of the order statistic a sample quantile q over n requests
     is read from (exact, `order_statistic_z`; sqrt(q (1 - q) / n) / phi(z_q) for many requests)
@@ -42,10 +49,11 @@ the lowest measured load says so too.
 
 One module a job: `points` (inputs, estimates, shared constants), `noise` (each point's
 weight), `curves` (the families and the fit), `limits` (crossings and the highest load),
-`interpolation` (between points, and load to rate). Everything is re-exported here.
+`interpolation` (between points, and load to rate), `pchip` (the monotone interpolant).
+Everything is re-exported here.
 """
 
-from analysis.capacity.curves import LOGLOG2, POWER, QUEUE, Curve, fit_curve
+from analysis.capacity.curves import LOGLOG2, PCHIP, POWER, QUEUE, Curve, fit_curve
 from analysis.capacity.interpolation import loglog_between, monotone_interpolate, rate_at
 from analysis.capacity.limits import TIE_Z, Crossing, MaxLoad, crossing, joint_load, max_load
 from analysis.capacity.noise import (
@@ -76,6 +84,7 @@ __all__ = [
     "JOINT_CALIBRATION",
     "LEVEL",
     "LOGLOG2",
+    "PCHIP",
     "POWER",
     "QUEUE",
     "RUN_TO_RUN",

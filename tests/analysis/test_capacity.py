@@ -176,3 +176,20 @@ def test_a_nearly_flat_curve_says_the_limit_is_never_reached_rather_than_failing
         0,
     )
     assert flat.inverse(1e6) == math.inf
+
+
+def test_a_curve_no_family_follows_is_read_between_its_points():
+    # Flat, then a sharp knee: every family bends too early or too late; the points do not.
+    values = [100, 101, 102, 103, 104, 400, 1600]
+    points = [Point(x, v, 1000) for x, v in zip(XS, values, strict=True)]
+    curve = capacity.fit_curve(points, 0.5)
+    assert curve.family == capacity.PCHIP
+    assert [curve.predict(x) for x in XS] == pytest.approx(values)
+    found = capacity.crossing(curve, 200.0)
+    assert 16 < found.load.value < 32
+    values = [curve.predict(x) for x in range(1, 65)]
+    assert all(later >= earlier for earlier, later in itertools.pairwise(values))
+
+
+def test_a_clean_curve_keeps_its_family():
+    assert capacity.fit_curve(queue_points(XS), 0.99).family != capacity.PCHIP
