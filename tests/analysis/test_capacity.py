@@ -193,3 +193,11 @@ def test_a_curve_no_family_follows_is_read_between_its_points():
 
 def test_a_clean_curve_keeps_its_family():
     assert capacity.fit_curve(queue_points(XS), 0.99).family != capacity.PCHIP
+
+
+def test_a_limit_within_the_lowest_points_noise_is_not_called_broken_there():
+    # A flat curve (a saturated TPOT): 1% under the lowest point is inside its noise.
+    points = [Point(x, v, 500) for x, v in ((500, 205.0), (1000, 204.0), (2000, 215.0))]
+    found = capacity.crossing(capacity.fit_curve(points, 0.5), 203.0)
+    assert found.status != BELOW
+    assert found.load.low < 500
