@@ -29,7 +29,8 @@ Weights. Each point's noise is the standard error of log(percentile):
     the same run, each taken at the z where a sample percentile over n requests sits, or a
     default); a P99 over 10 requests is their maximum, with the maximum's spread;
   - run-to-run: the spread of repeated runs at the same load where they exist, with a floor
-    (`RUN_TO_RUN`) where they do not.
+    (`LATENCY_RUN_TO_RUN`, 2%) where they do not; the scatter of a curve beyond that is its
+    misfit, measured per curve.
 
 Intervals. The highest load meeting a limit S is the inverse of the fitted curve at S. Its
 interval inverts the curve at S * exp(-+ z * sigma_total), where sigma_total combines the noise a
@@ -69,6 +70,7 @@ from analysis.capacity.points import (
     CALIBRATION,
     DEFAULT_SIGMA,
     JOINT_CALIBRATION,
+    LATENCY_RUN_TO_RUN,
     LEVEL,
     RUN_TO_RUN,
     WITHIN,
@@ -82,6 +84,7 @@ __all__ = [
     "CALIBRATION",
     "DEFAULT_SIGMA",
     "JOINT_CALIBRATION",
+    "LATENCY_RUN_TO_RUN",
     "LEVEL",
     "LOGLOG2",
     "PCHIP",
