@@ -17,8 +17,9 @@ chi-square of the *log* residuals plus 2 per parameter wins (a percentile's nois
 
 With four loads or more the winner then meets the points themselves (`PCHIP`: pooled where
 they dip, by weighted isotonic regression in log latency, and joined by a monotone cubic in
-log-log): each interior point is left out in turn and predicted by both, refitted on the rest,
-and the smaller noise-weighted error of those predictions stays, the interpolant's leave-one-out
+log-log): each interior point is left out in turn and predicted by both, refitted on the rest.
+Where the family misses them beyond their noise (mean chi-square above 2, `FAMILY_MISS`), the
+smaller noise-weighted error of those predictions stays, the interpolant's leave-one-out
 residual beyond the noise becoming its misfit. A curve flat and then a sharp knee, which no
 family follows, is best read between its neighbours.
 

@@ -21,6 +21,9 @@ PCHIP = "pchip"  # the points themselves, pooled monotone, joined by a monotone 
 _PARAMETERS = {POWER: 3, QUEUE: 4, LOGLOG2: 3}
 _QUEUE_C = (1.02, 1.05, 1.1, 1.2, 1.35, 1.5, 1.75, 2, 2.5, 3, 4, 6, 10, 20)
 _QUEUE_M = (0.5, 1.0, 2.0)
+# Mean chi-square of the family's left-out predictions above which the points themselves
+# (PCHIP) may be read instead: 2, twice what noise alone gives.
+FAMILY_MISS = 2.0
 
 
 _K_GRID = tuple(
@@ -212,7 +215,8 @@ def fit_curve(points: Sequence[Point], quantile: float) -> Curve:
     Three families compete (power, queue, quadratic in log-log); the lowest weighted chi-square
     plus 2 per parameter wins. With four loads or more, the winner then meets the points
     themselves (`PCHIP`: pooled monotone, joined by a monotone cubic in log-log): each interior
-    point is left out in turn and predicted by both, refitted on the others; the smaller
+    point is left out in turn and predicted by both, refitted on the others; where the family
+    misses them beyond their noise (mean chi-square above `FAMILY_MISS`), the smaller
     noise-weighted error of those predictions stays (a curve no family follows, flat and then
     a knee, is better read between its neighbours). Needs two loads or more.
     """
@@ -239,7 +243,10 @@ def fit_curve(points: Sequence[Point], quantile: float) -> Curve:
         ) ** 2
         residual = math.log(_fit_pchip(rest, rest_se, quantile, 0.0).predict(pts[j].x)) - target
         local.append((residual, se[j]))
-    if sum((r / s) ** 2 for r, s in local) >= fitted:
+    # The family stays unless it misses the left-out points beyond their noise (a smooth sweep
+    # is better read by its family: the interpolant carries every point's noise) and the
+    # interpolant misses them less.
+    if fitted <= FAMILY_MISS * len(local) or sum((r / s) ** 2 for r, s in local) >= fitted:
         return curve
     misfit = math.sqrt(max(0.0, sum(r * r - s * s for r, s in local) / len(local)))
     return _fit_pchip(pts, se, quantile, misfit)
