@@ -15,6 +15,14 @@ first two are linear in (a, b), solved in closed form with non-negativity; shape
 on a grid; loglog2 is weighted least squares in log space. The family with the lowest weighted
 chi-square of the *log* residuals plus 2 per parameter wins (a percentile's noise is relative).
 
+With four loads or more the winner then meets the points themselves (`PCHIP`: pooled where
+they dip, by weighted isotonic regression in log latency, and joined by a monotone cubic in
+log-log): each interior point is left out in turn and predicted by both, refitted on the rest.
+Where the family misses them beyond their noise (mean chi-square above 2, `FAMILY_MISS`), the
+smaller noise-weighted error of those predictions stays, the interpolant's leave-one-out
+residual beyond the noise becoming its misfit. A curve flat and then a sharp knee, which no
+family follows, is best read between its neighbours.
+
 Weights. Each point's noise is the standard error of log(percentile):
   - the percentile's own: the spread of the order statistic a sample quantile q over n requests
     is read from (exact, `order_statistic_z`; sqrt(q (1 - q) / n) / phi(z_q) for many requests)
@@ -22,7 +30,8 @@ Weights. Each point's noise is the standard error of log(percentile):
     the same run, each taken at the z where a sample percentile over n requests sits, or a
     default); a P99 over 10 requests is their maximum, with the maximum's spread;
   - run-to-run: the spread of repeated runs at the same load where they exist, with a floor
-    (`RUN_TO_RUN`) where they do not.
+    (`LATENCY_RUN_TO_RUN`, 2%) where they do not; the scatter of a curve beyond that is its
+    misfit, measured per curve.
 
 Intervals. The highest load meeting a limit S is the inverse of the fitted curve at S. Its
 interval inverts the curve at S * exp(-+ z * sigma_total), where sigma_total combines the noise a
@@ -42,10 +51,11 @@ the lowest measured load says so too.
 
 One module a job: `points` (inputs, estimates, shared constants), `noise` (each point's
 weight), `curves` (the families and the fit), `limits` (crossings and the highest load),
-`interpolation` (between points, and load to rate). Everything is re-exported here.
+`interpolation` (between points, and load to rate), `pchip` (the monotone interpolant).
+Everything is re-exported here.
 """
 
-from analysis.capacity.curves import LOGLOG2, POWER, QUEUE, Curve, fit_curve
+from analysis.capacity.curves import LOGLOG2, PCHIP, POWER, QUEUE, Curve, fit_curve
 from analysis.capacity.interpolation import loglog_between, monotone_interpolate, rate_at
 from analysis.capacity.limits import TIE_Z, Crossing, MaxLoad, crossing, joint_load, max_load
 from analysis.capacity.noise import (
@@ -61,6 +71,7 @@ from analysis.capacity.points import (
     CALIBRATION,
     DEFAULT_SIGMA,
     JOINT_CALIBRATION,
+    LATENCY_RUN_TO_RUN,
     LEVEL,
     RUN_TO_RUN,
     WITHIN,
@@ -74,8 +85,10 @@ __all__ = [
     "CALIBRATION",
     "DEFAULT_SIGMA",
     "JOINT_CALIBRATION",
+    "LATENCY_RUN_TO_RUN",
     "LEVEL",
     "LOGLOG2",
+    "PCHIP",
     "POWER",
     "QUEUE",
     "RUN_TO_RUN",

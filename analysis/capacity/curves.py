@@ -9,16 +9,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.capacity import pchip
 from analysis.capacity.noise import point_log_se
 from analysis.capacity.points import Point
 
 POWER = "power"  # a + b (x / x_max)^k: concave to convex, no pole
 QUEUE = "queue"  # a + b / (1 - x / C)^m: a queue filling as load nears a capacity C
 LOGLOG2 = "loglog2"  # log latency quadratic in log load, checked monotone over the sweep
+PCHIP = "pchip"  # the points themselves, pooled monotone, joined by a monotone cubic in log-log
 # A family's extra parameters, charged when families compete (Akaike: 2 per parameter).
 _PARAMETERS = {POWER: 3, QUEUE: 4, LOGLOG2: 3}
 _QUEUE_C = (1.02, 1.05, 1.1, 1.2, 1.35, 1.5, 1.75, 2, 2.5, 3, 4, 6, 10, 20)
 _QUEUE_M = (0.5, 1.0, 2.0)
+# Mean chi-square of the family's left-out predictions above which the points themselves
+# (PCHIP) may be read instead: 2, twice what noise alone gives.
+FAMILY_MISS = 2.0
 
 
 _K_GRID = tuple(
@@ -30,8 +35,10 @@ _K_GRID = tuple(
 class Curve:
     """One percentile of one sweep against load, fitted to `points` (see `analysis.capacity`)."""
 
-    family: str  # POWER | QUEUE | LOGLOG2
-    params: tuple[float, ...]  # POWER (a, b, k); QUEUE (a, b, C, m); LOGLOG2 (c0, c1, c2)
+    family: str  # POWER | QUEUE | LOGLOG2 | PCHIP
+    # POWER (a, b, k); QUEUE (a, b, C, m); LOGLOG2 (c0, c1, c2); PCHIP the knots' log x, then
+    # their log latency, then their slopes
+    params: tuple[float, ...]
     x_scale: float
     quantile: float
     points: tuple[Point, ...]
@@ -51,7 +58,14 @@ class Curve:
         """The latency the curve tends to at no load (its lowest)."""
         if self.family == LOGLOG2:
             return 0.0
+        if self.family == PCHIP:
+            _, ly, m = self._knots()
+            return 0.0 if m[0] > 0 else math.exp(ly[0])
         return self.params[0]
+
+    def _knots(self) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+        n = len(self.params) // 3
+        return self.params[:n], self.params[n : 2 * n], self.params[2 * n :]
 
     def predict(self, x: float) -> float:
         if self.family == POWER:
@@ -60,6 +74,8 @@ class Curve:
         if self.family == QUEUE:
             a, b, c, m = self.params
             return math.inf if x >= c else a + b / (1 - x / c) ** m
+        if self.family == PCHIP:
+            return math.exp(min(pchip.evaluate(*self._knots(), math.log(x)), 700.0))
         return math.exp(self._log_loglog2(math.log(x)))
 
     def _log_loglog2(self, lx: float) -> float:
@@ -101,6 +117,9 @@ class Curve:
             if b <= 0:
                 return math.inf
             return max(0.0, c * (1 - (b / (limit_ms - a)) ** (1 / m)))
+        if self.family == PCHIP:
+            lx = pchip.invert(*self._knots(), math.log(limit_ms))
+            return 0.0 if lx == -math.inf else math.inf if lx > 700 else math.exp(lx)
         return self._inverse_loglog2(math.log(limit_ms))
 
     def _inverse_loglog2(self, target: float) -> float:
@@ -194,7 +213,12 @@ def fit_curve(points: Sequence[Point], quantile: float) -> Curve:
 
     Points at the same load are merged (the newest value stands, the others are repeats).
     Three families compete (power, queue, quadratic in log-log); the lowest weighted chi-square
-    plus 2 per parameter wins. Needs two loads or more.
+    plus 2 per parameter wins. With four loads or more, the winner then meets the points
+    themselves (`PCHIP`: pooled monotone, joined by a monotone cubic in log-log): each interior
+    point is left out in turn and predicted by both, refitted on the others; where the family
+    misses them beyond their noise (mean chi-square above `FAMILY_MISS`), the smaller
+    noise-weighted error of those predictions stays (a curve no family follows, flat and then
+    a knee, is better read between its neighbours). Needs two loads or more.
     """
     _validate(points)
     by_x: dict[float, Point] = {}
@@ -207,6 +231,38 @@ def fit_curve(points: Sequence[Point], quantile: float) -> Curve:
     if len(pts) < 2:
         raise ValueError("a curve needs points at two loads or more")
     se = tuple(point_log_se(p, quantile) for p in pts)
+    curve = _fit_family(pts, se, quantile)
+    if len(pts) < 4:
+        return curve
+    fitted, local = 0.0, []
+    for j in range(1, len(pts) - 1):
+        rest, rest_se = pts[:j] + pts[j + 1 :], se[:j] + se[j + 1 :]
+        target = math.log(_center(pts[j]))
+        fitted += (
+            (math.log(_fit_family(rest, rest_se, quantile).predict(pts[j].x)) - target) / se[j]
+        ) ** 2
+        residual = math.log(_fit_pchip(rest, rest_se, quantile, 0.0).predict(pts[j].x)) - target
+        local.append((residual, se[j]))
+    # The family stays unless it misses the left-out points beyond their noise (a smooth sweep
+    # is better read by its family: the interpolant carries every point's noise) and the
+    # interpolant misses them less.
+    if fitted <= FAMILY_MISS * len(local) or sum((r / s) ** 2 for r, s in local) >= fitted:
+        return curve
+    misfit = math.sqrt(max(0.0, sum(r * r - s * s for r, s in local) / len(local)))
+    return _fit_pchip(pts, se, quantile, misfit)
+
+
+def _fit_pchip(
+    pts: tuple[Point, ...], se: tuple[float, ...], quantile: float, misfit: float
+) -> Curve:
+    lx = [math.log(p.x) for p in pts]
+    ly = pchip.isotonic([math.log(_center(p)) for p in pts], [1 / (s * s) for s in se])
+    slopes = pchip.slopes(lx, ly)
+    return Curve(PCHIP, (*lx, *ly, *slopes), pts[-1].x, quantile, pts, se, misfit)
+
+
+def _fit_family(pts: tuple[Point, ...], se: tuple[float, ...], quantile: float) -> Curve:
+    """The best of the three families (lowest weighted chi-square plus 2 per parameter)."""
     xs = [p.x for p in pts]
     ys = [_center(p) for p in pts]
     x_scale = xs[-1]

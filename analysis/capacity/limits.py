@@ -48,12 +48,14 @@ def crossing(
     z = NormalDist().inv_cdf(0.5 + level / 2)
     value = curve.inverse(limit_ms)
     lo_x, hi_x = curve.x_min, curve.x_max
+    sigma = calibration * curve.noise_at(min(max(value, lo_x), hi_x))
     if value < lo_x:
-        # Broken at the lowest load by the fit; the measured point may still say otherwise.
-        if _center(curve.points[0]) > limit_ms:
+        # Broken at the lowest load by the fit; the measured point may still say otherwise,
+        # and so may its noise: a limit within the lowest point's own interval is not broken
+        # there as far as the data can tell (a flat curve's crossing could lie anywhere).
+        if math.log(_center(curve.points[0]) / limit_ms) > z * sigma:
             return Crossing(name, limit_ms, BELOW, None)
         value = lo_x
-    sigma = calibration * curve.noise_at(min(max(value, lo_x), hi_x))
     low = curve.inverse(limit_ms * math.exp(-z * sigma))
     high = curve.inverse(limit_ms * math.exp(z * sigma))
     if value >= hi_x:

@@ -10,7 +10,7 @@ from statistics import NormalDist
 import numpy as np
 from scipy import stats
 
-from analysis.capacity.points import DEFAULT_SIGMA, RUN_TO_RUN, Point
+from analysis.capacity.points import DEFAULT_SIGMA, LATENCY_RUN_TO_RUN, Point
 
 
 def percentile_log_se(quantile: float, count: int | None, sigma: float | None) -> float:
@@ -61,13 +61,13 @@ def log_spread(
 def point_log_se(point: Point, quantile: float) -> float:
     """A point's total log noise: its percentile's sampling error, run-to-run spread or floor."""
     own = percentile_log_se(quantile, point.count, point.sigma)
-    runs = RUN_TO_RUN
+    runs = LATENCY_RUN_TO_RUN
     values = [point.value_ms, *point.repeats]
     if len(values) >= 2 and all(v > 0 for v in values):
         logs = [math.log(v) for v in values]
         mean = sum(logs) / len(logs)
         sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (len(logs) - 1))
-        runs = max(RUN_TO_RUN, sd)
+        runs = max(LATENCY_RUN_TO_RUN, sd)
     return math.sqrt(own**2 + runs**2)
 
 

@@ -7,7 +7,12 @@ import math
 from dataclasses import dataclass
 
 LEVEL = 0.80  # the interval's level everywhere the planner states one
-RUN_TO_RUN = 0.06  # floor on a point's log noise: repeated runs of one setting differ by ~6%
+RUN_TO_RUN = 0.06  # floor on a measured rate's log noise: repeated runs differ by ~6%
+# Floor on a percentile's run-to-run log noise. Low on purpose: how far a curve's points scatter
+# beyond their own noise is measured per curve (its misfit), and a fixed 6% made a smooth,
+# nearly exact curve (TPOT: two sweeps of one 7B model on one A100 differ by 0-3%) look as
+# vague as a jumpy one, so the jumpy one decided joint fits.
+LATENCY_RUN_TO_RUN = 0.02
 DEFAULT_SIGMA = 0.5  # log-spread of a latency distribution when the run gives no P50 to judge it
 CALIBRATION = 2.5  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
 # The joint fit's multiplier: tied objectives come from the same runs, so their errors are

@@ -176,3 +176,28 @@ def test_a_nearly_flat_curve_says_the_limit_is_never_reached_rather_than_failing
         0,
     )
     assert flat.inverse(1e6) == math.inf
+
+
+def test_a_curve_no_family_follows_is_read_between_its_points():
+    # Flat, then a sharp knee: every family bends too early or too late; the points do not.
+    values = [100, 101, 102, 103, 104, 400, 1600]
+    points = [Point(x, v, 1000) for x, v in zip(XS, values, strict=True)]
+    curve = capacity.fit_curve(points, 0.5)
+    assert curve.family == capacity.PCHIP
+    assert [curve.predict(x) for x in XS] == pytest.approx(values)
+    found = capacity.crossing(curve, 200.0)
+    assert 16 < found.load.value < 32
+    values = [curve.predict(x) for x in range(1, 65)]
+    assert all(later >= earlier for earlier, later in itertools.pairwise(values))
+
+
+def test_a_clean_curve_keeps_its_family():
+    assert capacity.fit_curve(queue_points(XS), 0.99).family != capacity.PCHIP
+
+
+def test_a_limit_within_the_lowest_points_noise_is_not_called_broken_there():
+    # A flat curve (a saturated TPOT): 1% under the lowest point is inside its noise.
+    points = [Point(x, v, 500) for x, v in ((500, 205.0), (1000, 204.0), (2000, 215.0))]
+    found = capacity.crossing(capacity.fit_curve(points, 0.5), 203.0)
+    assert found.status != BELOW
+    assert found.load.low < 500
