@@ -5,7 +5,8 @@ own speed on the same rows.
         [--workers N] [--clients N] [--per-row] [--per-batch-copy]
     DATABASE_URL=postgres://... .venv/bin/python bench/ingest.py --memory [--samples 10000000]
 
-Server: gunicorn started by this script on 127.0.0.1 (sync workers, one per CPU by default),
+Server: gunicorn started by this script on 127.0.0.1 with deploy/gunicorn.conf.py, as deploy/web.sh
+starts it (sync workers, one per CPU by default),
 talking to the PostgreSQL in DATABASE_URL; the client posts agent batches (DESIGN.md section 3)
 from as many threads as there are workers (`--clients`: another number), each with a
 keep-alive session.
@@ -150,6 +151,7 @@ def gunicorn(workers: int):
     server = subprocess.Popen(
         [
             sys.executable, "-m", "gunicorn", "perfhub.wsgi", "--bind", f"127.0.0.1:{port}",
+            "--config", "deploy/gunicorn.conf.py",  # as deploy/web.sh serves it
             "--workers", str(workers), "--log-level", "warning",
         ],
         cwd=ROOT,

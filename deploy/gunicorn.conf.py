@@ -23,3 +23,25 @@ logconfig_dict = {
 # Probes and agents keep connections short; a slow client must not hold a worker forever.
 timeout = 60
 graceful_timeout = 20
+
+# glibc raises its mmap threshold each time it frees a large mmapped block, after which
+# ingest's ~100 kB bodies and their buffers come from the heap and fragment it: a worker's RSS
+# climbed ~25% over its first few million samples and stayed there (docs/ingest-speed.md).
+# A fixed threshold keeps large buffers mmapped, returned to the system when freed.
+MMAP_THRESHOLD_BYTES = 64 * 1024
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
+def fix_mmap_threshold() -> bool:
+    """Set glibc's mmap threshold (which also stops its adjusting); False where libc has no
+    `mallopt` (other C libraries manage memory their own way) or refused it."""
+    import ctypes
+    import ctypes.util
+
+    libc_name = ctypes.util.find_library("c")
+    mallopt = getattr(ctypes.CDLL(libc_name), "mallopt", None) if libc_name else None
+    return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
+
+
+def post_fork(server, worker) -> None:
+    fix_mmap_threshold()
