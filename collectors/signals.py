@@ -1,7 +1,7 @@
 """Deleting a host or service locks its row first (issue 26).
 
 Raw rows carry no per-row foreign key; an ingest batch locks the host and services it names
-`FOR KEY SHARE` (`collectors.storage.check_keys`). The delete's `FOR UPDATE` on the same row
+`FOR KEY SHARE` (`collectors.storage.lock_rows`). The delete's `FOR UPDATE` on the same row
 waits for such a batch to commit, and the ORM's cascade that follows (one DELETE per raw table,
 run after this signal) then sees and deletes that batch's rows too; a batch that arrives after
 the lock waits, finds no row and is refused. Without the lock a batch committing between the

@@ -8,7 +8,8 @@ transaction, so a rejected batch still stores nothing.
 
 The raw tables carry no per-row foreign keys (issue 26: PostgreSQL checked each row's host and
 service with a trigger at COMMIT, 2.6 times the cost of inserting it). Instead every call
-checks the batch's distinct keys once (`check_keys`): on PostgreSQL it locks the rows they
+checks the batch's distinct keys once (`check_keys_of`, or the caller's own `lock_rows`, as
+ingest's does): on PostgreSQL it locks the rows they
 name `FOR KEY SHARE` until the transaction ends, so a concurrent delete of that host or service
 waits for the batch to commit and then deletes its rows with the rest (the delete takes the row
 `FOR UPDATE` first: `collectors.signals`); a key naming no row refuses the whole call.
@@ -39,17 +40,11 @@ class OrphanRows(IntegrityError):
 Table = tuple[type[models.Model], Sequence[str], Sequence[tuple]]
 
 
-def check_keys(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple]) -> None:
-    """Raise `OrphanRows` unless every foreign key in `fields` that the database does not
-    check (`db_constraint=False`) names an existing row; lock those rows FOR KEY SHARE on
-    PostgreSQL (held to the end of the caller's transaction)."""
-    check_keys_of([(model, fields, rows)])
-
-
 def check_keys_of(tables: Sequence[Table]) -> None:
-    """`check_keys` for several tables' rows at once: each referenced table is read once for
-    the distinct ids all of them name, in one statement on PostgreSQL (an agent batch names
-    its host from three tables; one round trip instead of one per key column)."""
+    """Raise `OrphanRows` unless every foreign key of the tables' rows that the database does
+    not check (`db_constraint=False`) names an existing row; on PostgreSQL lock those rows FOR
+    KEY SHARE (held to the end of the caller's transaction). Each referenced table is read
+    once for the distinct ids all the tables name, every table in one statement (`lock_rows`)."""
     # target model -> {id: the first "Model.field" naming it}, for the error
     wanted: dict[type[models.Model], dict[Any, str]] = {}
     for model, fields, rows in tables:
@@ -138,7 +133,7 @@ def _lock_statement(targets: tuple[tuple[type[models.Model], str], ...]) -> str:
 
 def bulk_insert(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple]) -> str:
     """Insert `rows` (tuples of values for `fields`, attnames such as `host_id`), after
-    checking the keys the database does not (`check_keys`).
+    checking the keys the database does not (`check_keys_of`).
 
     Returns the method used ("copy" or "bulk_create"), so callers and tests can tell.
     """

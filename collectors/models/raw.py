@@ -12,9 +12,10 @@ from collectors.models.hosts import Host
 from core.names import NAME_MAX_LENGTH
 from dossiers.models import Service
 
-# Raw rows' keys: checked once a batch by `collectors.storage.check_keys`, not by a per-row
-# foreign-key trigger (`db_constraint=False`; see that module). Deleting a host or service still
-# deletes its raw rows (the ORM's cascade, under the row lock of `collectors.signals`).
+# Raw rows' keys: checked once a batch (`collectors.storage.check_keys_of`, `lock_rows`), not
+# by a per-row foreign-key trigger (`db_constraint=False`; see that module). Deleting a host
+# or service still deletes its raw rows (the ORM's cascade, under the row lock of
+# `collectors.signals`).
 RAW_KEY = {"on_delete": models.CASCADE, "related_name": "+", "db_constraint": False}
 
 

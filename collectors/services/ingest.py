@@ -1,11 +1,11 @@
 """Storing an agent's batch: one transaction, idempotent by batch id (DESIGN.md section 3).
 
-Rows, counts and touched minutes are built before the transaction opens. Then the batch row
+GPU rows, counts and touched minutes are built before the transaction opens. Then the batch row
 goes in first, under a unique constraint on `batch_id` with ON CONFLICT DO NOTHING: a replay (or
 the same batch posted twice at once: the second INSERT waits for the first to commit, then
 inserts nothing) is answered as a duplicate before anything else is written, without a
-savepoint. Raw rows go in with one COPY per table, after one statement that checks and locks
-the host and services they name (`storage.bulk_insert_all`); each engine scrape becomes a window
+savepoint. Raw rows go in with one COPY per table, after one statement that looks up and locks
+the host and the services they name (`lock_keys`); each engine scrape becomes a window
 against the previous scrape of the same host + service + source. A batch of requests and GPU
 samples thus costs five round trips: INSERT, the key check, two COPYs, COMMIT. The roll-up task
 picks the batch up later (`IngestBatch.rolled_up_at` is null).

@@ -1,6 +1,6 @@
 """Raw rows never name a host or service that does not exist, through any write path (issue 26).
 
-The raw tables carry no per-row foreign keys: `collectors.storage.check_keys` checks each
+The raw tables carry no per-row foreign keys: `collectors.storage` checks each
 batch's distinct keys once (and locks them until commit on PostgreSQL). Each test tries to
 store an orphan through one path and finds nothing stored.
 """
