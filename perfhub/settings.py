@@ -122,9 +122,12 @@ TEMPLATES = [
 if database_url := env_str("DATABASE_URL"):
     # Health checks: a connection kept from an earlier request is tested before reuse, so a
     # restarted PostgreSQL costs a reconnect, not a 500 per process (`make chaos` restarts it).
+    # The engine is Django's own with a cheaper health check (perfhub/postgresql/base.py).
     DATABASES = {
         "default": dj_database_url.parse(database_url, conn_max_age=60, conn_health_checks=True)
     }
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"]["ENGINE"] = "perfhub.postgresql"
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
