@@ -24,6 +24,7 @@ from core.credentials import (
     token_prefix,
     touch_last_used,
 )
+from core.prepared import get_with_parent
 
 TOKEN_SCHEME = "pha"
 
@@ -47,11 +48,9 @@ def token_authenticate(plaintext: str, *, now: datetime | None = None) -> AgentT
     prefix = token_prefix(plaintext, TOKEN_SCHEME)
     if prefix is None:
         return None
-    try:  # the prefix is unique: get() needs no ORDER BY, unlike first()
-        token = AgentToken.objects.select_related("host").get(
-            prefix=prefix, revoked_at__isnull=True
-        )
-    except AgentToken.DoesNotExist:
+    # Every push runs this: in SQL built once a process, not compiled by the ORM each time.
+    token = get_with_parent(AgentToken, "host", "prefix", prefix, null=("revoked_at",))
+    if token is None:
         return None
     if token.digest_kind == AgentToken.DigestKind.LEGACY_HMAC:
         if not _legacy_matches(token.digest, plaintext):
