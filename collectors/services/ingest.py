@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -78,9 +79,8 @@ def ingest_batch(
             gpu_rows += [
                 _gpu_row(host_id, {"ts": scrape["ts"], **g}) for g in scrape["parsed"].gpus
             ]
-    # Inline (not epoch_minute per row): a thousand calls cost more than the set itself.
-    minutes = {int(row[1].timestamp()) // 60 for row in gpu_rows}
-    minutes |= {int(r.ts.timestamp()) // 60 for r in requests}
+    minutes = touched_minutes([row[1] for row in gpu_rows])
+    minutes |= touched_minutes(list(map(itemgetter(1), requests)))  # ValidRequest.ts
     counts = {
         "gpus": len(gpu_rows),
         "requests": len(requests),
@@ -111,6 +111,18 @@ def ingest_batch(
             IngestBatch.objects.filter(pk=batch_pk).update(counts=counts, minutes=sorted(minutes))
         host_touch(host=host, now=now)
     return IngestResult(duplicate=False, batch_id=data["batch_id"], counts=counts)
+
+
+def touched_minutes(stamps: list[datetime]) -> set[int]:
+    """The epoch minutes `stamps` fall in. A batch usually spans seconds: when its earliest and
+    latest stamps are at most a minute apart, those two minutes are every minute it touches,
+    found by `min`/`max` in C rather than a `timestamp()` call per sample."""
+    if not stamps:
+        return set()
+    first, last = epoch_minute(min(stamps)), epoch_minute(max(stamps))
+    if last - first <= 1:
+        return {first, last}
+    return {int(ts.timestamp()) // 60 for ts in stamps}
 
 
 def lock_keys(host: Host, data: dict) -> dict[str, int]:
