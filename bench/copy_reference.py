@@ -9,6 +9,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
+from bench.cpu_meter import Cpu, measure
+
 COPY_CHUNK = 1 << 20  # bytes per write in the COPY-text reference
 
 
@@ -67,12 +69,18 @@ def _copy_text(rows: list[tuple]) -> bytes:
 
 
 def run_copy_text(
-    batches: list[dict], host_id: int, service_id: int, connections: int, per_batch: bool = False
+    batches: list[dict],
+    host_id: int,
+    service_id: int,
+    connections: int,
+    per_batch: bool = False,
+    cpu: list[Cpu] | None = None,
 ) -> tuple[float, int]:
     """The fair reference: the same rows as preformatted COPY text, large chunks, one COPY per
     table per connection, `connections` connections at once (as many as the API's workers).
     `per_batch`: one transaction per batch instead (its two COPYs, then COMMIT), the unit the
-    API must make durable before it answers; printed beside, not the budget."""
+    API must make durable before it answers; printed beside, not the budget. `cpu`: gets the
+    CPU the timed part cost (PostgreSQL and this process)."""
     import psycopg
 
     from collectors.models import GpuSample, RequestSample
@@ -108,10 +116,13 @@ def run_copy_text(
                             copy.write(text[at : at + COPY_CHUNK])
 
     try:
-        started = time.perf_counter()
-        with ThreadPoolExecutor(connections) as pool:
-            list(pool.map(load, range(connections)))
-        elapsed = time.perf_counter() - started
+        with measure() as meter:
+            started = time.perf_counter()
+            with ThreadPoolExecutor(connections) as pool:
+                list(pool.map(load, range(connections)))
+            elapsed = time.perf_counter() - started
+        if cpu is not None:
+            cpu.append(meter.used)
     finally:
         for conn in conns:
             conn.close()

@@ -34,6 +34,7 @@ target >= 0.8 of their mean.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import socket
@@ -42,6 +43,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -56,6 +58,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "perfhub.settings")
 # The COPY references live beside this script; `bench` imports from ROOT (on sys.path
 # above), whatever the working directory.
 from bench.copy_reference import run_copy_rows, run_copy_text  # noqa: E402
+from bench.cpu_meter import Cpu, measure, worker_pids  # noqa: E402
 
 
 def free_port() -> int:
@@ -179,29 +182,61 @@ def gunicorn(workers: int):
             server.wait()
 
 
-def run_api(url: str, batches: list[dict], token: str, workers: int) -> tuple[float, int]:
-    """Post every batch from `workers` client threads (each its own keep-alive session)."""
-    import requests
+class Poster:
+    """One keep-alive HTTP connection posting ingest bodies; calling it returns the samples
+    stored. The standard library's `http.client`: the client shares the server's cores."""
 
-    bodies = [json.dumps(b) for b in batches]
-    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+    def __init__(self, url: str, token: str) -> None:
+        address = urllib.parse.urlsplit(url)
+        self.path = address.path
+        self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+        self.conn = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
 
-    def post_all(chunk: list[str]) -> int:
-        session = requests.Session()
-        stored = 0
-        for body in chunk:
-            response = session.post(url, data=body, headers=headers, timeout=60)
-            if response.status_code != 202:
-                raise SystemExit(f"ingest answered {response.status_code}: {response.text}")
-            counts = response.json()["counts"]
-            stored += counts["requests"] + counts["gpus"]
-        return stored
+    def __enter__(self) -> Poster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.conn.close()
+
+    def __call__(self, body: bytes) -> int:
+        self.conn.request("POST", self.path, body=body, headers=self.headers)
+        response = self.conn.getresponse()
+        answer = response.read()
+        if response.status != 202:
+            raise SystemExit(f"ingest answered {response.status}: {answer[:500]!r}")
+        counts = json.loads(answer)["counts"]
+        return counts["requests"] + counts["gpus"]
+
+
+def run_api(
+    url: str,
+    batches: list[dict],
+    token: str,
+    workers: int,
+    cpu: tuple[list[int], list[Cpu]] | None = None,
+) -> tuple[float, int]:
+    """Post every batch from `workers` client threads (each its own keep-alive connection).
+    `cpu`: (the gunicorn worker pids, a list that gets the CPU the timed part cost).
+
+    Bodies are encoded before timing, as the reference's COPY text is formatted before its
+    timing, and posted with the standard library's `http.client`: the client shares the
+    server's cores here (an agent runs on its own host), so it should cost the machine as
+    little as the reference's COPY client does."""
+    bodies = [json.dumps(b).encode() for b in batches]
+
+    def post_all(chunk: list[bytes]) -> int:
+        with Poster(url, token) as post:
+            return sum(post(body) for body in chunk)
 
     chunks = [bodies[i::workers] for i in range(workers)]
-    started = time.perf_counter()
-    with ThreadPoolExecutor(workers) as pool:
-        stored = sum(pool.map(post_all, chunks))
-    return time.perf_counter() - started, stored
+    with measure(cpu[0] if cpu else ()) as meter:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(workers) as pool:
+            stored = sum(pool.map(post_all, chunks))
+        elapsed = time.perf_counter() - started
+    if cpu:
+        cpu[1].append(meter.used)
+    return elapsed, stored
 
 
 def worker_rss(master_pid: int) -> dict[int, int]:
@@ -222,38 +257,34 @@ def run_api_memory(
     """Post batches (`templates` in turn, each under a new batch_id) until `samples` are stored;
     returns (seconds, samples stored, [(samples stored, seconds, worker RSS)] at each million
     and at the end). Bodies are serialized once: the client must not be what limits the run."""
-    import requests
-
-    marker = "00000000-0000-4000-8000-000000000000"
-    bodies = [json.dumps({**b, "batch_id": marker}) for b in templates]
+    marker = b"00000000-0000-4000-8000-000000000000"
+    bodies = [json.dumps({**b, "batch_id": marker.decode()}).encode() for b in templates]
     per_batch = len(templates[0]["requests"]) + len(templates[0]["gpus"])
     total_batches = -(-samples // per_batch)
-    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     lock = threading.Lock()
     state = {"next": 0, "stored": 0, "mark": 1_000_000}
     marks: list[tuple[int, float, dict[int, int]]] = []
     started = time.perf_counter()
 
     def post_until_done() -> None:
-        session = requests.Session()
-        while True:
-            with lock:
-                n = state["next"]
-                if n >= total_batches:
-                    return
-                state["next"] = n + 1
-            body = bodies[n % len(bodies)].replace(marker, str(uuid.uuid4()))
-            response = session.post(url, data=body, headers=headers, timeout=60)
-            if response.status_code != 202:
-                raise SystemExit(f"ingest answered {response.status_code}: {response.text}")
-            counts = response.json()["counts"]
-            with lock:
-                state["stored"] += counts["requests"] + counts["gpus"]
-                if state["stored"] >= state["mark"]:
-                    state["mark"] += 1_000_000
-                    elapsed = time.perf_counter() - started
-                    marks.append((state["stored"], elapsed, worker_rss(master_pid)))
-                    print(f"  {state['stored']:>12,} samples  {elapsed:7.1f} s", flush=True)
+        with Poster(url, token) as post:
+            while True:
+                with lock:
+                    n = state["next"]
+                    if n >= total_batches:
+                        return
+                    state["next"] = n + 1
+                stored = post(bodies[n % len(bodies)].replace(marker, str(uuid.uuid4()).encode()))
+                record(stored)
+
+    def record(stored: int) -> None:
+        with lock:
+            state["stored"] += stored
+            if state["stored"] >= state["mark"]:
+                state["mark"] += 1_000_000
+                elapsed = time.perf_counter() - started
+                marks.append((state["stored"], elapsed, worker_rss(master_pid)))
+                print(f"  {state['stored']:>12,} samples  {elapsed:7.1f} s", flush=True)
 
     with ThreadPoolExecutor(workers) as pool:
         for future in [pool.submit(post_until_done) for _ in range(workers)]:
@@ -315,6 +346,8 @@ def main() -> None:
     connection.close()  # the server and the COPY use their own connections
 
     results = []
+    api_cpu: list[Cpu] = []
+    copy_cpu: list[Cpu] = []
     memory = None
     try:
         with gunicorn(args.workers) as (url, master_pid):
@@ -333,8 +366,11 @@ def main() -> None:
                 batches = make_batches(
                     args.batches, args.requests, host_name, service_slug, args.gpus
                 )
-                api = run_api(url, batches, token, args.clients or args.workers)
-                text = run_copy_text(batches, host.pk, service.pk, args.workers)
+                api = run_api(
+                    url, batches, token, args.clients or args.workers,
+                    cpu=(worker_pids(master_pid), api_cpu),
+                )  # fmt: skip
+                text = run_copy_text(batches, host.pk, service.pk, args.workers, cpu=copy_cpu)
                 rows = run_copy_rows(batches, host.pk, service.pk) if args.per_row else None
                 unit = None
                 if args.per_batch_copy:
@@ -382,6 +418,29 @@ def main() -> None:
     print(
         f"ratio API / COPY text = {best_api / best_text:.2f} best-of, {paired:.2f} median of"
         " rounds (target >= 0.5)"
+    )
+    report_cpu(results, api_cpu, copy_cpu)
+
+
+def report_cpu(results: list, api_cpu: list[Cpu], copy_cpu: list[Cpu]) -> None:
+    """CPU per 1,000 samples stored, each side summed over the rounds: what a sample costs
+    the machine whatever else runs on it (the ratio of rates also depends on how the two
+    sides overlap on the cores)."""
+    if not api_cpu or not copy_cpu:
+        return
+    api_n = sum(api[1] for api, *_ in results) / 1000
+    copy_n = sum(text[1] for _, text, *_ in results) / 1000
+
+    def per(cpu: list[Cpu], n: float, part: str) -> float:
+        return sum(getattr(c, part) for c in cpu) / n * 1000  # ms per 1,000 samples
+
+    api = {part: per(api_cpu, api_n, part) for part in ("workers", "postgres", "client", "total")}
+    ref = {part: per(copy_cpu, copy_n, part) for part in ("postgres", "client", "total")}
+    print(
+        f"CPU per 1,000 samples: API {api['total']:.2f} ms (gunicorn workers"
+        f" {api['workers']:.2f}, PostgreSQL {api['postgres']:.2f}, client {api['client']:.2f})"
+        f" | COPY text {ref['total']:.2f} ms (PostgreSQL {ref['postgres']:.2f},"
+        f" client {ref['client']:.2f}) | COPY / API {ref['total'] / api['total']:.2f}"
     )
 
 
