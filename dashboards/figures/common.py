@@ -93,6 +93,21 @@ def scatter(**props) -> dict:
     return {"type": "scatter", **props}
 
 
+def line(name: str, x, y, *, color: str, width: float = 1.5, dash: str = "", **props) -> dict:
+    """A named series drawn as a line; `props`: the rest of the trace (hovertemplate, yaxis)."""
+    style = {"color": color, "width": width, **({"dash": dash} if dash else {})}
+    return scatter(name=name, x=x, y=y, mode="lines", line=style, **props)
+
+
+def level_line(
+    name: str, start: datetime, end: datetime, value: float, *, color: str, dash: str = "dash"
+) -> dict:
+    """A level across the range (an SLO, a price, a baseline), hovered by its name."""
+    return line(
+        name, [ts(start), ts(end)], [value, value], color=color, dash=dash, hoverinfo="name"
+    )
+
+
 def _columns(props: dict, done: dict[int, dict | list]) -> dict:
     """A trace with its numpy arrays (at any depth, e.g. marker.symbol) as `column`s; `done`
     keeps each array's column by identity, since traces share their x (one per point)."""

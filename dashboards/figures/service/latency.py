@@ -15,6 +15,7 @@ from dashboards.figures.common import (
     empty_spec,
     figure,
     layout,
+    level_line,
     one_or_many,
     scatter,
     ts,
@@ -149,14 +150,7 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
     slo = d.service.slo_for(metric)
     if slo is not None:
         fig["data"].append(
-            scatter(
-                name=f"SLO: P99 ≤ {slo:g} ms",
-                x=[ts(d.start), ts(d.end)],
-                y=[slo, slo],
-                mode="lines",
-                line={"color": SLO_COLOR, "dash": "dash", "width": 1.5},
-                hoverinfo="name",
-            )
+            level_line(f"SLO: P99 ≤ {slo:g} ms", d.start, d.end, slo, color=SLO_COLOR)
         )
     if any_insufficient:
         fig["data"].append(

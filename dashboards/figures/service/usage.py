@@ -16,9 +16,9 @@ from dashboards.figures.common import (
     empty_spec,
     figure,
     layout,
-    scatter,
+    level_line,
+    line,
     times_column,
-    ts,
 )
 from dashboards.figures.service.shared import _no_samples, _x_range
 from dashboards.selectors import ServiceDashboard
@@ -44,35 +44,34 @@ def throughput_figure(d: ServiceDashboard) -> dict:
     fig = figure(layout(title, y_title="requests/s", y2_title="tokens/s", x_range=_x_range(d)))
     x = d.metrics.x_array
     fig["data"].append(
-        scatter(
-            name="QPS (requests/s)",
-            x=x,
-            y=arr(p.qps for p in points),
-            mode="lines",
-            line={"color": SERIES_COLORS[0], "width": 2},
+        line(
+            "QPS (requests/s)",
+            x,
+            arr(p.qps for p in points),
+            color=SERIES_COLORS[0],
+            width=2,
             hovertemplate="%{y:.2f} req/s<extra>QPS</extra>",
         )
     )
     fig["data"].append(
-        scatter(
-            name="generated tokens/s",
-            x=x,
-            y=arr(p.generation_tps for p in points),
-            mode="lines",
+        line(
+            "generated tokens/s",
+            x,
+            arr(p.generation_tps for p in points),
+            color=SERIES_COLORS[1],
             yaxis="y2",
-            line={"color": SERIES_COLORS[1], "width": 1.5},
             hovertemplate="%{y:,.0f} tok/s<extra>generated</extra>",
         )
     )
     if any(p.prompt_tps is not None for p in points):
         fig["data"].append(
-            scatter(
-                name="prompt tokens/s",
-                x=x,
-                y=arr(p.prompt_tps for p in points),
-                mode="lines",
+            line(
+                "prompt tokens/s",
+                x,
+                arr(p.prompt_tps for p in points),
+                color=SERIES_COLORS[2],
+                dash="dot",
                 yaxis="y2",
-                line={"color": SERIES_COLORS[2], "width": 1.5, "dash": "dot"},
                 hovertemplate="%{y:,.0f} tok/s<extra>prompt</extra>",
             )
         )
@@ -118,13 +117,14 @@ def gpu_busy_figure(d: ServiceDashboard) -> dict:
             continue
         times = sorted(means)
         fig["data"].append(
-            scatter(
-                name=name,
-                x=times_column(times),
-                y=arr(means[t][0] * 100 for t in times),
+            line(
+                name,
+                times_column(times),
+                arr(means[t][0] * 100 for t in times),
+                color=color,
+                width=2 if attr == "util" else 1.5,
+                dash=dash,
                 customdata=arr(means[t][1] for t in times),
-                mode="lines",
-                line={"color": color, "width": 2 if attr == "util" else 1.5, "dash": dash},
                 hovertemplate="%{y:.0f}% (mean of %{customdata} GPUs)<extra>" + name + "</extra>",
             )
         )
@@ -155,27 +155,27 @@ def memory_figure(d: ServiceDashboard) -> dict:
     if used:
         times = sorted(used)
         fig["data"].append(
-            scatter(
-                name="GPU memory used (peak, all GPUs)",
-                x=times_column(times),
-                y=arr(used[t][0] / used[t][1] * 100 for t in times),
+            line(
+                "GPU memory used (peak, all GPUs)",
+                times_column(times),
+                arr(used[t][0] / used[t][1] * 100 for t in times),
+                color=SERIES_COLORS[3],
+                width=2,
                 hovertext=arr(
                     f"{used[t][0] / GB:.1f} of {used[t][1] / GB:.1f} GB on {used[t][2]} GPUs"
                     for t in times
                 ),
                 hoverinfo="text+x",
-                mode="lines",
-                line={"color": SERIES_COLORS[3], "width": 2},
             )
         )
     if kv:
         fig["data"].append(
-            scatter(
-                name="KV cache usage (engine)",
-                x=times_column([t for t, _ in kv]),
-                y=arr(v * 100 for _, v in kv),
-                mode="lines",
-                line={"color": SERIES_COLORS[4], "width": 2},
+            line(
+                "KV cache usage (engine)",
+                times_column([t for t, _ in kv]),
+                arr(v * 100 for _, v in kv),
+                color=SERIES_COLORS[4],
+                width=2,
                 hovertemplate="%{y:.0f}%<extra>KV cache</extra>",
             )
         )
@@ -205,10 +205,14 @@ def economics_figure(d: ServiceDashboard) -> dict:
         if tps and tps > 0:
             rows.append((p.t, tps))
     if not rows:
-        reason = _no_samples(d) if not d.metrics.points else (
-            "No token rate in this range, so no cost per Mtok: the engine's /metrics has no"
-            " generation token counter and agents pushed no output token counts."
-        )  # fmt: skip
+        reason = (
+            _no_samples(d)
+            if not d.metrics.points
+            else (
+                "No token rate in this range, so no cost per Mtok: the engine's /metrics has no"
+                " generation token counter and agents pushed no output token counts."
+            )
+        )
         return empty_spec(title, reason, y_title=y_title)
     price = None if service.price_per_mtok is None else float(service.price_per_mtok)
     gpus = d.gpus
@@ -220,36 +224,34 @@ def economics_figure(d: ServiceDashboard) -> dict:
     )
     x = times_column([t for t, _ in rows])
     fig["data"].append(
-        scatter(
-            name="cost per Mtok",
-            x=x,
-            y=arr(e.cost_per_mtok for e in econ),
+        line(
+            "cost per Mtok",
+            x,
+            arr(e.cost_per_mtok for e in econ),
+            color=SERIES_COLORS[0],
+            width=2,
             customdata=arr(round(tps) for _, tps in rows),
-            mode="lines",
-            line={"color": SERIES_COLORS[0], "width": 2},
             hovertemplate=f"%{{y:.2f}} {service.currency} at %{{customdata:,}} tok/s on {gpus}"
             " GPUs<extra>cost per Mtok</extra>",
         )
     )
     if price:
         fig["data"].append(
-            scatter(
-                name=f"price charged ({price:g} {service.currency}/Mtok)",
-                x=[ts(d.start), ts(d.end)],
-                y=[price, price],
-                mode="lines",
-                line={"color": MUTED_LINE, "dash": "dash", "width": 1.5},
-                hoverinfo="name",
+            level_line(
+                f"price charged ({price:g} {service.currency}/Mtok)",
+                d.start,
+                d.end,
+                price,
+                color=MUTED_LINE,
             )
         )
         fig["data"].append(
-            scatter(
-                name="margin (%)",
-                x=x,
-                y=arr(e.margin_percent for e in econ),
-                mode="lines",
+            line(
+                "margin (%)",
+                x,
+                arr(e.margin_percent for e in econ),
+                color=SERIES_COLORS[1],
                 yaxis="y2",
-                line={"color": SERIES_COLORS[1], "width": 1.5},
                 hovertemplate="%{y:.1f}%<extra>margin</extra>",
             )
         )
@@ -260,13 +262,13 @@ def economics_figure(d: ServiceDashboard) -> dict:
     base = d.baseline.economics(service) if d.baseline else None
     if base is not None:
         fig["data"].append(
-            scatter(
-                name=f"baseline cost ({money(base.cost_per_mtok)} {service.currency}/Mtok)",
-                x=[ts(d.start), ts(d.end)],
-                y=[base.cost_per_mtok, base.cost_per_mtok],
-                mode="lines",
-                line={"color": BASELINE_LINE, "dash": "dot", "width": 1.5},
-                hoverinfo="name",
+            level_line(
+                f"baseline cost ({money(base.cost_per_mtok)} {service.currency}/Mtok)",
+                d.start,
+                d.end,
+                base.cost_per_mtok,
+                color=BASELINE_LINE,
+                dash="dot",
             )
         )
     add_time_markers(fig, d.markers)
