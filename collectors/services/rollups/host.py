@@ -70,6 +70,7 @@ def rollup_host_minutes(*, host_id: int, minutes: Iterable[int]) -> int:
             service_rows=service_rows,
             gpu_rows=gpu_rows,
             starts=[minute_start(m) for m in wanted],
+            host_locked=True,
         )
 
 

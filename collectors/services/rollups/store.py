@@ -43,6 +43,7 @@ def store_rollups(
     service_rows: list[ServiceRollup],
     gpu_rows: list[GpuRollup],
     starts: Iterable[datetime] | None = None,
+    host_locked: bool = False,
 ) -> int:
     """Replace the host's `resolution` rows of `starts` (default: the rows' own periods) by
     these finished rows, then rewrite the rows derived from them. Returns the service rows
@@ -52,7 +53,8 @@ def store_rollups(
     increments). Minutes are merged into the host's 5-minute and hourly rows of their periods;
     every period written gets its service-merged rows rewritten from every host's rows, under
     the services' locks (taken in one order, as other hosts' roll-ups take them). Holds the
-    host's lock, so two writers of one host take turns instead of racing on its unique rows.
+    host's lock, so two writers of one host take turns instead of racing on its unique rows
+    (`host_locked`: the caller took it in its own open transaction, and it is not asked again).
     Raises `UnprocessableRows` (nothing written) if a row holds a non-finite number.
     """
     for row in [*service_rows, *gpu_rows]:
@@ -63,8 +65,11 @@ def store_rollups(
     )
     check_finite(service_rows)
     check_finite(gpu_rows)
+    # A lock taken outside any transaction would be gone already: only then is it asked again.
+    lock_held = host_locked and transaction.get_connection().in_atomic_block
     with transaction.atomic():
-        Host.objects.select_for_update().filter(pk=host_id).first()
+        if not lock_held:
+            Host.objects.select_for_update().filter(pk=host_id).first()
         mine = {"host_id": host_id, "resolution_s": resolution, "start__in": starts}
         old = ServiceRollup.objects.filter(**mine)
         touched = set(old.values_list("service_id", flat=True).distinct())
