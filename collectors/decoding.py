@@ -5,7 +5,9 @@ more than the database spends storing it. So the request and GPU lists are first
 checked by msgspec (compiled: decoding and type checks in one pass, ~1 us a sample), under rules
 that accept only what `RequestSampleSerializer` / `GpuSampleSerializer` accept unchanged: JSON
 numbers for numbers, JSON booleans for booleans, the same bounds, timestamps through the same
-`parse_rfc3339` and acceptance window, no control characters in names. The batch's own fields
+RFC 3339 parser (msgspec's, in C; `collectors.samples`) and acceptance window, no control
+characters in names. Requests are decoded straight into `ValidRequest`: no Python object is
+made per sample but the one the ingest service reads. The batch's own fields
 and its scrapes (exposition text, parsed anyway) go through DRF (`IngestEnvelopeSerializer`).
 When msgspec refuses anything, the whole body goes through `IngestBatchSerializer` instead,
 which names the bad field (`requests[3].e2e_ms`): msgspec never words an error.
@@ -22,45 +24,20 @@ from rest_framework.exceptions import ValidationError
 
 from analysis import plausibility
 from collectors.models import Host
+from collectors.samples import GpuBytes, Name, Ratio, ValidRequest, bounded
 from collectors.serializers import (
     CONTROL_CHARACTERS,
     IngestBatchSerializer,
     IngestEnvelopeSerializer,
-    ValidRequest,
     acceptance_window,
-    parse_rfc3339,
 )
 from core.api import check_depth, check_raw_depth, flatten_errors, loads_limited
 
-
-def _within(rng: plausibility.Range, kind: type = float) -> Any:
-    """msgspec's bounds for a range of analysis.plausibility (the DRF path names the field)."""
-    return Annotated[kind, msgspec.Meta(ge=rng.low, le=rng.high)]
-
-
-# Finite and physically possible (JSON has no NaN; the bounds keep roll-up sums finite).
-Latency = _within(plausibility.LATENCY_MS)
-Tokens = _within(plausibility.TOKENS, int)
-Ratio = _within(plausibility.RATIO)
-GpuBytes = _within(plausibility.GPU_MEMORY_BYTES, int)
-Name = Annotated[str, msgspec.Meta(max_length=100)]
 UNSET: Any = msgspec.UNSET
 
 
-class _Request(msgspec.Struct):
-    ts: str
-    service: Annotated[str, msgspec.Meta(min_length=1, max_length=50)]
-    e2e_ms: Latency
-    ttft_ms: Latency | None = None
-    tpot_ms: Latency | None = None
-    queue_ms: Latency | None = None
-    prompt_tokens: Tokens | None = None
-    output_tokens: Tokens | None = None
-    ok: bool = True
-
-
-class _Gpu(msgspec.Struct):
-    ts: str
+class _Gpu(msgspec.Struct, gc=False):
+    ts: datetime
     index: Annotated[int, msgspec.Meta(ge=0, le=1023)]
     uuid: Name = ""
     name: Name = ""
@@ -68,9 +45,9 @@ class _Gpu(msgspec.Struct):
     mem_util: Ratio | None = None
     mem_used_bytes: GpuBytes | None = None
     mem_total_bytes: GpuBytes | None = None
-    power_w: _within(plausibility.POWER_W) | None = None
-    temp_c: _within(plausibility.TEMPERATURE_C) | None = None
-    sm_clock_mhz: _within(plausibility.CLOCK_MHZ) | None = None
+    power_w: bounded(plausibility.POWER_W) | None = None
+    temp_c: bounded(plausibility.TEMPERATURE_C) | None = None
+    sm_clock_mhz: bounded(plausibility.CLOCK_MHZ) | None = None
     sm_active: Ratio | None = None
     sm_occupancy: Ratio | None = None
     dram_active: Ratio | None = None
@@ -85,7 +62,7 @@ class _Body(msgspec.Struct):
     sent_at: Any = UNSET
     scrapes: Any = UNSET
     gpus: list[_Gpu] = []
-    requests: list[_Request] = []
+    requests: list[ValidRequest] = []
 
 
 _ENVELOPE_FIELDS = ("batch_id", "host", "agent_version", "sent_at", "scrapes")
@@ -118,6 +95,24 @@ def _validated(serializer) -> dict:
     return serializer.validated_data
 
 
+def _in_window(samples: list, start: datetime, end: datetime) -> bool:
+    """Whether every sample's `ts` has an offset and lies in [start, end]; the timestamps are
+    made UTC as the DRF path makes them. A list of a thousand costs one pass to collect the
+    stamps and their zones, then `min`/`max` in C, not a comparison call per sample."""
+    if not samples:
+        return True
+    stamps = [s.ts for s in samples]
+    zones = {ts.tzinfo for ts in stamps}
+    if None in zones:
+        return False  # a naive timestamp: DRF names it
+    if not (start <= min(stamps) and max(stamps) <= end):  # aware: compared as instants
+        return False
+    if zones != {UTC}:
+        for sample in samples:
+            sample.ts = sample.ts.astimezone(UTC)
+    return True
+
+
 def fast_path(raw: bytes, now: datetime) -> tuple[dict, list[dict], list[ValidRequest]] | None:
     """(the batch's other fields as decoded, validated GPU samples, validated requests), or
     None: only DRF can judge this body."""
@@ -126,31 +121,21 @@ def fast_path(raw: bytes, now: datetime) -> tuple[dict, list[dict], list[ValidRe
     except (msgspec.DecodeError, RecursionError):
         return None
     start, end = acceptance_window(now)
-    requests = []
-    append = requests.append
-    for r in body.requests:
-        ts = parse_rfc3339(r.ts)
-        if ts is None or ts.tzinfo is None or not start <= ts <= end:
-            return None
-        if r.ttft_ms is not None and r.ttft_ms > r.e2e_ms:
-            return None  # impossible: DRF names it
-        append(
-            ValidRequest(
-                r.service, ts.astimezone(UTC), r.ttft_ms, r.tpot_ms, r.e2e_ms, r.queue_ms,
-                r.prompt_tokens, r.output_tokens, r.ok,
-            )
-        )  # fmt: skip
+    requests = body.requests
+    if not _in_window(requests, start, end):
+        return None
+    if any(r.ttft_ms is not None and r.ttft_ms > r.e2e_ms for r in requests):
+        return None  # impossible: DRF names it
     names = {r.service for r in requests}
     gpus = []
+    if not _in_window(body.gpus, start, end):
+        return None
     for g in body.gpus:
-        ts = parse_rfc3339(g.ts)
-        if ts is None or ts.tzinfo is None or not start <= ts <= end:
-            return None
         used, total = g.mem_used_bytes, g.mem_total_bytes
         if used is not None and total is not None and used > total:
             return None
         names |= {g.uuid, g.name}
-        gpus.append({**{f: getattr(g, f) for f in _GPU_FIELDS}, "ts": ts.astimezone(UTC)})
+        gpus.append({f: getattr(g, f) for f in _GPU_FIELDS})
     if any(CONTROL_CHARACTERS.search(name) for name in names):
         return None
     envelope = {

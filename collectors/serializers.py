@@ -13,7 +13,6 @@ import math
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
 
 from django.conf import settings
 from django.utils import timezone
@@ -25,28 +24,16 @@ from analysis import plausibility
 from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
+from collectors.samples import ValidRequest, parse_rfc3339
 from core.api import flatten_errors
 
-__all__ = ["flatten_errors"]  # re-exported: callers flatten errors the way the API does
+# re-exported: callers flatten errors the way the API does, and parse timestamps as it does
+__all__ = ["ValidRequest", "flatten_errors", "parse_rfc3339"]
 
 # Control characters (C0, DEL, C1) have no place in names, slugs or ids.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # The earliest timestamp a metrics query may name: no date arithmetic on it leaves datetime's range.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def parse_rfc3339(value: object) -> datetime | None:
-    """The datetime an RFC 3339 string spells (offsets up to +-23:59, as Python allows; may be
-    naive), or None. Shared by the DRF field and the msgspec hot path so they agree."""
-    if type(value) is not str or len(value) > 40:
-        return None
-    value = value.upper()  # RFC 3339 allows "t" and "z"; Python's parser wants capitals
-    if "T" not in value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
 
 
 def acceptance_window(now: datetime) -> tuple[datetime, datetime]:
@@ -277,20 +264,6 @@ class ScrapeSerializer(serializers.Serializer):
         return attrs
 
 
-class ValidRequest(NamedTuple):
-    """One validated request sample (times in ms, `ts` in UTC), from either validation path."""
-
-    service: str
-    ts: datetime
-    ttft_ms: float | None
-    tpot_ms: float | None
-    e2e_ms: float
-    queue_ms: float | None
-    prompt_tokens: int | None
-    output_tokens: int | None
-    ok: bool
-
-
 class RequestSampleSerializer(serializers.Serializer):
     """The contract for one request sample, and its error messages. Valid batches usually
     skip it: `collectors.decoding` checks the request list with msgspec first (the hot path)
@@ -311,9 +284,10 @@ class RequestSampleSerializer(serializers.Serializer):
         if why := plausibility.ttft_problem(attrs.get("ttft_ms"), attrs["e2e_ms"]):
             raise serializers.ValidationError({"ttft_ms": [why]})
         return ValidRequest(
-            attrs["service"], attrs["ts"], attrs.get("ttft_ms"), attrs.get("tpot_ms"),
-            attrs["e2e_ms"], attrs.get("queue_ms"), attrs.get("prompt_tokens"),
-            attrs.get("output_tokens"), attrs["ok"],
+            service=attrs["service"], ts=attrs["ts"], ttft_ms=attrs.get("ttft_ms"),
+            tpot_ms=attrs.get("tpot_ms"), e2e_ms=attrs["e2e_ms"], queue_ms=attrs.get("queue_ms"),
+            prompt_tokens=attrs.get("prompt_tokens"), output_tokens=attrs.get("output_tokens"),
+            ok=attrs["ok"],
         )  # fmt: skip
 
 

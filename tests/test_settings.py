@@ -60,7 +60,10 @@ def test_redis_url_selects_the_broker(tmp_path):
 
 
 def test_database_url_selects_postgresql(tmp_path):
-    code = "from django.db import connection; print(connection.vendor, connection.settings_dict['ENGINE'])"
+    code = (
+        "from django.db import connection;"
+        " print(connection.vendor, connection.settings_dict['ENGINE'])"
+    )
     env = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/perfhub"}
     result = _manage("shell", "-c", code, env=env, tmp_path=tmp_path)
     # Django's backend with a cheaper health check (perfhub/postgresql/base.py).

@@ -73,6 +73,16 @@ def test_both_paths_read_lowercase_t_and_z():
     assert fast(item).ts == drf(item).ts == datetime(2025, 3, 3, 11, 59, tzinfo=UTC)
 
 
+def test_both_paths_read_the_space_rfc_3339_allows_between_date_and_time():
+    item = {**FULL, "ts": "2025-03-03 11:59:00Z"}
+    assert fast(item).ts == drf(item).ts == datetime(2025, 3, 3, 11, 59, tzinfo=UTC)
+
+
+def test_both_paths_round_digits_past_the_microsecond_alike():
+    item = {**FULL, "ts": "2025-03-03T11:58:59.9999996Z"}
+    assert fast(item).ts == drf(item).ts == datetime(2025, 3, 3, 11, 59, tzinfo=UTC)
+
+
 def test_both_paths_store_timestamps_in_utc():
     item = {**FULL, "ts": "2025-03-02T16:00:00-19:00"}
     assert fast(item).ts == drf(item).ts == datetime(2025, 3, 3, 11, 0, tzinfo=UTC)
@@ -92,7 +102,9 @@ def test_both_paths_store_timestamps_in_utc():
         {"service": "chat\u00007b"},
         {"service": "chat\u001b7b"},
         {"ts": "2025-03-03T11:59:00"},
-        {"ts": "2025-03-03 11:59:00Z"},
+        {"ts": "2025-03-03T11:59Z"},  # ISO 8601 but not RFC 3339: no seconds
+        {"ts": "2025-03-03T11:59:00+05"},  # nor an offset without its minutes
+        {"ts": "20250303T115900Z"},
         {"ts": "2025-03-03T12:30:00Z"},
         {"ts": "0001-01-01T00:00:00+05:00"},
         {"ok": "yes"},
