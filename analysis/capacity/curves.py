@@ -277,6 +277,12 @@ def _fit_family(pts: tuple[Point, ...], se: tuple[float, ...], quantile: float) 
     xs = [p.x for p in pts]
     ys = [_center(p) for p in pts]
     x_scale = xs[-1]
+    # Through two rising points many power curves with a floor fit exactly, and whichever k of
+    # the grid came first would set the shape; the straight line in log-log (no floor) assumes
+    # none.
+    if len(pts) == 2 and ys[1] > ys[0]:
+        k = math.log(ys[1] / ys[0]) / math.log(xs[1] / xs[0])
+        return Curve(POWER, (0.0, ys[1], k), x_scale, quantile, pts, se, 0.0)
     candidates: list[tuple[float, str, tuple]] = []
     power = _fit_linear_family(
         xs, ys, se, (((k,), [(x / x_scale) ** k for x in xs]) for k in _K_GRID)
