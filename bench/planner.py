@@ -31,6 +31,8 @@ log-log interpolation between the held-out point's two neighbours, on the same t
     .venv/bin/python bench/planner.py --no-demo            # the table on the real sweeps
     .venv/bin/python bench/planner.py --no-demo --misses   # and every held-out point ("rate, all")
     .venv/bin/python bench/planner.py --no-demo --calibrate   # the interval's factor, 2-fold
+    .venv/bin/python bench/planner.py --no-demo --halves      # the table on each 2-fold half too
+    .venv/bin/python bench/planner.py --no-demo --rate-map    # the setting-to-rate map alone
     .venv/bin/python bench/planner.py --corpus DIR         # another folder of sweep JSON files
 """
 
@@ -229,8 +231,8 @@ def calibrate(sweeps: list[dict]) -> None:
     the other half, both ways round (a factor is never judged on the sweeps it was chosen on):
     the single crossing's factor on one objective at a time ("each"), then, with it, the joint
     fit's factor on every percentile at once ("all")."""
-    halves = (sweeps[0::2], sweeps[1::2])
-    for fold, (tune, judge) in enumerate((halves, halves[::-1]), start=1):
+    parts = halves(sweeps)
+    for fold, (tune, judge) in enumerate((parts, parts[::-1]), start=1):
         single = _closest({f: run(tune, "each", f)["coverage"] for f in FACTORS})
         joint = _closest({f: run(tune, "all", single, f)["coverage"] for f in FACTORS})
         each, every = run(judge, "each", single, joint), run(judge, "all", single, joint)
@@ -248,26 +250,73 @@ def calibrate(sweeps: list[dict]) -> None:
         )
 
 
+def halves(sweeps: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The 2-fold split: sweeps in even places of the corpus's order, and in odd ones."""
+    return sweeps[0::2], sweeps[1::2]
+
+
+def rate_map(sweeps: list[dict]) -> None:
+    """How well `capacity.rate_at` alone predicts each interior point's measured rate from the
+    other points at the point's own setting (no SLO, no crossing: the map's share of the error)."""
+    for name, part in zip("AB", halves(sweeps), strict=True):
+        n = hit10 = hit20 = 0
+        for sweep in part:
+            axis = sweep["axis"]
+            pts = sorted(sweep["points"], key=lambda p: p[axis])
+            for i in range(1, len(pts) - 1):
+                measured = pts[i].get("request_throughput")
+                others = [p for p in pts[:i] + pts[i + 1 :] if p.get("request_throughput")]
+                if not measured or len(others) < 2:
+                    continue
+                x = pts[i][axis]
+                at = capacity.rate_at(
+                    [p[axis] for p in others],
+                    [p["request_throughput"] for p in others],
+                    capacity.Estimate(x, x, x),
+                )
+                error = abs(at.value / measured - 1)
+                n += 1
+                hit10 += error <= 0.10
+                hit20 += error <= 0.20
+        print(
+            f"rate map alone, half {name} ({n} points): within 10% {hit10 / n:.0%}, "
+            f"within 20% {hit20 / n:.0%}"
+        )
+
+
+def _table(sweeps: list[dict], label: str = "") -> None:
+    for load in LOADS:
+        for mode in ("all", "each"):
+            r = run(sweeps, mode, load=load)
+            print(
+                f"{label}load={load:7} SLO={mode:4} trials {r['points']:4}: planner within 10% "
+                f"{r['within10']:.0%}, within 20% {r['within20']:.0%}, 80% interval covers "
+                f"{r['coverage']:.0%} | log-log neighbours within 10% "
+                f"{r['loglog_within10']:.0%}, within 20% {r['loglog_within20']:.0%}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--no-demo", action="store_true", help="leave the demo's sweeps out")
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--halves", action="store_true", help="the table on each 2-fold half")
+    parser.add_argument(
+        "--rate-map", action="store_true", help="the setting-to-rate map alone, per half"
+    )
     parser.add_argument(
         "--misses", action="store_true", help="list every held-out point of the headline reading"
     )
     args = parser.parse_args()
     sweeps = load_corpus(args.corpus, None if args.no_demo else DEMO)
     print(f"{len(sweeps)} sweeps, {sum(len(s['points']) for s in sweeps)} points")
-    for load in LOADS:
-        for mode in ("all", "each"):
-            r = run(sweeps, mode, load=load)
-            print(
-                f"load={load:7} SLO={mode:4} trials {r['points']:4}: planner within 10% "
-                f"{r['within10']:.0%}, within 20% {r['within20']:.0%}, 80% interval covers "
-                f"{r['coverage']:.0%} | log-log neighbours within 10% "
-                f"{r['loglog_within10']:.0%}, within 20% {r['loglog_within20']:.0%}"
-            )
+    _table(sweeps)
+    if args.halves:
+        for name, part in zip("AB", halves(sweeps), strict=True):
+            _table(part, f"half {name}: ")
+    if args.rate_map:
+        rate_map(sweeps)
     if args.misses:
         rows: list = []
         run(sweeps, "all", load=RATE, detail=rows)

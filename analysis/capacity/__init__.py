@@ -30,8 +30,11 @@ Weights. Each point's noise is the standard error of log(percentile):
     the same run, each taken at the z where a sample percentile over n requests sits, or a
     default); a P99 over 10 requests is their maximum, with the maximum's spread;
   - run-to-run: the spread of repeated runs at the same load where they exist, with a floor
-    (`LATENCY_RUN_TO_RUN`, 2%) where they do not; the scatter of a curve beyond that is its
-    misfit, measured per curve.
+    (`LATENCY_RUN_TO_RUN`, 2%) where they do not; the error beyond that is the curve's misfit,
+    measured per curve: the larger of the points' scatter about the fitted curve and how far
+    the family, refitted without each interior point, misses it (a short sweep's fit passes
+    through every point, so only the left-out miss tells how far a crossing between points
+    can be off). Two rising points make the straight line in log-log between them.
 
 Intervals. The highest load meeting a limit S is the inverse of the fitted curve at S. Its
 interval inverts the curve at S * exp(-+ z * sigma_total), where sigma_total combines the noise a

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -232,24 +232,35 @@ def fit_curve(points: Sequence[Point], quantile: float) -> Curve:
         raise ValueError("a curve needs points at two loads or more")
     se = tuple(point_log_se(p, quantile) for p in pts)
     curve = _fit_family(pts, se, quantile)
-    if len(pts) < 4:
+    if len(pts) < 3:
         return curve
-    fitted, local = 0.0, []
+    fitted, family_left_out, local = 0.0, [], []
     for j in range(1, len(pts) - 1):
         rest, rest_se = pts[:j] + pts[j + 1 :], se[:j] + se[j + 1 :]
         target = math.log(_center(pts[j]))
-        fitted += (
-            (math.log(_fit_family(rest, rest_se, quantile).predict(pts[j].x)) - target) / se[j]
-        ) ** 2
-        residual = math.log(_fit_pchip(rest, rest_se, quantile, 0.0).predict(pts[j].x)) - target
-        local.append((residual, se[j]))
+        miss = math.log(_fit_family(rest, rest_se, quantile).predict(pts[j].x)) - target
+        fitted += (miss / se[j]) ** 2
+        family_left_out.append((miss, se[j]))
+        if len(pts) >= 4:
+            residual = math.log(_fit_pchip(rest, rest_se, quantile, 0.0).predict(pts[j].x)) - target
+            local.append((residual, se[j]))
+    # How far the family misses a point it was not fitted to is how far a crossing read between
+    # points can be off; the residuals of a curve fitted through every point understate it
+    # (three points and three parameters leave none at all).
+    curve = replace(curve, misfit=max(curve.misfit, _beyond_noise(family_left_out)))
+    if len(pts) < 4:
+        return curve
     # The family stays unless it misses the left-out points beyond their noise (a smooth sweep
     # is better read by its family: the interpolant carries every point's noise) and the
     # interpolant misses them less.
     if fitted <= FAMILY_MISS * len(local) or sum((r / s) ** 2 for r, s in local) >= fitted:
         return curve
-    misfit = math.sqrt(max(0.0, sum(r * r - s * s for r, s in local) / len(local)))
-    return _fit_pchip(pts, se, quantile, misfit)
+    return _fit_pchip(pts, se, quantile, _beyond_noise(local))
+
+
+def _beyond_noise(residuals: Sequence[tuple[float, float]]) -> float:
+    """The log error of left-out predictions that their points' own noise does not explain."""
+    return math.sqrt(max(0.0, sum(r * r - s * s for r, s in residuals) / len(residuals)))
 
 
 def _fit_pchip(
@@ -266,6 +277,12 @@ def _fit_family(pts: tuple[Point, ...], se: tuple[float, ...], quantile: float) 
     xs = [p.x for p in pts]
     ys = [_center(p) for p in pts]
     x_scale = xs[-1]
+    # Through two rising points many power curves with a floor fit exactly, and whichever k of
+    # the grid came first would set the shape; the straight line in log-log (no floor) assumes
+    # none.
+    if len(pts) == 2 and ys[1] > ys[0]:
+        k = math.log(ys[1] / ys[0]) / math.log(xs[1] / xs[0])
+        return Curve(POWER, (0.0, ys[1], k), x_scale, quantile, pts, se, 0.0)
     candidates: list[tuple[float, str, tuple]] = []
     power = _fit_linear_family(
         xs, ys, se, (((k,), [(x / x_scale) ** k for x in xs]) for k in _K_GRID)

@@ -14,10 +14,10 @@ RUN_TO_RUN = 0.06  # floor on a measured rate's log noise: repeated runs differ 
 # vague as a jumpy one, so the jumpy one decided joint fits.
 LATENCY_RUN_TO_RUN = 0.02
 DEFAULT_SIGMA = 0.5  # log-spread of a latency distribution when the run gives no P50 to judge it
-CALIBRATION = 2.5  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
+CALIBRATION = 2.0  # sigma_total multiplier: leave-one-out on real sweeps (bench/planner.py)
 # The joint fit's multiplier: tied objectives come from the same runs, so their errors are
 # correlated and a profile interval that treats them as independent is too narrow by itself.
-JOINT_CALIBRATION = 4.0
+JOINT_CALIBRATION = 3.5
 
 WITHIN = "within"  # the limit is crossed inside the measured range
 BEYOND = "beyond"  # the limit holds at the highest measured load: measure further first

@@ -201,3 +201,20 @@ def test_a_limit_within_the_lowest_points_noise_is_not_called_broken_there():
     found = capacity.crossing(capacity.fit_curve(points, 0.5), 203.0)
     assert found.status != BELOW
     assert found.load.low < 500
+
+
+def test_between_two_points_the_crossing_is_read_on_the_straight_line_in_log_log():
+    curve = capacity.fit_curve([Point(10, 100.0, 1000), Point(40, 400.0, 1000)], 0.99)
+    assert capacity.crossing(curve, 200.0).load.value == pytest.approx(20, rel=1e-6)
+
+
+def test_a_middle_point_the_line_through_its_neighbours_misses_widens_the_interval():
+    # Three points and a three-parameter curve through all of them either way: only leaving
+    # the middle one out tells how far a crossing read between points can be off.
+    def width(middle_ms: float) -> float:
+        points = [Point(1, 101.5625, 1000), Point(4, middle_ms, 1000), Point(16, 500.0, 1000)]
+        load = capacity.crossing(capacity.fit_curve(points, 0.99), 300.0).load
+        return (load.high - load.low) / load.value
+
+    # 125 ms is on 100 + 400 (x / 16)^2, 225 ms on the straight line in log-log through the ends
+    assert width(125.0) > 2 * width(225.0)
