@@ -292,9 +292,8 @@ class RequestSampleSerializer(serializers.Serializer):
 
 
 class IngestEnvelopeSerializer(serializers.Serializer):
-    """A batch's own fields and its scrapes; the GPU samples and requests come validated in
-    the context (`gpus`, `requests`) from `collectors.decoding`'s hot path. Context: `host`
-    (the token's host), optionally `now`."""
+    """A batch's own fields and its scrapes; `collectors.decoding`'s hot path adds the GPU
+    samples and requests it validated. Context: `host` (the token's host), optionally `now`."""
 
     batch_id = StrictUUIDField()
     host = StrictCharField(min_length=1, max_length=200)
@@ -311,12 +310,8 @@ class IngestEnvelopeSerializer(serializers.Serializer):
             )
         return value
 
-    def validate(self, attrs: dict) -> dict:
-        # Whether the named services exist is checked where the batch is stored, under the
-        # lock that keeps them until it commits (`collectors.services.ingest.lock_keys`).
-        attrs.setdefault("gpus", self.context.get("gpus", []))
-        attrs.setdefault("requests", self.context.get("requests", []))
-        return attrs
+    # Whether the named services exist is checked where the batch is stored, under the lock
+    # that keeps them until it commits (`collectors.services.ingest.lock_keys`).
 
 
 class IngestBatchSerializer(IngestEnvelopeSerializer):
