@@ -27,7 +27,7 @@ def get_with_parent(
     `model.objects.select_related(parent).get(...)` would give it; None when there is none."""
     alias = router.db_for_read(model)
     connection = connections[alias]
-    statement = _statement(model, parent, where, null, connection.vendor, alias)
+    statement = _statement(model, parent, where, null, alias)
     if statement is None:
         lookup = {where: value, **{f"{name}__isnull": True for name in null}}
         return model.objects.using(alias).select_related(parent).filter(**lookup).first()
@@ -46,7 +46,7 @@ def get_with_parent(
 
 @functools.cache
 def _statement(
-    model: type[Model], parent: str, where: str, null: tuple[str, ...], vendor: str, alias: str
+    model: type[Model], parent: str, where: str, null: tuple[str, ...], alias: str
 ) -> tuple[str, list[str], type[Model], list[str]] | None:
     connection = connections[alias]
     key = model._meta.get_field(parent)
