@@ -1,10 +1,14 @@
-"""Bulk writes of raw rows: psycopg 3's COPY on PostgreSQL, `bulk_create` elsewhere.
+"""Bulk writes of raw and roll-up rows: psycopg 3's COPY on PostgreSQL, `bulk_create` elsewhere.
 
 COPY streams rows in one round trip with no per-row SQL to parse or plan, which is what lets
 the ingest API keep up with a raw COPY (DESIGN.md section 8). It uses COPY's binary format with
 the column types declared up front: psycopg dumps each value in C without formatting text,
 and the server has no text (floats, timestamps) to parse. It runs inside the caller's
 transaction, so a rejected batch still stores nothing.
+
+Roll-up rows are model instances (`insert_instances`): `bulk_create` would compile one
+INSERT of thousands of placeholders per batch, which psycopg then splits again on the client,
+more time than the database spends storing the rows.
 
 The raw tables carry no per-row foreign keys (issue 26: PostgreSQL checked each row's host and
 service with a trigger at COMMIT, 2.6 times the cost of inserting it). Instead every call
@@ -163,7 +167,11 @@ def bulk_insert_all(tables: Sequence[Table], *, keys_locked: bool = False) -> st
 
 def _copy(model: type[models.Model], fields: Sequence[str], rows: Sequence[tuple]) -> None:
     sql, types = _copy_statement(model, tuple(fields))
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        cursor.cursor.copy(sql) as copy,
+    ):
         copy.set_types(types)
         write_row = copy.write_row
         for row in rows:
@@ -183,3 +191,38 @@ def _copy_statement(model: type[models.Model], fields: tuple[str, ...]) -> tuple
         quote(meta.db_table), ", ".join(quote(c) for c in columns)
     )
     return sql, types
+
+
+def insert_instances(model: type[models.Model], objs: Sequence[models.Model]) -> str:
+    """Insert unsaved instances of `model` (their primary keys are not read back): COPY on
+    PostgreSQL, `bulk_create` in batches elsewhere. The database checks their constraints as
+    an INSERT's. Returns the method used ("copy", "bulk_create" or "none")."""
+    if not objs:
+        return "none"
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create(objs, batch_size=FALLBACK_BATCH_SIZE)
+        return "bulk_create"
+    fields = _insertable_fields(model)
+    with (
+        connection.wrap_database_errors,  # IntegrityError etc., as an INSERT would raise
+        connection.cursor() as cursor,
+        cursor.cursor.copy(_copy_text_statement(model)) as copy,
+    ):
+        # Text COPY adapts each value by its Python type (Django's Jsonb wrapper, bytes,
+        # aware datetimes), as the INSERT's parameters would be.
+        write_row = copy.write_row
+        for obj in objs:
+            write_row([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
+    return "copy"
+
+
+@functools.cache
+def _insertable_fields(model: type[models.Model]) -> list[models.Field]:
+    return [f for f in model._meta.concrete_fields if not f.primary_key or not f.db_returning]
+
+
+@functools.cache
+def _copy_text_statement(model: type[models.Model]) -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in _insertable_fields(model))
+    return f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"

@@ -1,11 +1,14 @@
+from datetime import timedelta
+
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from collectors import storage
-from collectors.models import RequestSample, ScrapeWindow
+from collectors.models import RequestSample, ScrapeWindow, ServiceMergedRollup
 from collectors.services.ingest import WINDOW_FIELDS
+from tests.factories.catalog import make_service
 
 pytestmark = pytest.mark.django_db
 
@@ -51,3 +54,48 @@ def test_request_samples_carry_only_the_indexes_queries_use():
         if info["index"] and not info["primary_key"]
     )
     assert indexed == [["host_id", "ts"], ["service_id", "host_id", "ts"]]
+
+
+def _merged(service, start, **values) -> ServiceMergedRollup:
+    return ServiceMergedRollup(service=service, resolution_s=60, start=start, **values)
+
+
+def _stored(row: ServiceMergedRollup) -> tuple:
+    return (row.start, row.hosts, row.slo_good, bytes(row.quantiles or b""), row.qps,
+            row.gpu_mem_used, row.e2e_count, bytes(row.e2e_sketch or b""))  # fmt: skip
+
+
+def test_instances_read_back_as_bulk_create_would_store_them(service):
+    """JSON (lists, nested objects), bytes, nulls and aware timestamps survive the COPY path
+    exactly: a second service gets the same rows through `bulk_create`, and both read back
+    the same."""
+    other = make_service(service.team, "other")
+    start = timezone.now().replace(microsecond=123456)
+    values = [
+        {"hosts": [3, 1], "slo_good": {"ttft_p99": {"good": 7, "total": 9}},
+         "quantiles": b"\x00\\\n\tq", "qps": 1.5, "gpu_mem_used": 2**40, "e2e_count": 4,
+         "e2e_sketch": b"\xff\x00"},
+        {"hosts": [], "slo_good": {}, "quantiles": None, "qps": None, "e2e_sketch": None},
+    ]  # fmt: skip
+    method = storage.insert_instances(
+        ServiceMergedRollup, [_merged(service, start + timedelta(minutes=i), **v)
+                              for i, v in enumerate(values)]
+    )  # fmt: skip
+    ServiceMergedRollup.objects.bulk_create(
+        [_merged(other, start + timedelta(minutes=i), **v) for i, v in enumerate(values)]
+    )
+    assert method == ("copy" if connection.vendor == "postgresql" else "bulk_create")
+    mine, theirs = (
+        [_stored(r) for r in ServiceMergedRollup.objects.filter(service=s).order_by("start")]
+        for s in (service, other)
+    )
+    assert mine == theirs
+    assert mine[0][1:3] == ([3, 1], {"ttft_p99": {"good": 7, "total": 9}})
+
+
+def test_an_instance_breaking_a_constraint_stores_none_of_the_batch(service):
+    start = timezone.now()
+    rows = [_merged(service, start), _merged(service, start)]  # one period twice
+    with pytest.raises(IntegrityError), transaction.atomic():
+        storage.insert_instances(ServiceMergedRollup, rows)
+    assert not ServiceMergedRollup.objects.exists()

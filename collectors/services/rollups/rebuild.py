@@ -17,6 +17,7 @@ from collectors.distributions import Traffic
 from collectors.models import FIVE_MINUTES, HOUR, MINUTE, GpuRollup, ServiceRollup
 from collectors.services.rollups.rows import floor_time, merge_gpu_rows, rollup_from_traffic
 from collectors.services.rollups.store import merge_services
+from collectors.storage import insert_instances
 
 
 def rebuild_derived_rollups(
@@ -63,22 +64,22 @@ def _five_minute_rows(hosts: list[int] | None, start: datetime, end: datetime) -
         model.objects.filter(
             _host_filter(hosts), resolution_s=FIVE_MINUTES, start__gte=start, start__lt=end
         ).delete()
-    ServiceRollup.objects.bulk_create(
+    insert_instances(
+        ServiceRollup,
         [
             rollup_from_traffic(
                 traffic, service_id=sid, host_id=hid, resolution=FIVE_MINUTES, start=t
             )
             for (hid, sid, t), traffic in by_service.items()
         ],
-        batch_size=500,
     )
-    GpuRollup.objects.bulk_create(
+    insert_instances(
+        GpuRollup,
         [
             GpuRollup(host_id=hid, gpu_index=index, resolution_s=FIVE_MINUTES, start=t,
                       **merge_gpu_rows(rows))
             for (hid, index, t), rows in by_gpu.items()
         ],
-        batch_size=1000,
     )  # fmt: skip
     return len(by_service)
 

@@ -33,6 +33,7 @@ from collectors.services.rollups.rows import (
     merged_row,
     rollup_from_traffic,
 )
+from collectors.storage import insert_instances
 from dossiers.models import Service
 
 
@@ -76,8 +77,8 @@ def store_rollups(
         touched |= {row.service_id for row in service_rows}
         old.delete()
         GpuRollup.objects.filter(**mine).delete()
-        ServiceRollup.objects.bulk_create(service_rows, batch_size=200)
-        GpuRollup.objects.bulk_create(gpu_rows, batch_size=500)
+        insert_instances(ServiceRollup, service_rows)
+        insert_instances(GpuRollup, gpu_rows)
         periods = {resolution: starts}
         if resolution == MINUTE:
             longer = {r: sorted({floor_time(t, r) for t in starts}) for r in (FIVE_MINUTES, HOUR)}
@@ -123,7 +124,7 @@ def merge_services(service_ids: Iterable[int], resolution: int, starts: list[dat
         service_id__in=service_ids, resolution_s=resolution, start__in=starts
     ).delete()
     check_finite(rows)
-    ServiceMergedRollup.objects.bulk_create(rows, batch_size=200)
+    insert_instances(ServiceMergedRollup, rows)
     return len(rows)
 
 
@@ -176,5 +177,5 @@ def _rollup_periods(host_id: int, periods: dict[int, list[datetime]]) -> None:
     ]  # fmt: skip
     check_finite(service_rows)
     check_finite(gpu_rows)
-    ServiceRollup.objects.bulk_create(service_rows, batch_size=500)
-    GpuRollup.objects.bulk_create(gpu_rows, batch_size=1000)
+    insert_instances(ServiceRollup, service_rows)
+    insert_instances(GpuRollup, gpu_rows)
