@@ -67,6 +67,7 @@ from analysis.capacity.noise import (
     percentile_log_se,
     percentile_z,
     point_log_se,
+    run_log_spread,
 )
 from analysis.capacity.points import (
     BELOW,
@@ -114,4 +115,5 @@ __all__ = [
     "percentile_z",
     "point_log_se",
     "rate_at",
+    "run_log_spread",
 ]
