@@ -27,8 +27,9 @@ Weights. Each point's noise is the standard error of log(percentile):
   - the percentile's own: the spread of the order statistic a sample quantile q over n requests
     is read from (exact, `order_statistic_z`; sqrt(q (1 - q) / n) / phi(z_q) for many requests)
     times sigma, the log-spread of the distribution (`log_spread`: from P50 and the percentile of
-    the same run, each taken at the z where a sample percentile over n requests sits, or a
-    default); a P99 over 10 requests is their maximum, with the maximum's spread;
+    the same run, each taken at the z where a sample percentile over n requests sits; for a P50,
+    from the run's widest percentile, `run_log_spread`; or a default); a P99 over 10 requests
+    is their maximum, with the maximum's spread;
   - run-to-run: the spread of repeated runs at the same load where they exist, with a floor
     (`LATENCY_RUN_TO_RUN`, 2%) where they do not; the error beyond that is the curve's misfit,
     measured per curve: the larger of the points' scatter about the fitted curve and how far
@@ -67,6 +68,7 @@ from analysis.capacity.noise import (
     percentile_log_se,
     percentile_z,
     point_log_se,
+    run_log_spread,
 )
 from analysis.capacity.points import (
     BELOW,
@@ -114,4 +116,5 @@ __all__ = [
     "percentile_z",
     "point_log_se",
     "rate_at",
+    "run_log_spread",
 ]

@@ -4,6 +4,7 @@ log-spread, and run-to-run scatter (the weights of the curve fits)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import lru_cache
 from statistics import NormalDist
 
@@ -56,6 +57,21 @@ def log_spread(
     if gap <= 0.05:
         return None
     return math.log(value_ms / p50_ms) / gap
+
+
+def run_log_spread(
+    p50_ms: float | None, percentiles: Mapping[float, float | None], count: int | None
+) -> float | None:
+    """The log-spread sigma of a run's distribution from the widest of its percentiles above the
+    median (`log_spread`), for a percentile that cannot tell its own: a P50. Without it a P50
+    took `DEFAULT_SIGMA` (0.5), the spread of a jumpy TTFT, also for a TPOT whose P99 is 3% above
+    its P50 (each request's TPOT is a mean over its tokens), so the steadiest curve of a sweep
+    weighed least in a joint fit. None when no percentile above the median tells it."""
+    for quantile in sorted(percentiles, reverse=True):
+        value = percentiles[quantile]
+        if value and (sigma := log_spread(p50_ms, value, quantile, count)) is not None:
+            return sigma
+    return None
 
 
 def point_log_se(point: Point, quantile: float) -> float:

@@ -124,6 +124,18 @@ def test_the_spread_of_a_run_is_read_at_where_its_p99_over_few_requests_sits():
     assert sigma == pytest.approx(1.0, abs=0.01)
 
 
+def test_a_p50_takes_the_spread_of_its_runs_widest_percentile():
+    # A TPOT whose P99 is 3% above its P50 over 1,000 requests is a narrow distribution: its
+    # P50 is precise, not as noisy as the default spread (0.5) would make it.
+    spread = capacity.run_log_spread(20.0, {0.5: 20.0, 0.9: 20.3, 0.99: 20.6}, 1000)
+    assert spread == pytest.approx(capacity.log_spread(20.0, 20.6, 0.99, 1000))
+    assert spread < 0.02
+    tight = capacity.percentile_log_se(0.5, 1000, spread)
+    assert tight < capacity.percentile_log_se(0.5, 1000, None) / 20
+    # Nothing above the median (one request: P99 = P50): no spread to tell.
+    assert capacity.run_log_spread(20.0, {0.5: 20.0, 0.99: 20.0}, 1) is None
+
+
 def test_objectives_binding_at_the_same_load_are_tied_not_the_lowest_of_both():
     ttft = capacity.fit_curve(queue_points(XS, count=50), 0.99)
     e2e = capacity.fit_curve(queue_points(XS, count=50, a=1000, b=4000), 0.99)

@@ -7,6 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from analysis import capacity
+from planning.plan import choose_sweep, curve_points
+
 pytestmark = pytest.mark.django_db
 
 
@@ -103,3 +106,17 @@ def test_a_rate_sweep_plans_with_the_rate_served_not_the_rate_offered(
     data = plan("--service", service.slug, "--slo", "ttft_p99_ms=200", "--load", 10)
     assert data["per_replica"]["axis"] == "rate"
     assert data["per_replica"]["max_request_rate"]["value"] <= 7.5
+
+
+def test_a_p50_curve_weighs_by_the_spread_its_runs_p99_tells(swept):
+    # A P50 cannot tell its distribution's spread; the same run's P99 can. Without it a P50 took
+    # the default spread (0.5), so a steady TPOT P50 weighed as little as a jumpy TTFT's.
+    sweep = choose_sweep(swept)
+    points = curve_points(sweep, "tpot", "p50")
+    assert points and all(p.sigma is not None for p in points)
+    run = sweep.runs[0]
+    assert points[0].sigma == pytest.approx(
+        capacity.log_spread(
+            run.latency("tpot", "p50"), run.latency("tpot", "p99"), 0.99, run.request_count
+        )
+    )
