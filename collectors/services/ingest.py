@@ -118,11 +118,11 @@ def ingest_batch(
 
 
 def _request_rows(requests: list, service_ids: dict[str, int], host_id: int) -> list[tuple]:
-    """Rows in REQUEST_FIELDS order. A batch of one service (the usual case) is made by `map`
-    in C, with no Python step per sample."""
-    services = {r.service for r in requests}
-    if len(services) == 1:
-        keys = (service_ids[services.pop()], host_id)
+    """Rows in REQUEST_FIELDS order (`service_ids`: `lock_keys`'s, every slug the batch names).
+    A batch of one service (the usual case) is made by `map` in C, with no Python step per
+    sample."""
+    if len(service_ids) == 1:  # every request names a known service: this one
+        keys = (next(iter(service_ids.values())), host_id)
         return list(map(keys.__add__, map(_request_values, requests)))
     return [(service_ids[r.service], host_id, *_request_values(r)) for r in requests]
 
@@ -152,6 +152,8 @@ def lock_keys(host: Host, data: dict) -> dict[str, int]:
     if host.pk not in found[Host]:
         raise storage.OrphanRows("RequestSample.host", [host.pk])
     service_ids = found[Service]
+    if slugs <= service_ids.keys():
+        return service_ids
     errors: dict[str, list[str]] = {}
     for name in ("scrapes", "requests"):
         for i, item in enumerate(data[name]):
