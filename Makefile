@@ -62,6 +62,7 @@ bench: install
 	createdb -h 127.0.0.1 -U postgres perfhub_bench 2>/dev/null || true
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/ingest.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/dashboard.py
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/rollups.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/alerts.py
 	$(BIN)/python bench/gate_quality.py
 	$(BIN)/python bench/planner.py --no-demo

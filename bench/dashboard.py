@@ -157,8 +157,8 @@ def seed(*, days: int, requests: int, gpu_samples: int, end: datetime) -> None:
             with transaction.atomic():
                 storage.bulk_insert(RequestSample, REQUEST_FIELDS, raw_requests)
                 storage.bulk_insert(GpuSample, GPU_FIELDS, raw_gpus)
-                ServiceRollup.objects.bulk_create(service_rows, batch_size=1000)
-                GpuRollup.objects.bulk_create(gpu_rows, batch_size=2000)
+                storage.insert_instances(ServiceRollup, service_rows)
+                storage.insert_instances(GpuRollup, gpu_rows)
         print(f"  seeded {name}: {days} days in {time.perf_counter() - t0:.0f} s", flush=True)
     from django.db import connection
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from django.db import IntegrityError, connection, models
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models
 
 # Rows per INSERT on the fallback path (SQLite caps bound parameters per statement).
 FALLBACK_BATCH_SIZE = 500
@@ -203,6 +203,7 @@ def insert_instances(model: type[models.Model], objs: Sequence[models.Model]) ->
         model.objects.bulk_create(objs, batch_size=FALLBACK_BATCH_SIZE)
         return "bulk_create"
     fields = _insertable_fields(model)
+    db = connections[DEFAULT_DB_ALIAS]  # once: `connection` is a proxy, looked up per use
     with (
         connection.wrap_database_errors,  # IntegrityError etc., as an INSERT would raise
         connection.cursor() as cursor,
@@ -212,7 +213,7 @@ def insert_instances(model: type[models.Model], objs: Sequence[models.Model]) ->
         # aware datetimes), as the INSERT's parameters would be.
         write_row = copy.write_row
         for obj in objs:
-            write_row([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
+            write_row([f.get_db_prep_save(f.pre_save(obj, True), db) for f in fields])
     return "copy"
 
 
