@@ -101,7 +101,7 @@ def seed(*, days: int, requests: int, gpu_samples: int, end: datetime) -> None:
                 for metric, values in (("e2e", e2e), ("ttft", ttft), ("tpot", tpot)):
                     sk = sketches.from_values(values)
                     hour_sketches[m // 60][metric].append(sk)
-                    _set_sketch(row, metric, sk, sketches)
+                    set_sketch(row, metric, sk, sketches)
                 service_rows.append(row)
                 for g in range(GPUS_PER_HOST):
                     util = rng.uniform(0.85, 1.0, gpu_samples)
@@ -137,7 +137,7 @@ def seed(*, days: int, requests: int, gpu_samples: int, end: datetime) -> None:
                 row.prompt_tps = row.prompt_tokens / row.request_seconds
                 row.generation_tps = row.output_tokens / row.request_seconds
                 for metric, items in by_metric.items():
-                    _set_sketch(row, metric, sketches.merge(items), sketches)
+                    set_sketch(row, metric, sketches.merge(items), sketches)
                 service_rows.append(row)
                 for g in range(GPUS_PER_HOST):
                     mins = [r for r in gpu_rows if r.gpu_index == g and r.start >= hs
@@ -173,7 +173,7 @@ def seed(*, days: int, requests: int, gpu_samples: int, end: datetime) -> None:
             cursor.execute("ANALYZE")
 
 
-def _set_sketch(row, metric: str, sk, sketches) -> None:
+def set_sketch(row, metric: str, sk, sketches) -> None:
     stats = sketches.summary(sk)
     setattr(row, f"{metric}_sketch", sketches.dumps(sk))
     setattr(row, f"{metric}_count", stats["count"])

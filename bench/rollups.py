@@ -59,6 +59,7 @@ def make_rows(n: int, service, host) -> list:
     import numpy as np
 
     from analysis import sketches
+    from bench.dashboard import set_sketch
     from collectors.models import MINUTE, ServiceRollup
 
     rng = np.random.default_rng(3)
@@ -74,13 +75,7 @@ def make_rows(n: int, service, host) -> list:
         )  # fmt: skip
         for metric, scale in (("e2e", 1500.0), ("ttft", 150.0), ("tpot", 20.0)):
             values = rng.lognormal(0.0, 0.4, 120) * scale
-            sketch = sketches.from_values(values.tolist())
-            stats = sketches.summary(sketch)
-            setattr(row, f"{metric}_sketch", sketches.dumps(sketch))
-            setattr(row, f"{metric}_count", stats["count"])
-            setattr(row, f"{metric}_sum", stats["sum"])
-            setattr(row, f"{metric}_min", stats["min"])
-            setattr(row, f"{metric}_max", stats["max"])
+            set_sketch(row, metric, sketches.from_values(values.tolist()), sketches)
         row.e2e_buckets = {"le": [500, 1000, 2000, "+Inf"], "counts": [3, 40, 110, 120]}
         rows.append(row)
     return rows
