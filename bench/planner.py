@@ -95,9 +95,8 @@ def curve_points(sweep: dict, metric: str, p: str, skip: int | None) -> list[cap
             continue
         count = int(point["completed"]) if point.get("completed") else None
         p50 = point.get(f"{metric}_p50_ms")
-        sigma = capacity.log_spread(p50, value, QUANTILES[p], count) or capacity.run_log_spread(
-            p50, {q: point.get(f"{metric}_{name}_ms") for name, q in QUANTILES.items()}, count
-        )
+        others = {q: point.get(f"{metric}_{name}_ms") for name, q in QUANTILES.items()}
+        sigma = capacity.point_spread(p50, value, QUANTILES[p], count, others)
         out.append(capacity.Point(point[axis], value, count, sigma))
     return out
 

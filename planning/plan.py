@@ -117,10 +117,8 @@ def curve_points(sweep: Sweep, metric: str, percentile: str) -> list[capacity.Po
         if not value or value <= 0:
             continue
         p50 = run.latency(metric, "p50")
-        sigma = capacity.log_spread(p50, value, quantile, run.request_count)
-        if sigma is None:  # a P50: the spread its run's wider percentiles tell
-            others = {q: run.latency(metric, label) for label, q in QUANTILE_OF.items()}
-            sigma = capacity.run_log_spread(p50, others, run.request_count)
+        others = {q: run.latency(metric, label) for label, q in QUANTILE_OF.items()}
+        sigma = capacity.point_spread(p50, value, quantile, run.request_count, others)
         points.append(capacity.Point(sweep.x(run), value, run.request_count, sigma))
     return points
 

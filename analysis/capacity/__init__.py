@@ -68,6 +68,7 @@ from analysis.capacity.noise import (
     percentile_log_se,
     percentile_z,
     point_log_se,
+    point_spread,
     run_log_spread,
 )
 from analysis.capacity.points import (
@@ -115,6 +116,7 @@ __all__ = [
     "percentile_log_se",
     "percentile_z",
     "point_log_se",
+    "point_spread",
     "rate_at",
     "run_log_spread",
 ]

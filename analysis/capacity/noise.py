@@ -74,6 +74,20 @@ def run_log_spread(
     return None
 
 
+def point_spread(
+    p50_ms: float | None,
+    value_ms: float,
+    quantile: float,
+    count: int | None,
+    run_percentiles: Mapping[float, float | None],
+) -> float | None:
+    """The log-spread of the run a curve point comes from: told by the point's own percentile
+    and the run's P50 (`log_spread`), else, for a P50, by the run's widest percentile
+    (`run_log_spread`). One rule for the planner and its accuracy bench."""
+    own = log_spread(p50_ms, value_ms, quantile, count)
+    return own if own is not None else run_log_spread(p50_ms, run_percentiles, count)
+
+
 def point_log_se(point: Point, quantile: float) -> float:
     """A point's total log noise: its percentile's sampling error, run-to-run spread or floor."""
     own = percentile_log_se(quantile, point.count, point.sigma)
