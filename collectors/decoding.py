@@ -11,6 +11,12 @@ made per sample but the one the ingest service reads. The batch's own fields
 and its scrapes (exposition text, parsed anyway) go through DRF (`IngestEnvelopeSerializer`).
 When msgspec refuses anything, the whole body goes through `IngestBatchSerializer` instead,
 which names the bad field (`requests[3].e2e_ms`): msgspec never words an error.
+
+The depth limit (PERFHUB_API_MAX_JSON_DEPTH) holds for every key, read or not. A body of only
+known fields is decoded first by a strict decoder (unknown fields refused): every value in it
+is then either typed and flat (the two lists) or decoded and depth-checked (the envelope), so
+the raw bytes need no scan. A body with fields this version does not know (a newer agent) is
+scanned on the raw bytes, then decoded by a decoder that skips them, still without DRF.
 """
 
 from __future__ import annotations
@@ -53,29 +59,48 @@ class _Gpu(msgspec.Struct, gc=False):
     dram_active: Ratio | None = None
 
 
-class _Body(msgspec.Struct):
-    """The batch with its GPU and request lists typed; the rest is left to DRF as decoded."""
+class _KnownGpu(_Gpu, forbid_unknown_fields=True, gc=False):
+    pass
+
+
+class _AnyRequest(ValidRequest, forbid_unknown_fields=False, gc=False):
+    """A request sample whose unknown fields are skipped (ValidRequest refuses them)."""
+
+
+class _KnownBody(msgspec.Struct, forbid_unknown_fields=True):
+    """The batch with its GPU and request lists typed, the rest left to DRF as decoded; no
+    field it does not name, in the batch or its samples."""
 
     batch_id: Any = UNSET
     host: Any = UNSET
     agent_version: Any = UNSET
     sent_at: Any = UNSET
     scrapes: Any = UNSET
-    gpus: list[_Gpu] = []
+    gpus: list[_KnownGpu] = []
     requests: list[ValidRequest] = []
+
+
+class _Body(_KnownBody, forbid_unknown_fields=False):
+    """The same, skipping unknown fields."""
+
+    gpus: list[_Gpu] = []
+    requests: list[_AnyRequest] = []
 
 
 _ENVELOPE_FIELDS = ("batch_id", "host", "agent_version", "sent_at", "scrapes")
 _GPU_FIELDS = _Gpu.__struct_fields__
-_decoder = msgspec.json.Decoder(_Body)
+_decoder = msgspec.json.Decoder(_KnownBody)
+_skipping_decoder = msgspec.json.Decoder(_Body)  # unknown fields unread: scan the bytes first
 
 
 def validate_body(raw: bytes, *, host: Host, now: datetime | None = None) -> dict:
     """The validated batch in `raw`. Raises ValidationError (flattened field paths),
     ParseError (not JSON, nested too deep) or PermissionDenied (another host's batch)."""
     now = now or timezone.now()
-    check_raw_depth(raw)  # before any field is read, known or not
     fast = fast_path(raw, now)
+    if fast is None:
+        check_raw_depth(raw)  # before any unknown field is skipped unread
+        fast = fast_path(raw, now, _skipping_decoder)
     if fast is None:
         return validate_document(loads_limited(raw), {"host": host, "now": now})
     envelope, gpus, requests = fast
@@ -119,11 +144,13 @@ def _in_window(samples: list, start: datetime, end: datetime) -> bool:
     return True
 
 
-def fast_path(raw: bytes, now: datetime) -> tuple[dict, list[dict], list[ValidRequest]] | None:
+def fast_path(
+    raw: bytes, now: datetime, decoder: msgspec.json.Decoder = _decoder
+) -> tuple[dict, list[dict], list[ValidRequest]] | None:
     """(the batch's other fields as decoded, validated GPU samples, validated requests), or
-    None: only DRF can judge this body."""
+    None: only DRF can judge this body (or, by the default decoder, it has unknown fields)."""
     try:
-        body = _decoder.decode(raw)
+        body = decoder.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         return None
     start, end = acceptance_window(now)

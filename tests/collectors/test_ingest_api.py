@@ -188,6 +188,27 @@ def test_an_unknown_field_within_the_depth_limit_is_ignored(agent_client, servic
     assert response.status_code == 202
 
 
+def test_a_newer_agents_unknown_field_in_each_sample_is_ignored(agent_client, service):
+    batch = make_batch()
+    for sample in batch["requests"] + batch["gpus"]:
+        sample["added_later"] = {"by": "a newer agent"}
+    response = post(agent_client, batch)
+    assert response.status_code == 202
+    assert RequestSample.objects.count() == 3
+    assert GpuSample.objects.count() == 1
+
+
+@pytest.mark.parametrize("where", ["requests", "gpus"])
+def test_an_unknown_field_nested_too_deep_inside_a_sample_is_refused(agent_client, service, where):
+    batch = make_batch()
+    batch[where][0]["extra"] = "DEEP"
+    body = json.dumps(batch).replace('"DEEP"', "[" * 40 + "]" * 40)
+    response = agent_client.post(INGEST_URL, body, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested more than 32 levels" in response.json()["detail"]
+    assert not IngestBatch.objects.exists()
+
+
 def test_it_reads_a_chunked_body(agent_client, service):
     body = json.dumps(make_batch()).encode()
     response = agent_client.generic(
