@@ -311,7 +311,7 @@ class IngestEnvelopeSerializer(serializers.Serializer):
         return value
 
     # Whether the named services exist is checked where the batch is stored, under the lock
-    # that keeps them until it commits (`collectors.services.ingest.lock_keys`).
+    # that keeps them until it commits (`collectors.services.ingest._insert_batch_and_lock_keys`).
 
 
 class IngestBatchSerializer(IngestEnvelopeSerializer):

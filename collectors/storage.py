@@ -95,10 +95,25 @@ def lock_rows(
     unique field such as "slug") holds one of the values; rows that do not exist are absent.
     On PostgreSQL the rows are locked FOR KEY SHARE until the transaction ends, every model in
     one statement: a concurrent delete waits for the caller to commit."""
+    return insert_then_lock_rows(None, wanted)[1]
+
+
+def insert_then_lock_rows(
+    insert: tuple[str, Sequence] | None,
+    wanted: dict[type[models.Model], tuple[str, Collection]],
+) -> tuple[list, dict[type[models.Model], dict[Any, Any]]]:
+    """Run `insert` (SQL of an INSERT returning one column, and its parameters), then
+    `lock_rows(wanted)`: (the values the INSERT returned, `lock_rows`' answer). On PostgreSQL
+    both are one statement, one round trip: the ingest of every batch starts with them."""
     targets = tuple((model, name) for model, (name, _) in wanted.items())
     values = [sorted(wanted[model][1]) for model, _ in targets]
     if connection.vendor != "postgresql":
-        return {
+        returned = []
+        if insert is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(*insert)
+                returned = [row[0] for row in cursor.fetchall()]
+        return returned, {
             model: dict(
                 model._base_manager.filter(**{f"{name}__in": vals})
                 .order_by()
@@ -106,22 +121,33 @@ def lock_rows(
             )
             for (model, name), vals in zip(targets, values, strict=True)
         }
+    sql = _lock_statement(targets, None if insert is None else insert[0])
     with connection.cursor() as cursor:
-        cursor.execute(_lock_statement(targets), values)
+        cursor.execute(sql, [*(insert[1] if insert else ()), *values])
         rows = cursor.fetchall()
+    returned = []
     found: dict[type[models.Model], dict[Any, Any]] = {model: {} for model, _ in targets}
     for i, pk, value in rows:
+        if i < 0:
+            returned.append(pk)
+            continue
         model, name = targets[i]
         found[model][pk if name == "pk" else value] = pk
-    return found
+    return returned, found
 
 
 @functools.cache
-def _lock_statement(targets: tuple[tuple[type[models.Model], str], ...]) -> str:
+def _lock_statement(
+    targets: tuple[tuple[type[models.Model], str], ...], insert: str | None = None
+) -> str:
     """One statement that locks the rows of each (model, field) whose field is one of a list
-    FOR KEY SHARE and returns (the target's position, pk, the field as text or null for pk)."""
+    FOR KEY SHARE and returns (the target's position, pk, the field as text or null for pk);
+    with `insert` (returning one column) first, its rows as (-1, the value, null)."""
     quote = connection.ops.quote_name
     ctes, selects = [], []
+    if insert is not None:
+        ctes.append(f"inserted AS ({insert})")
+        selects.append("SELECT -1, *, NULL::text FROM inserted")
     for i, (model, name) in enumerate(targets):
         pk = quote(model._meta.pk.column)
         column = pk if name == "pk" else quote(model._meta.get_field(name).column)

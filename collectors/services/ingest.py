@@ -4,11 +4,11 @@ GPU rows, counts and touched minutes are built before the transaction opens. The
 goes in first, under a unique constraint on `batch_id` with ON CONFLICT DO NOTHING: a replay (or
 the same batch posted twice at once: the second INSERT waits for the first to commit, then
 inserts nothing) is answered as a duplicate before anything else is written, without a
-savepoint. Raw rows go in with one COPY per table, after one statement that looks up and locks
-the host and the services they name (`lock_keys`); each engine scrape becomes a window
-against the previous scrape of the same host + service + source. A batch of requests and GPU
-samples thus costs five round trips: INSERT, the key check, two COPYs, COMMIT. The roll-up task
-picks the batch up later (`IngestBatch.rolled_up_at` is null).
+savepoint. The same statement looks up and locks the host and the services the raw rows name.
+Raw rows go in with one COPY per table; each engine scrape becomes a window against the
+previous scrape of the same host + service + source. A batch of requests and GPU samples thus
+costs four round trips after BEGIN: the INSERT with the key lock, two COPYs, COMMIT. The
+roll-up task picks the batch up later (`IngestBatch.rolled_up_at` is null).
 """
 
 from __future__ import annotations
@@ -93,12 +93,11 @@ def ingest_batch(
     }
 
     with transaction.atomic():
-        batch_pk = _insert_batch(
+        batch_pk, service_ids = _insert_batch_and_lock_keys(
             host=host, data=data, counts=counts, minutes=minutes, now=now, token=token
         )
         if batch_pk is None:
             return IngestResult(duplicate=True, batch_id=data["batch_id"])
-        service_ids = lock_keys(host, data)
         request_rows = _request_rows(requests, service_ids, host_id)
         window_rows = _scrape_windows(host, data["scrapes"], service_ids)
         storage.bulk_insert_all(
@@ -118,7 +117,7 @@ def ingest_batch(
 
 
 def _request_rows(requests: list, service_ids: dict[str, int], host_id: int) -> list[tuple]:
-    """Rows in REQUEST_FIELDS order (`service_ids`: `lock_keys`'s, every slug the batch names).
+    """Rows in REQUEST_FIELDS order (`service_ids`: every slug the batch names -> its pk).
     A batch of one service (the usual case) is made by `map` in C, with no Python step per
     sample."""
     if len(service_ids) == 1:  # every request names a known service: this one
@@ -139,30 +138,43 @@ def touched_minutes(stamps: list[datetime]) -> set[int]:
     return {int(ts.timestamp()) // 60 for ts in stamps}
 
 
-def lock_keys(host: Host, data: dict) -> dict[str, int]:
-    """slug -> pk of every service the batch names, locked FOR KEY SHARE with its host in one
-    statement until the batch commits (a concurrent delete waits, then deletes its rows too).
+def _insert_batch_and_lock_keys(
+    *,
+    host: Host,
+    data: dict,
+    counts: dict[str, int],
+    minutes: set[int],
+    now: datetime,
+    token: AgentToken | None,
+) -> tuple[int | None, dict[str, int]]:
+    """(the new batch row's pk, or None when `batch_id` is already stored: a replay; slug ->
+    pk of every service the batch names), in one statement, the first of every batch.
 
-    Raises ValidationError naming each item whose service does not exist
-    (`requests[3].service`), OrphanRows when the host itself was deleted meanwhile.
+    The services are locked FOR KEY SHARE with the host until the batch commits (a concurrent
+    delete waits, then deletes its rows too). Raises ValidationError naming each item whose
+    service does not exist (`requests[3].service`), OrphanRows when the host itself was
+    deleted meanwhile; a replay is answered before either is looked at.
     """
     slugs = {s["service"] for s in data["scrapes"] if s.get("service")}
     slugs |= {r.service for r in data["requests"]}
-    found = storage.lock_rows({Host: ("pk", [host.pk]), Service: ("slug", slugs)})
+    returned, found = storage.insert_then_lock_rows(
+        _batch_insert(host=host, data=data, counts=counts, minutes=minutes, now=now, token=token),
+        {Host: ("pk", [host.pk]), Service: ("slug", slugs)},
+    )
+    if not returned:
+        return None, {}
     if host.pk not in found[Host]:
         raise storage.OrphanRows("RequestSample.host", [host.pk])
     service_ids = found[Service]
     if slugs <= service_ids.keys():
-        return service_ids
+        return returned[0], service_ids
     errors: dict[str, list[str]] = {}
     for name in ("scrapes", "requests"):
         for i, item in enumerate(data[name]):
             slug = item.get("service") if name == "scrapes" else item.service
             if slug and slug not in service_ids:
                 errors[f"{name}[{i}].service"] = [f"Unknown service {slug!r}."]
-    if errors:
-        raise ValidationError(errors)
-    return service_ids
+    raise ValidationError(errors)
 
 
 def ingest_windows(
@@ -199,6 +211,26 @@ def _insert_batch(
     token: AgentToken | None = None,
 ) -> int | None:
     """The new batch row's pk, or None when `batch_id` is already stored (a replay)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            *_batch_insert(
+                host=host, data=data, counts=counts, minutes=minutes, now=now, token=token
+            )
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _batch_insert(
+    *,
+    host: Host,
+    data: dict,
+    counts: dict[str, int],
+    minutes: set[int],
+    now: datetime,
+    token: AgentToken | None = None,
+) -> tuple[str, list]:
+    """(INSERT of the batch row ... ON CONFLICT DO NOTHING RETURNING its pk, parameters)."""
     values = {
         "batch_id": data["batch_id"], "host": host.pk, "received_at": now,
         "sent_at": data["sent_at"], "agent_version": data["agent_version"], "counts": counts,
@@ -206,11 +238,7 @@ def _insert_batch(
     }  # fmt: skip
     sql, fields = _batch_insert_statement(tuple(values))
     given = [*values.values(), *(f.get_default() for f in fields[len(values) :])]
-    params = [f.get_db_prep_save(v, connection) for f, v in zip(fields, given, strict=True)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    return row[0] if row else None
+    return sql, [f.get_db_prep_save(v, connection) for f, v in zip(fields, given, strict=True)]
 
 
 @functools.cache
