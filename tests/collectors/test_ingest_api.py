@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from collectors.models import GpuSample, IngestBatch, RequestSample, ScrapeWindow
-from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.factories.batches import INGEST_URL, gpu_sample, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
 
@@ -24,6 +24,18 @@ def test_it_stores_a_batch_and_answers_202_with_counts(agent_client, service, ho
     assert GpuSample.objects.get().sm_active == pytest.approx(0.31)
 
 
+def test_gpu_samples_are_stored_value_for_value(agent_client, service, host):
+    ts = recent_minute()
+    odd = {"index": 3, "uuid": 'GPU-"a",{b}\\c', "name": 'NVIDIA {H100}, "SXM"', "util": None}
+    batch = make_batch(ts=ts, gpus=[gpu_sample(rfc3339(ts)), gpu_sample(rfc3339(ts), **odd)])
+    assert post(agent_client, batch).status_code == 202
+    stored = GpuSample.objects.get(gpu_index=3)
+    assert (stored.uuid, stored.name, stored.util) == (odd["uuid"], odd["name"], None)
+    assert stored.ts == ts
+    assert stored.mem_used_bytes == 77720453120
+    assert GpuSample.objects.get(gpu_index=0).sm_occupancy is None
+
+
 def test_it_marks_the_host_seen(agent_client, service, host):
     post(agent_client, make_batch())
     host.refresh_from_db()
@@ -37,6 +49,7 @@ def test_it_answers_a_replay_with_duplicate_and_stores_nothing_more(agent_client
     assert response.status_code == 200
     assert response.json() == {"duplicate": True}
     assert RequestSample.objects.count() == 3
+    assert GpuSample.objects.count() == 1
     assert IngestBatch.objects.count() == 1
 
 
