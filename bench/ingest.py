@@ -239,6 +239,16 @@ def run_api(
     return elapsed, stored
 
 
+def vacuum(*models) -> None:
+    """VACUUM the tables the bench wrote: its rows are deleted at the end, and the dead ones
+    left behind (millions after `--memory`) would make the next run measure a bloated table."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for model in models:
+            cursor.execute(f"VACUUM (ANALYZE) {connection.ops.quote_name(model._meta.db_table)}")
+
+
 def worker_rss(master_pid: int) -> dict[int, int]:
     """Resident memory in bytes (VmRSS) of each of the gunicorn master's worker processes."""
     children = Path(f"/proc/{master_pid}/task/{master_pid}/children")
@@ -382,6 +392,7 @@ def main() -> None:
         IngestBatch.objects.filter(host=host).delete()
         host.delete()
         service.delete()
+        vacuum(RequestSample, GpuSample, IngestBatch)
 
     def rate(run: tuple[float, int] | None) -> float:
         return run[1] / run[0] if run else float("nan")
