@@ -52,6 +52,7 @@ from analysis import capacity
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "sweeps"
 DEMO = ROOT / "demo" / "loadtests"
+DEMO_PREFIX = "demo "  # how a demo sweep's name starts
 METRICS = ("ttft", "tpot", "e2e")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 
@@ -82,7 +83,7 @@ def load_corpus(folder: Path = CORPUS, demo: Path | None = DEMO) -> list[dict]:
             runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
             points = [_vllm_point(r) for r in runs]
             axis = "concurrency" if "concurrency" in points[0] else "request_rate"
-            sweeps.append({"name": f"demo {path.name}", "axis": axis, "points": points})
+            sweeps.append({"name": f"{DEMO_PREFIX}{path.name}", "axis": axis, "points": points})
     return sweeps
 
 
@@ -313,6 +314,10 @@ def main() -> None:
     sweeps = load_corpus(args.corpus, None if args.no_demo else DEMO)
     print(f"{len(sweeps)} sweeps, {sum(len(s['points']) for s in sweeps)} points")
     _table(sweeps)
+    demo = [s for s in sweeps if s["name"].startswith(DEMO_PREFIX)]
+    if demo:  # the demo's sweeps were made for the demo: the real ones are the measure
+        _table([s for s in sweeps if s not in demo], "real sweeps alone: ")
+        _table(demo, "demo sweeps alone: ")
     if args.halves:
         for name, part in zip("AB", halves(sweeps), strict=True):
             _table(part, f"half {name}: ")
