@@ -193,7 +193,9 @@ def ingest_windows(
     counts = {"gpus": 0, "requests": 0, "scrapes": 0, "windows": len(windows)}
     data = {"batch_id": batch_id, "sent_at": sent_at, "agent_version": agent_version}
     with transaction.atomic():
-        batch_pk = _insert_batch(host=host, data=data, counts=counts, minutes=minutes, now=now)
+        batch_pk = _insert_batch(
+            _batch_insert(host=host, data=data, counts=counts, minutes=minutes, now=now)
+        )
         if batch_pk is None:
             return IngestResult(duplicate=True, batch_id=batch_id)
         storage.bulk_insert(ScrapeWindow, WINDOW_FIELDS, windows)
@@ -201,22 +203,11 @@ def ingest_windows(
     return IngestResult(duplicate=False, batch_id=batch_id, counts=counts)
 
 
-def _insert_batch(
-    *,
-    host: Host,
-    data: dict,
-    counts: dict[str, int],
-    minutes: set[int],
-    now: datetime,
-    token: AgentToken | None = None,
-) -> int | None:
-    """The new batch row's pk, or None when `batch_id` is already stored (a replay)."""
+def _insert_batch(statement: tuple[str, list]) -> int | None:
+    """The new batch row's pk from `_batch_insert`'s statement, or None when `batch_id` is
+    already stored (a replay)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            *_batch_insert(
-                host=host, data=data, counts=counts, minutes=minutes, now=now, token=token
-            )
-        )
+        cursor.execute(*statement)
         row = cursor.fetchone()
     return row[0] if row else None
 
