@@ -97,10 +97,11 @@ def validate_body(raw: bytes, *, host: Host, now: datetime | None = None) -> dic
     """The validated batch in `raw`. Raises ValidationError (flattened field paths),
     ParseError (not JSON, nested too deep) or PermissionDenied (another host's batch)."""
     now = now or timezone.now()
-    fast = fast_path(raw, now)
-    if fast is None:
+    body = _decoded(raw, _decoder)
+    if body is None:  # unknown fields (or not what msgspec types): scan, then skip them
         check_raw_depth(raw)  # before any unknown field is skipped unread
-        fast = fast_path(raw, now, _skipping_decoder)
+        body = _decoded(raw, _skipping_decoder)
+    fast = None if body is None else _checked(body, now)
     if fast is None:
         return validate_document(loads_limited(raw), {"host": host, "now": now})
     envelope, gpus, requests = fast
@@ -149,10 +150,19 @@ def fast_path(
 ) -> tuple[dict, list[dict], list[ValidRequest]] | None:
     """(the batch's other fields as decoded, validated GPU samples, validated requests), or
     None: only DRF can judge this body (or, by the default decoder, it has unknown fields)."""
+    body = _decoded(raw, decoder)
+    return None if body is None else _checked(body, now)
+
+
+def _decoded(raw: bytes, decoder: msgspec.json.Decoder) -> _KnownBody | None:
     try:
-        body = decoder.decode(raw)
+        return decoder.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         return None
+
+
+def _checked(body: _KnownBody, now: datetime) -> tuple[dict, list[dict], list[ValidRequest]] | None:
+    """`fast_path`'s answer for a decoded body: the checks msgspec's types cannot make."""
     start, end = acceptance_window(now)
     requests = body.requests
     if not _in_window(requests, start, end):
