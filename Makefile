@@ -61,6 +61,7 @@ BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/perfhub_bench
 bench: install
 	createdb -h 127.0.0.1 -U postgres perfhub_bench 2>/dev/null || true
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/ingest.py
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/copy_shape.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/dashboard.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/rollups.py
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/alerts.py
