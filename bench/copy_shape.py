@@ -25,7 +25,6 @@ import os
 import statistics
 import sys
 import uuid
-from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -55,13 +54,18 @@ def store(rows: list[tuple], per_statement: int, one_transaction: bool = False) 
     from collectors.models import RequestSample
     from collectors.services.ingest import REQUEST_FIELDS
 
-    with transaction.atomic() if one_transaction else nullcontext():
-        for i in range(0, len(rows), per_statement):
-            with transaction.atomic():
-                storage.bulk_insert_all(
-                    [(RequestSample, REQUEST_FIELDS, rows[i : i + per_statement])],
-                    keys_locked=True,
-                )
+    def copy(chunk: list[tuple]) -> None:
+        storage.bulk_insert_all([(RequestSample, REQUEST_FIELDS, chunk)], keys_locked=True)
+
+    chunks = [rows[i : i + per_statement] for i in range(0, len(rows), per_statement)]
+    if one_transaction:  # no savepoint a COPY: only the commits are left out
+        with transaction.atomic():
+            for chunk in chunks:
+                copy(chunk)
+        return
+    for chunk in chunks:
+        with transaction.atomic():
+            copy(chunk)
 
 
 def main() -> None:
