@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "perfhub.settings")
 
 from bench.cpu_meter import measure  # noqa: E402
+from bench.ingest import setup_fixtures, vacuum  # noqa: E402
 
 
 def request_rows(n: int, service_id: int, host_id: int) -> list[tuple]:
@@ -78,23 +79,12 @@ def main() -> None:
         raise SystemExit("Set DATABASE_URL to a PostgreSQL database (this is about its COPY).")
     sizes = [int(s) for s in args.sizes.split(",")]
 
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.db import connection
-
+    service_slug, host_name, _ = setup_fixtures(f"copy-{uuid.uuid4().hex[:8]}")  # Django set up
     from collectors.models import Host, RequestSample
-    from dossiers.models import Service, Team
+    from dossiers.models import Service
 
-    call_command("migrate", verbosity=0)
-    tag = uuid.uuid4().hex[:8]
-    team, _ = Team.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
-    service = Service.objects.create(
-        slug=f"copy-shape-{tag}", name="Bench", team=team, model_name="m", model_params_b=7,
-        engine="vllm", gpu_model="H100", gpu_hour_price=2,
-    )  # fmt: skip
-    host = Host.objects.create(name=f"copy-shape-{tag}")
+    service = Service.objects.get(slug=service_slug)
+    host = Host.objects.get(name=host_name)
     rows = request_rows(args.rows, service.pk, host.pk)
     shapes = {f"one COPY per transaction of {n:,} rows": (n, False) for n in sizes}
     shapes["COPYs of 1,000 rows, all in one transaction"] = (1000, True)
@@ -111,8 +101,9 @@ def main() -> None:
         RequestSample.objects.filter(host=host).delete()
         host.delete()
         service.delete()
-        with connection.cursor() as cursor:
-            cursor.execute(f"VACUUM (ANALYZE) {RequestSample._meta.db_table}")
+        vacuum(RequestSample)
+
+    from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
