@@ -6,6 +6,12 @@ end-to-end latency, `request_rate` as the string "inf", per-request `ttfts` and 
 `errors` as one string per request ("" when it succeeded). Older versions wrote
 `request_goodput:` (with the colon), no `max_concurrency` and no `failed`; 0.4.0 wrote
 `request_inthroughput` and `input_throughput`. `vllm bench sweep` writes a JSON list of runs.
+
+SGLang's `bench_serving` (`python -m sglang.bench_serving`, later `sglang.benchmark.serving`)
+began as a copy of vLLM's script and writes the same layout, one JSON line per run
+(`--output-file`), with its own spellings: end-to-end latency as `*_e2e_latency_ms`, its
+dataset arguments beside the results (`dataset_name`, `random_output_len`, ...), `concurrency`
+as the mean number of requests in flight it measured, and no `date`.
 The full key-by-key mapping is docs/loadtest-formats.md.
 """
 
@@ -34,8 +40,11 @@ from .registry import LoadTestFormat, register
 FORMAT = "vllm-bench"
 REQUIRED = ("completed", "duration")
 
-# vLLM's metric name -> ours. ITL is kept for display; TPOT fills the tpot columns.
-METRICS = {"ttft": "ttft", "tpot": "tpot", "e2el": "e2e", "itl": "itl"}
+# Our metric -> the spellings of its keys (vLLM's first, then SGLang's). ITL is kept for
+# display; TPOT fills the tpot columns.
+METRICS = {"ttft": ("ttft",), "tpot": ("tpot",), "e2e": ("e2el", "e2e_latency"), "itl": ("itl",)}
+# Keys only SGLang's bench_serving writes: which tool wrote the file.
+SGLANG_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "median_e2e_latency_ms")
 # Our percentile label -> the spelling vLLM uses in keys.
 PERCENTILE_KEYS = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p999": "p99.9"}
 # 0.4.0 misspelt the request rate; later versions fixed it.
@@ -59,10 +68,16 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     return runs
 
 
+def written_by_sglang(data: dict) -> bool:
+    """Whether the run was written by SGLang's bench_serving rather than vLLM's."""
+    return any(key in data for key in SGLANG_KEYS)
+
+
 def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     missing = [key for key in REQUIRED if data.get(key) is None]
     if missing:
         raise ctx.error(missing_keys(missing))
+    sglang = written_by_sglang(data)
 
     recorder = FieldRecorder()
     fields, sources, put = recorder.fields, recorder.sources, recorder.put
@@ -93,22 +108,23 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         put(f"{prefix}_tokens_std", std, f"population std of {lens_key}")
 
     stats = {}
-    for vllm_name, name in METRICS.items():
+    for name, spellings in METRICS.items():
+        spelling = _spelling(data, spellings)
         percentiles = {}
         for ours, theirs in PERCENTILE_KEYS.items():
-            key = f"{theirs}_{vllm_name}_ms"
+            key = f"{theirs}_{spelling}_ms"
             value = ctx.num(data, key)
             if value is None and ours == "p50":
                 # The default run writes median_* always and p50_* only when asked for.
-                key = f"median_{vllm_name}_ms"
+                key = f"median_{spelling}_ms"
                 value = ctx.num(data, key)
             percentiles[ours] = value
             if name != "itl":
                 put(f"{name}_{ours}_ms", value, key)
         summary = {
-            "mean": ctx.num(data, f"mean_{vllm_name}_ms"),
-            "median": ctx.num(data, f"median_{vllm_name}_ms"),
-            "std": ctx.num(data, f"std_{vllm_name}_ms"),
+            "mean": ctx.num(data, f"mean_{spelling}_ms"),
+            "median": ctx.num(data, f"median_{spelling}_ms"),
+            "std": ctx.num(data, f"std_{spelling}_ms"),
             **(percentiles if name == "itl" else {}),
         }
         if any(value is not None for value in summary.values()):
@@ -120,7 +136,8 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     if measured_at is not None:
         sources["measured_at"] = "date (local time of the client, read as UTC)"
     file_label = ctx.text(data, "label")
-    label = f"vllm bench {rate_label(concurrency, rate, rate_inf)}".strip()
+    tool = "sglang bench" if sglang else "vllm bench"
+    label = f"{tool} {rate_label(concurrency, rate, rate_inf)}".strip()
     if file_label:
         label = f"{label} ({file_label})"
 
@@ -130,6 +147,10 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         sources["errors"] = errors_source
     version = ctx.text(data, "vllm_version") or ctx.text(data, "version")
     extra = {
+        "tool": "sglang.bench_serving" if sglang else None,
+        # SGLang's `concurrency`: requests in flight on average (sum of latencies / duration).
+        "achieved_concurrency": ctx.num(data, "concurrency") if sglang else None,
+        "dataset_name": ctx.text(data, "dataset_name"),
         "model_id": ctx.text(data, "model_id"),
         "tokenizer_id": ctx.text(data, "tokenizer_id"),
         "backend": ctx.text(data, "backend"),
@@ -150,7 +171,7 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         "max_concurrent_requests": ctx.integer(data, "max_concurrent_requests"),
         "goodput_rps": ctx.num(data, goodput_key),
         "latency_ms": stats,
-        "date_timezone": "UTC (assumed: vLLM writes local time without a zone)"
+        "date_timezone": "UTC (assumed: the tool writes local time without a zone)"
         if measured_at
         else None,
     }
@@ -166,6 +187,14 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         extra={key: value for key, value in extra.items() if value not in (None, {})},
         sources=sources,
     )
+
+
+def _spelling(data: dict, spellings: tuple[str, ...]) -> str:
+    """The spelling of a metric the file uses (the first one when it has none of them)."""
+    for spelling in spellings:
+        if any(key.endswith(f"_{spelling}_ms") for key in data):
+            return spelling
+    return spellings[0]
 
 
 def _throughputs(ctx: Ctx, data: dict, completed: int, duration: float, put) -> None:
@@ -360,7 +389,7 @@ register(
     LoadTestFormat(
         name=FORMAT,
         priority=10,
-        label="vLLM benchmark_serving.py / vllm bench serve",
+        label="vLLM benchmark_serving.py / vllm bench serve / SGLang bench_serving",
         parse=parse,
         looks_like=looks_like,
         required=REQUIRED,

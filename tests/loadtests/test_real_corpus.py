@@ -191,6 +191,62 @@ def test_vllm_append_result_lines_are_runs():
     )
 
 
+# -- SGLang bench_serving (read by the vllm-bench format) -----------------------------------------
+
+
+def test_sglang_bench_serving_rate_sweep_reads_its_e2e_latency_keys():
+    first, _, last = runs_of("sglang-bench/e2e-sglang-0.5.23-rate-sweep.jsonl")
+    check(
+        first,
+        request_rate=4.0,
+        request_count=200,
+        qps=200 / 52.012190604000125,
+        output_tps=2988 / 52.012190604000125,
+        e2e_p50_ms=82.15559849998044,  # median_e2e_latency_ms
+        e2e_p90_ms=161.66808200007378,
+        e2e_p99_ms=211.9297159300226,
+        ttft_p50_ms=18.074071999990338,
+        ttft_p99_ms=60.26182892001537,
+        tpot_p99_ms=11.348601479985533,
+        measured_at=None,  # SGLang writes no time
+    )
+    check(last, request_rate=16.0, e2e_p99_ms=261.1389589199483)
+
+
+def test_sglang_runs_are_named_after_their_tool_with_the_concurrency_it_measured():
+    first = runs_of("sglang-bench/e2e-sglang-0.5.23-rate-sweep.jsonl")[0]
+    assert first.label == "sglang bench 4 req/s"
+    assert first.extra["tool"] == "sglang.bench_serving"
+    assert first.extra["achieved_concurrency"] == pytest.approx(0.35031322217755567)
+
+
+def test_sglang_run_with_an_infinite_rate_and_a_concurrency_cap():
+    run = only("sglang-bench/e2e-sglang-0.5.23-c4-details.jsonl")
+    check(
+        run,
+        concurrency=4,
+        request_rate_inf=True,  # `"request_rate": Infinity`
+        request_count=100,
+        e2e_p99_ms=231.14591126992994,  # the summary's own, not rebuilt from ttfts + itls
+    )
+    assert len(run.samples["ttft"]) == 100
+
+
+def test_published_sglang_file_with_medians_only():
+    runs = runs_of("sglang-bench/datacrunch-h200-llama_3_3_70b_online_output.jsonl")
+    assert [r.fields["request_rate"] for r in runs] == [1.0, 2.0, 4.0, 8.0, 16.0, 4.0, 8.0]
+    check(
+        runs[0],
+        request_count=300,
+        qps=300 / 298.3675805060193,
+        output_tps=160347 / 298.3675805060193,
+        e2e_p50_ms=7819.046192569658,
+        ttft_p50_ms=85.74514742940664,
+        e2e_p99_ms=None,
+        ttft_p99_ms=None,
+    )
+
+
 # -- guidellm --------------------------------------------------------------------------------------
 
 
@@ -378,7 +434,10 @@ def test_every_corpus_file_imports_or_is_refused_naming_what_is_missing(service,
     for run in runs:
         run.refresh_from_db()
         assert run.extra["sources"]
-        assert run.date_known == ("genai_perf.json" not in path.name)
+        # GenAI-Perf and SGLang write no time.
+        assert run.date_known == (
+            "genai_perf.json" not in path.name and path.parent.name != "sglang-bench"
+        )
 
 
 def test_the_failed_corpus_run_is_stored_as_failed(service):
