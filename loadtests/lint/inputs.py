@@ -17,6 +17,7 @@ from typing import Any
 
 from analysis.fingerprint import LENGTH_QUANTILES, Lengths
 from loadtests.formats import Document, ParsedRun
+from loadtests.formats.vllm_bench import written_by_sglang
 
 from .base import RunView, Timing
 
@@ -155,16 +156,7 @@ def read_vllm(documents: list[Document], runs: list[ParsedRun]) -> list[RunView]
         prompt_lens = numbers(kept("input_lens"))
         ttfts = [t * 1000 for t in numbers(kept("ttfts"))]
         dataset = _first_text(d, ("dataset_name", "dataset", "dataset_path"))
-        requested = _first_num(
-            d,
-            (
-                "random_output_len",
-                "output_len",
-                "sharegpt_output_len",
-                "sonnet_output_len",
-                "output_tokens",
-            ),
-        )
+        requested, requested_std = requested_output(d)
         view = RunView(
             run=run,
             index=index,
@@ -176,7 +168,7 @@ def read_vllm(documents: list[Document], runs: list[ParsedRun]) -> list[RunView]
             ttft_in_start_order_ms=ttfts or None,
             e2e_mean_ms=num(d.get("mean_e2el_ms")),
             requested_output_tokens=requested,
-            requested_output_std=0.0 if requested is not None else None,
+            requested_output_std=requested_std,
             ignore_eos=flag(d.get("ignore_eos")),
             dataset=dataset,
             dataset_realistic=realistic(dataset),
@@ -186,6 +178,48 @@ def read_vllm(documents: list[Document], runs: list[ParsedRun]) -> list[RunView]
         )
         out.append(view)
     return out
+
+
+# The output-length argument each dataset of vLLM's and SGLang's bench scripts reads; the
+# others are argparse defaults SGLang writes beside the results whatever the dataset.
+OUTPUT_LEN_OF_DATASET = {"random": "random_output_len", "sharegpt": "sharegpt_output_len",
+                         "sonnet": "sonnet_output_len"}  # fmt: skip
+GENERIC_OUTPUT_LEN_KEYS = ("output_len", "output_tokens")
+
+
+def requested_output(d: dict) -> tuple[float | None, float | None]:
+    """(mean, standard deviation) of the output lengths a vLLM or SGLang bench run asked for,
+    from the arguments written beside its results; (None, None) when it asked for none (a
+    dataset's own lengths: ShareGPT without `--sharegpt-output-len`).
+
+    A random dataset draws each length around `random_output_len` by `random_range_ratio`:
+    SGLang uniformly from [max(int(L x r), 1), L] (its default r = 0 draws from 1 to L, a
+    mean of about L/2); vLLM symmetrically around L (from 0.8; before, SGLang's rule with a
+    default of 1). A ratio giving a single length is a fixed length (standard deviation 0).
+    """
+    dataset = (_first_text(d, ("dataset_name",)) or "").lower()
+    family = "random" if dataset.startswith("random") else dataset
+    key = OUTPUT_LEN_OF_DATASET.get(family)
+    if key is None:
+        # Another dataset reads only a tool-neutral argument; with none named, any of them.
+        keys = GENERIC_OUTPUT_LEN_KEYS
+        if not dataset:
+            keys = (*OUTPUT_LEN_OF_DATASET.values(), *GENERIC_OUTPUT_LEN_KEYS)
+        length = _first_num(d, keys)
+        return (length, 0.0) if length is not None else (None, None)
+    length = num(d.get(key))
+    if length is None or length <= 0:
+        return None, None
+    ratio = num(d.get("random_range_ratio")) if family == "random" else None
+    if ratio is None or not 0 <= ratio <= 1:
+        if family == "random" and written_by_sglang(d):
+            return None, None  # SGLang's range unknown: its old default drew from 1 to L
+        return length, 0.0
+    if written_by_sglang(d):
+        low = max(int(length * ratio), 1)
+        count = length - low + 1  # a discrete uniform over [low, length]
+        return (low + length) / 2, math.sqrt((count * count - 1) / 12)
+    return length, length * ratio / math.sqrt(3)  # uniform over L(1 - r) .. L(1 + r)
 
 
 def _first_text(d: dict, keys: Sequence[str]) -> str | None:

@@ -22,6 +22,8 @@ AIPERF = REAL / "genai-perf" / "wellflat-aiperf-profile_export_aiperf.json"
 GUIDELLM = REAL / "guidellm" / "guidellm-repo-0.2-benchmarks_stripped.json"
 GUIDELLM_05 = REAL / "guidellm" / "danielkorat-0.5.0dev-synchronous-qwen3-30b.json"
 LLMPERF = REAL / "llmperf" / "leaderboard-groq_70b.json"
+SGLANG_SWEEP = REAL / "sglang-bench" / "e2e-sglang-0.5.23-rate-sweep.jsonl"
+SGLANG_H200 = REAL / "sglang-bench" / "datacrunch-h200-llama_3_3_70b_online_output.jsonl"
 
 
 def findings(path: Path, edit: Callable[[dict | list], None] | None = None, run: int = 0):
@@ -31,6 +33,15 @@ def findings(path: Path, edit: Callable[[dict | list], None] | None = None, run:
     content = json.dumps(data).encode()
     runs = parse_file(content, filename=path.name)
     return lint_file(content, runs)[run].findings
+
+
+def line_findings(path: Path, run: int, edit: Callable[[dict], None] | None = None):
+    """`findings` of one run of a JSON-lines file (SGLang's), its line edited first."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    if edit is not None:
+        edit(lines[run])
+    content = "\n".join(json.dumps(line) for line in lines).encode()
+    return lint_file(content, parse_file(content, filename=path.name))[run].findings
 
 
 def severities(found) -> dict[str, str]:
@@ -314,6 +325,48 @@ def test_a_finding_carries_its_evidence_and_fix():
     assert "connection limit" in found.fix
 
 
+# --- what a run asked for is read from its own dataset's arguments ------------------------------
+
+
+@pytest.mark.parametrize("path", [SGLANG_SWEEP, SGLANG_H200], ids=lambda p: p.name)
+def test_random_lengths_drawn_up_to_the_asked_one_are_not_a_shortfall(path):
+    # random_range_ratio 0: SGLang draws each length from 1 to random_output_len (mean ~L/2).
+    assert "output_length" not in severities(line_findings(path, 0))
+
+
+def test_a_sharegpt_run_asks_for_no_output_length_whatever_random_output_len_says():
+    assert "output_length" not in severities(line_findings(SGLANG_H200, 5))
+
+
+def drawn_mean(tokens_per_request: float):
+    def edit(d):
+        d["total_output_tokens"] = round(tokens_per_request * d["completed"])
+        d["output_throughput"] = d["total_output_tokens"] / d["duration"]
+
+    return edit
+
+
+def test_a_drawn_mean_within_its_sampling_error_is_not_a_shortfall():
+    # 200 lengths drawn from 1..32: mean 16.5, standard error 0.65; 14.6 is below 90% of 16.5
+    # but within three standard errors of it.
+    found = severities(line_findings(SGLANG_SWEEP, 0, drawn_mean(14.6)))
+    assert "output_length" not in found
+
+
+def test_a_drawn_mean_far_below_the_draw_is_a_shortfall():
+    found = severities(line_findings(SGLANG_SWEEP, 0, drawn_mean(12.0)))
+    assert found.get("output_length") == "warn"
+
+
+def sglang_fixed_length(d):
+    d["random_range_ratio"] = 1.0  # every request asked for 1,024; the mean was 534
+
+
+def test_a_fixed_length_sglang_run_short_of_it_is_warned():
+    found = severities(line_findings(SGLANG_H200, 0, sglang_fixed_length))
+    assert found.get("output_length") == "warn"  # SGLang's ignore_eos was not recorded
+
+
 # --- the real corpus: clean, or its findings explained -----------------------------------------
 
 # Refusing findings the real files get, and why each is right: these runs are broken as published.
@@ -322,6 +375,8 @@ EXPLAINED_REFUSALS = {
     "leaderboard-bedrock_70b.json": {"failed_share"},
     # 130 of 150 requests failed (Lepton).
     "leaderboard-lepton_13b.json": {"failed_share"},
+    # The 16 req/s point achieved 8.35 req/s: saturated, as published (SGLang on 8x H200).
+    "datacrunch-h200-llama_3_3_70b_online_output.jsonl": {"offered_load"},
     # Written to show a failed request: 1 of 5 failed.
     "written-here-benchmark_serving-0.4.0-with-failure.json": {"failed_share"},
 }
