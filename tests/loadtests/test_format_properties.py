@@ -6,6 +6,7 @@ by arbitrary JSON (the files a tool almost wrote), each with the format detected
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,24 @@ def test_a_real_file_with_keys_dropped(fmt, data):
     keys = list(seed)
     dropped = data.draw(st.sets(st.sampled_from(keys), max_size=len(keys)))
     outcome(json.dumps({k: v for k, v in seed.items() if k not in dropped}), format=fmt)
+
+
+PRINTED = [
+    "console/e2e-vllm-0.32.0-bench-serve-console.log",
+    "console/e2e-sglang-0.5.23-console.log",
+]
+
+
+@PROPERTY
+@given(data=st.data())
+def test_a_printed_summary_with_one_line_changed(data):
+    lines = (REAL / data.draw(st.sampled_from(PRINTED))).read_text().splitlines()
+    # A line with a value (the block's, the printed arguments), or a block's first or last.
+    valued = [i for i, line in enumerate(lines) if re.search(r"(: +\S+ *$)|Namespace|====", line)]
+    index = data.draw(st.sampled_from(valued))
+    label = lines[index].partition(":")[0]
+    lines[index] = data.draw(st.sampled_from([f"{label}: ", "", lines[index][:5]])) + data.draw(
+        st.text(max_size=20)
+    )
+    outcome("\n".join(lines))
+    outcome("\n".join(lines), format="vllm-bench")

@@ -384,7 +384,10 @@ EXPLAINED_REFUSALS = {
 
 def real_files():
     for path in sorted(REAL.glob("*/*")):
-        if path.suffix in (".json", ".jsonl", ".yaml") and "zhangxinyuehfad" not in path.name:
+        if (
+            path.suffix in (".json", ".jsonl", ".yaml", ".log", ".md")
+            and "zhangxinyuehfad" not in path.name
+        ):
             yield path
 
 

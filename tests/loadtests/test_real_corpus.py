@@ -17,7 +17,7 @@ REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 LOADTEST_FILES = sorted(
     p
     for p in REAL.glob("*/*")
-    if p.suffix in (".json", ".jsonl", ".yaml") and p.parent.name != "metrics"
+    if p.suffix in (".json", ".jsonl", ".yaml", ".log", ".md") and p.parent.name != "metrics"
 )
 REFUSED = {"zhangxinyuehfad-serving_llama8B_tp1_qps_inf.json"}
 
@@ -247,6 +247,52 @@ def test_published_sglang_file_with_medians_only():
     )
 
 
+# -- printed summaries (console logs, README blocks) -----------------------------------------------
+
+
+def test_vllm_console_log_runs_with_the_rate_printed_before_each_block():
+    first, second = runs_of("console/e2e-vllm-0.32.0-bench-serve-console.log")
+    check(
+        first,
+        request_rate=4.0,  # "Traffic request rate: 4.0"
+        concurrency=None,  # "Maximum request concurrency: None"
+        request_count=200,
+        errors=0,
+        qps=200 / 50.18,
+        output_tps=6400 / 50.18,
+        input_tps=25623 / 50.18,
+        ttft_p50_ms=15.63,
+        ttft_p99_ms=100.89,
+        tpot_p99_ms=6.93,
+        measured_at=None,
+    )
+    check(second, request_rate=8.0, request_count=200)
+
+
+def test_sglang_console_log_reads_like_its_json_lines():
+    printed = runs_of("console/e2e-sglang-0.5.23-console.log")
+    saved = runs_of("sglang-bench/e2e-sglang-0.5.23-rate-sweep.jsonl")
+    assert [r.label for r in printed] == [r.label for r in saved]
+    for run, twin in zip(printed, saved, strict=True):
+        for name in ("request_rate", "request_count", "e2e_p99_ms", "ttft_p99_ms", "tpot_p99_ms"):
+            # the console prints two decimals
+            assert run.fields[name] == pytest.approx(twin.fields[name], abs=0.005), name
+
+
+def test_readme_blocks_are_runs_told_by_the_command_above_each():
+    runs = runs_of("console/dennislee22-vllm-readme-test1.md")
+    assert len(runs) == 12
+    assert all(run.request_rate_inf for run in runs)  # no --request-rate: the script's default
+    check(
+        runs[3],  # --num-prompts 50, 1024 in / 1024 out
+        request_count=50,
+        qps=50 / 86.87,
+        output_tps=51119 / 86.87,
+        ttft_p99_ms=14827.09,
+        tpot_p50_ms=77.88,
+    )
+
+
 # -- guidellm --------------------------------------------------------------------------------------
 
 
@@ -434,9 +480,10 @@ def test_every_corpus_file_imports_or_is_refused_naming_what_is_missing(service,
     for run in runs:
         run.refresh_from_db()
         assert run.extra["sources"]
-        # GenAI-Perf and SGLang write no time.
+        # GenAI-Perf, SGLang and the printed summaries carry no time.
         assert run.date_known == (
-            "genai_perf.json" not in path.name and path.parent.name != "sglang-bench"
+            "genai_perf.json" not in path.name
+            and path.parent.name not in ("sglang-bench", "console")
         )
 
 
