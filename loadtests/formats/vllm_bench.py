@@ -86,6 +86,11 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     rate, rate_inf = _request_rate(ctx, data)
     put("concurrency", concurrency, "max_concurrency")
     put("request_rate", rate, "request_rate (req/s)")
+    prompts = ctx.integer(data, "num_prompts")
+    if concurrency is None and rate_inf and prompts:
+        # No rate and no cap: the script sends every request at once, so all of them are in
+        # flight at the start, the most the client ever holds (a burst that drains from there).
+        put("concurrency", prompts, "num_prompts (unlimited rate, no max_concurrency: a burst)")
 
     completed = ctx.integer(data, "completed", required=True)
     duration = ctx.num(data, "duration", required=True)

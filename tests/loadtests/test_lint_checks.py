@@ -358,6 +358,17 @@ def test_a_drawn_mean_far_below_the_draw_is_a_shortfall():
     assert found.get("output_length") == "warn"
 
 
+def test_sglang_runs_are_checked_against_the_concurrency_sglang_measured():
+    path = REAL / "sglang-bench" / "e2e-sglang-0.5.23-c4-details.jsonl"
+    assert "offered_load" not in severities(line_findings(path, 0))  # 3.98 of 4 in flight
+
+    def starved(d):
+        d["concurrency"] = 1.0  # what SGLang would print had its client held one request
+
+    found = next(f for f in line_findings(path, 0, starved) if f.check == "offered_load")
+    assert found.evidence["basis"] == "the tool's own mean concurrency"
+
+
 def sglang_fixed_length(d):
     d["random_range_ratio"] = 1.0  # every request asked for 1,024; the mean was 534
 

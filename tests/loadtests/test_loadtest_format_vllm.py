@@ -124,13 +124,23 @@ def test_vllm_reads_the_old_request_goodput_spelling(load):
     assert run.extra["goodput_rps"] == 2.5
 
 
-def test_an_old_vllm_file_without_max_concurrency_has_no_concurrency(load):
+def test_an_old_vllm_file_without_max_concurrency_at_an_unlimited_rate_is_a_burst(load):
+    # Every request sent at once: all `num_prompts` of them in flight at the start.
     raw = load(VLLM_C16)
     for key in ("max_concurrency", "failed", "date"):
         del raw[key]
     run = only(parse_loadtest(json.dumps(raw)))
-    assert run.fields["concurrency"] is None
+    assert run.fields["concurrency"] == raw["num_prompts"]
+    assert "burst" in run.sources["concurrency"]
     assert run.measured_at is None
+
+
+def test_a_rate_run_without_max_concurrency_has_no_concurrency(load):
+    raw = load(VLLM_C16)
+    del raw["max_concurrency"]
+    raw["request_rate"] = 4.0
+    run = only(parse_loadtest(json.dumps(raw)))
+    assert run.fields["concurrency"] is None
 
 
 def test_vllm_numeric_request_rate_is_kept(load):

@@ -285,6 +285,7 @@ def test_readme_blocks_are_runs_told_by_the_command_above_each():
     assert all(run.request_rate_inf for run in runs)  # no --request-rate: the script's default
     check(
         runs[3],  # --num-prompts 50, 1024 in / 1024 out
+        concurrency=50,  # all sent at once: a burst of 50
         request_count=50,
         qps=50 / 86.87,
         output_tps=51119 / 86.87,

@@ -120,3 +120,14 @@ def test_a_p50_curve_weighs_by_the_spread_its_runs_p99_tells(swept):
             run.latency("tpot", "p50"), run.latency("tpot", "p99"), 0.99, run.request_count
         )
     )
+
+
+def test_a_readme_of_printed_bursts_is_a_sweep_to_plan_from(service, fixtures_dir):
+    # Twelve `benchmark_serving.py` blocks under their commands, every request sent at once:
+    # the 1024/1024 shape's six bursts (10 to 1,000 requests) make the concurrency sweep.
+    path = fixtures_dir / "real" / "console" / "dennislee22-vllm-readme-test1.md"
+    call_command("import_loadtest", str(path), "--service", service.slug, stdout=StringIO())
+    data = plan("--service", service.slug, "--slo", "ttft_p99_ms=5000", "--load", 1)
+    assert data["sweep"]["axis"] == "concurrency" and len(data["runs"]) == 6
+    # TTFT P99 is 3,346 ms at 10 in flight and 14,827 ms at 50: the limit lies between.
+    assert 10 < data["per_replica"]["max_concurrency"]["value"] < 50
