@@ -25,6 +25,10 @@ import shlex
 
 from .base import Document
 
+# Summary lines are short. The patterns below backtrack on a long line (a line of 10,000
+# characters costs ~0.4 s), so longer lines are never matched: an upload cannot stall a worker.
+MAX_LINE = 400
+TITLE = "Serving Benchmark Result"
 HEADER = re.compile(r"=+ *Serving Benchmark Result *=+")
 FOOTER = re.compile(r"^\W*={20,}\s*$")
 # "<label>: <one value>" at the end of a line; the label is the run of words before the colon.
@@ -90,26 +94,36 @@ def summary_documents(text: str) -> list[Document]:
     since = 0  # where the text before the next block starts
     index = 0
     while index < len(lines):
-        if not HEADER.search(lines[index]):
+        if not _header(lines[index]):
             index += 1
             continue
         header = last = index
         data = _preamble(lines[since:header])
         index += 1
-        while index < len(lines) and not FOOTER.match(lines[index]):
-            if HEADER.search(lines[index]):
+        while index < len(lines) and not _footer(lines[index]):
+            if _header(lines[index]):
                 break  # a block cut short: the next one starts here
             if _read_line(lines[index], data):
                 last = index
             index += 1
         documents.append(Document(data, line=header + 1))
         # After a cut-short block, the lines past its last value belong to the next run.
-        since = index if index == len(lines) or FOOTER.match(lines[index]) else last + 1
+        since = index if index == len(lines) or _footer(lines[index]) else last + 1
     return documents
+
+
+def _header(line: str) -> bool:
+    return TITLE in line and len(line) <= MAX_LINE and HEADER.search(line) is not None
+
+
+def _footer(line: str) -> bool:
+    return len(line) <= MAX_LINE and FOOTER.match(line) is not None
 
 
 def _read_line(line: str, data: dict, labels: tuple[str, ...] | None = None) -> bool:
     """Put the value of a known label on `line` into `data`; whether there was one."""
+    if len(line) > MAX_LINE or ":" not in line:
+        return False
     match = LINE.search(line)
     if match is None:
         return False

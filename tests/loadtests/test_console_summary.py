@@ -83,3 +83,12 @@ def test_a_block_without_its_duration_is_refused_naming_its_line():
 def test_text_without_a_summary_block_is_still_told_it_is_not_json():
     with pytest.raises(LoadTestFormatError, match="not valid JSON"):
         parse_loadtest("Successful requests: 200\nBenchmark duration (s): 50.18\n")
+
+
+def test_long_lines_are_not_read_so_an_upload_cannot_stall_a_worker():
+    # The label pattern backtracks on a long line (10,000 characters cost ~0.4 s), so no line
+    # longer than a summary's is matched, even one ending in a label.
+    long_line = "~" * 600 + " Successful requests: 999\n"
+    text = BLOCK.replace("Failed requests:", long_line + "Failed requests:")
+    (run,) = parse_loadtest(("a " * 5_000 + "\n") * 5 + text)
+    assert run.fields["request_count"] == 200
