@@ -166,7 +166,7 @@ def read_vllm(documents: list[Document], runs: list[ParsedRun]) -> list[RunView]
             output_max=max(output_lens) if output_lens else None,
             # vLLM gathers results in the order it sent the requests: array order is start order.
             ttft_in_start_order_ms=ttfts or None,
-            e2e_mean_ms=num(d.get("mean_e2el_ms")),
+            e2e_mean_ms=_first_num(d, ("mean_e2el_ms", "mean_e2e_latency_ms")),  # vLLM, SGLang
             requested_output_tokens=requested,
             requested_output_std=requested_std,
             ignore_eos=flag(d.get("ignore_eos")),
