@@ -15,7 +15,8 @@ class LoadTestUploadForm(forms.Form):
     measured_at = forms.DateTimeField(
         label="Measured at",
         required=False,
-        help_text="For files that carry no time (GenAI-Perf): when the run was measured. "
+        help_text="For files that carry no time (GenAI-Perf, SGLang, a console log): when the "
+        "run was measured. "
         "Without it such a run is shown as “date unknown”. Files with a time keep theirs.",
     )
     baseline = forms.BooleanField(label="Make it the current baseline", required=False)
@@ -31,7 +32,10 @@ class LoadTestUploadForm(forms.Form):
         # Read at each form, so a format registered after start-up is offered too.
         self.fields["format"].choices = [("", "detect from the content"), *formats.choices()]
         labels = [fmt.label for fmt in formats.formats()]
-        self.fields["file"].help_text = "A result file of " + ", ".join(labels) + "."
+        self.fields["file"].help_text = (
+            "A result file of " + ", ".join(labels) + ", or a console log holding the summary "
+            "vLLM's or SGLang's benchmark printed."
+        )
 
     def clean_measured_at(self):
         try:
