@@ -388,6 +388,8 @@ EXPLAINED_REFUSALS = {
     "leaderboard-lepton_13b.json": {"failed_share"},
     # The 16 req/s point achieved 8.35 req/s: saturated, as published (SGLang on 8x H200).
     "datacrunch-h200-llama_3_3_70b_online_output.jsonl": {"offered_load"},
+    # A trace-driven SGLang fork: ~3.8 req/s arrived whatever the rate printed (8 to 64).
+    "william-qmul-sglang-dlora-sglang_results.md": {"offered_load"},
     # Written to show a failed request: 1 of 5 failed.
     "written-here-benchmark_serving-0.4.0-with-failure.json": {"failed_share"},
 }

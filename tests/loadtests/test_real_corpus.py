@@ -294,6 +294,22 @@ def test_readme_blocks_are_runs_told_by_the_command_above_each():
     )
 
 
+def test_a_published_sglang_fork_log_reads_its_printed_arguments():
+    # A trace-driven fork of SGLang's bench: its own command, then `Namespace(...)`, then the
+    # block, six times; the arrivals followed a trace, whatever the rate printed.
+    runs = runs_of("console/william-qmul-sglang-dlora-sglang_results.md")
+    assert [r.fields["request_rate"] for r in runs] == [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    check(
+        runs[0],
+        request_count=996,
+        qps=996 / 262.38,
+        output_tps=218257 / 262.38,
+        e2e_p50_ms=576.03,
+        ttft_p99_ms=13317.90,
+    )
+    assert runs[0].label == "sglang bench 2 req/s"
+
+
 # -- guidellm --------------------------------------------------------------------------------------
 
 
