@@ -175,8 +175,8 @@ def read_vllm(documents: list[Document], runs: list[ParsedRun]) -> list[RunView]
             streaming=None,
             reported_rate=num(d.get("request_throughput")) or num(d.get("request_inthroughput")),
             reported_rate_key="request_throughput",
-            # SGLang measures the mean number in flight itself (sum of latencies / duration).
-            observed_concurrency=num(d.get("concurrency")) if written_by_sglang(d) else None,
+            # SGLang's own mean number in flight, as the parser kept it.
+            observed_concurrency=run.extra.get("achieved_concurrency"),
         )
         out.append(view)
     return out
