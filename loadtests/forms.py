@@ -33,8 +33,8 @@ class LoadTestUploadForm(forms.Form):
         self.fields["format"].choices = [("", "detect from the content"), *formats.choices()]
         labels = [fmt.label for fmt in formats.formats()]
         self.fields["file"].help_text = (
-            "A result file of " + ", ".join(labels) + ", or a console log holding the summary "
-            "vLLM's or SGLang's benchmark printed."
+            "A result file of " + ", ".join(labels) + " (GenAI-Perf's and AIPerf's CSV export "
+            "too), or a console log holding the summary vLLM's or SGLang's benchmark printed."
         )
 
     def clean_measured_at(self):

@@ -331,6 +331,8 @@ class Document:
     data: Any
     line: int | None = None
     item: int | None = None  # position in a top-level JSON list
+    # What the text was when it was not JSON: "csv" (a tool's CSV export), "console" (a log).
+    origin: str = "json"
 
     def ctx(self, fmt: str) -> Ctx:
         return Ctx(fmt, line=self.line, item=self.item)

@@ -1,5 +1,6 @@
-"""Reading a load-test file as JSON (an object, a list of objects, or JSON lines), YAML, or the
-summary blocks a benchmark printed (`console`), and telling which registered format it is.
+"""Reading a load-test file as JSON (an object, a list of objects, or JSON lines), YAML, the
+summary blocks a benchmark printed (`console`), or GenAI-Perf's and AIPerf's CSV export
+(`metrics_csv`), and telling which registered format it is.
 
 The format comes from the content; the file name only breaks a tie between formats whose
 signatures both match. A file no format matches is checked against the closest one (the format
@@ -16,6 +17,7 @@ import yaml
 
 from .base import Ctx, Document, LoadTestFormatError, json_type
 from .console import summary_documents
+from .metrics_csv import csv_documents
 from .registry import LoadTestFormat, format_names, formats
 
 # Python's json module recurses once per nesting level; a file nested deeper than this is no
@@ -136,6 +138,9 @@ def _json_lines(
     except json.JSONDecodeError:
         first_value = None
     if not isinstance(first_value, dict):
+        table = csv_documents(text)  # GenAI-Perf's or AIPerf's CSV export
+        if table:
+            return table
         printed = summary_documents(text)  # a console log of vLLM's or SGLang's benchmark
         if printed:
             return printed

@@ -32,6 +32,8 @@ LATENCIES = {"request_latency": "e2e", "time_to_first_token": "ttft", "inter_tok
 # Everything else with a distribution, kept for display.
 OTHER_STATS = ("time_to_second_token", "output_token_throughput_per_user")
 TO_MS = {"ms": 1.0, "s": 1000.0, "sec": 1000.0, "us": 1e-3, "ns": 1e-6}
+# AIPerf warns when its own token count and the server's differ by more than this.
+USAGE_MISMATCH = 0.10
 STAT_KEYS = (
     "avg",
     "std",
@@ -85,6 +87,8 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     put("prompt_tokens_std", prompt.get("std"), "input_sequence_length.std")
     put("output_tokens_mean", output.get("avg"), "output_sequence_length.avg")
     put("output_tokens_std", output.get("std"), "output_sequence_length.std")
+    notes = ["tpot_* are GenAI-Perf's inter_token_latency (per-request TPOT)"]
+    notes.extend(_prefer_server_count(ctx, data, recorder, output, duration))
 
     if fields["input_tps"] is None and fields["qps"] is not None and prompt.get("avg") is not None:
         put(
@@ -129,6 +133,15 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         errors = _error_summary(ctx, data)
         if errors is not None:
             sources["errors"] = "error_summary: the sum of its counts (empty: none failed)"
+    if errors is None:
+        errors = _errors_from_completed(ctx, data, count)
+        if errors is not None:
+            sources["errors"] = "completed requests (success + error) - request_count"
+    if documents[0].origin == "csv":
+        notes.append(
+            "read from the CSV export, which holds no input config: the load this run was "
+            "given (concurrency or rate) and its time are not in the file"
+        )
     measured_at = _measured_at(ctx, data)
     if measured_at is not None:
         sources["measured_at"] = (
@@ -143,10 +156,12 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         "model": _model(config),
         "endpoint_type": _endpoint_type(config),
         "service_kind": config_ctx.text(config, "service_kind"),
-        "streaming": config.get("streaming"),
+        "streaming": config.get("streaming", _dig_endpoint(config, "streaming")),
+        # AIPerf's measured mean number of requests in flight.
+        "achieved_concurrency": _avg(ctx, data, "effective_concurrency"),
         "stats": {key: value for key, value in stats.items() if value},
         "telemetry": telemetry,
-        "notes": ["tpot_* are GenAI-Perf's inter_token_latency (per-request TPOT)"],
+        "notes": notes,
     }
     run = ParsedRun(
         format=FORMAT,
@@ -161,6 +176,51 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         sources=sources,
     )
     return [mark_failed(run)]
+
+
+def _prefer_server_count(
+    ctx: Ctx, data: dict, recorder: FieldRecorder, output: dict, duration: float | None
+) -> list[str]:
+    """AIPerf counts output tokens by tokenizing the answer's text with its own tokenizer; the
+    server's count (`usage_completion_tokens`, when it returns usage) is what was generated
+    and billed. Where the two differ by more than AIPerf's own warning threshold (10%), the
+    output-token figures are the server's, and the notes say what that leaves skewed."""
+    usage = _stats(ctx, data, "usage_completion_tokens", scale=1.0)
+    server, client = usage.get("avg"), output.get("avg")
+    if not server or client is None or abs(client - server) <= USAGE_MISMATCH * server:
+        return []
+    put = recorder.put
+    put("output_tokens_mean", server, "usage_completion_tokens.avg (the server's count)")
+    put("output_tokens_std", usage.get("std"), "usage_completion_tokens.std")
+    total = _avg(ctx, data, "total_usage_completion_tokens")
+    if total is not None and duration:
+        put("output_tps", total / duration, "total_usage_completion_tokens / benchmark_duration")
+    elif recorder.fields["output_tps"] is not None:
+        put(
+            "output_tps",
+            recorder.fields["output_tps"] * server / client,
+            "output token throughput x usage_completion_tokens / output_sequence_length",
+        )
+    return [
+        f"the tool counted {client:.4g} output tokens a request by re-tokenizing the text, "
+        f"the server {server:.4g} (usage): output tokens and throughput are the server's; "
+        "inter_token_latency (tpot_*) divides by the tool's count, so it is skewed by as much "
+        "(a tokenizer that does not match the served model's; --use-server-token-count avoids it)"
+    ]
+
+
+def _errors_from_completed(ctx: Ctx, data: dict, count: float | None) -> int | None:
+    """AIPerf's CSV has no error count, but its "Completed Requests (Success + Error)" less
+    the request count (successes) is one."""
+    for key in ("completed_request_count", "completed_requests"):
+        completed = _avg(ctx, data, key)
+        if completed is not None and count is not None:
+            if completed < count:
+                raise ctx.at(key).error(
+                    f"fewer completed requests ({completed:g}) than successful ones ({count:g})"
+                )
+            return round(completed - count)
+    return None
 
 
 def _error_summary(ctx: Ctx, data: dict) -> int | None:
@@ -272,7 +332,12 @@ def _stimulus(config: dict) -> tuple[dict, str]:
     phases = config.get("phases")
     if isinstance(phases, list):
         for phase in phases:
-            if isinstance(phase, dict) and not phase.get("exclude_from_results"):
+            # AIPerf 0.13 may leave a warm-up phase's exclusion unwritten (its kind forces it).
+            if (
+                isinstance(phase, dict)
+                and not phase.get("exclude_from_results")
+                and phase.get("kind") != "warmup"
+            ):
                 return phase, "input_config.phases[profiling]"
     return config, "input_config"
 
@@ -285,8 +350,13 @@ def _endpoint_type(config: dict) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _dig_endpoint(config: dict, key: str):
+    endpoint = config.get("endpoint")
+    return endpoint.get(key) if isinstance(endpoint, dict) else None
+
+
 def _model(config: dict) -> str | None:
-    model = config.get("model") or config.get("model_names")
+    model = config.get("model") or config.get("model_names") or config.get("models")
     if isinstance(model, dict):  # AIPerf: {"items": [{"name": ...}]}
         model = [item.get("name") for item in model.get("items", []) if isinstance(item, dict)]
     if isinstance(model, list):

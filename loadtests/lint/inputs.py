@@ -254,9 +254,11 @@ def read_genai_perf(documents: list[Document], runs: list[ParsedRun]) -> list[Ru
     d = documents[0].data
     config = d.get("input_config") if isinstance(d.get("input_config"), dict) else {}
     run = runs[0]
+    dataset_config = _aiperf_dataset(config)
     out_tokens = (
         _dig(config, "input", "output_tokens")  # config-file layout
         or _dig(config, "input", "prompt", "output_tokens")  # AIPerf
+        or _distribution(_dig(dataset_config, "prompts", "osl"))  # AIPerf 0.13: datasets[]
         or {}
     )
     requested = num(config.get("output_tokens_mean")) or num(_dig(out_tokens, "mean"))
@@ -266,7 +268,11 @@ def read_genai_perf(documents: list[Document], runs: list[ParsedRun]) -> list[Ru
     deterministic = flag(config.get("output_tokens_mean_deterministic"))
     if deterministic is None:
         deterministic = flag(_dig(out_tokens, "deterministic"))
-    extra_inputs = config.get("extra_inputs") or _dig(config, "input", "extra")
+    extra_inputs = (
+        config.get("extra_inputs")
+        or _dig(config, "input", "extra")
+        or _dig(config, "endpoint", "extra")  # AIPerf 0.13
+    )
     ignore_eos = None
     if isinstance(extra_inputs, dict):
         ignore_eos = flag(extra_inputs.get("ignore_eos"))
@@ -282,6 +288,8 @@ def read_genai_perf(documents: list[Document], runs: list[ParsedRun]) -> list[Ru
         or _text(_dig(config, "input", "prompt_source"))
         or _text(config.get("prompt_source"))
         or ("synthetic" if _dig(config, "input", "prompt", "input_tokens") else None)
+        or _text(_dig(dataset_config, "path"))
+        or _text(_dig(dataset_config, "type"))
     )
     streaming = flag(config.get("streaming"))
     if streaming is None:
@@ -314,6 +322,25 @@ def read_genai_perf(documents: list[Document], runs: list[ParsedRun]) -> list[Ru
         ended_at=None if end is None else end / 1e9,
     )
     return [view]
+
+
+def _aiperf_dataset(config: dict) -> dict:
+    """AIPerf 0.13's measured dataset: `datasets` is a list of named datasets; the profiling
+    phase reads the one named "main" (the only one unless warm-up has its own)."""
+    datasets = config.get("datasets")
+    if not isinstance(datasets, list):
+        return {}
+    entries = [d for d in datasets if isinstance(d, dict)]
+    main = [d for d in entries if d.get("name") == "main"]
+    return (main or entries or [{}])[0]
+
+
+def _distribution(value: Any) -> dict | None:
+    """AIPerf's sampling distribution, written as a number (fixed) or {mean, stddev}."""
+    if isinstance(value, dict):
+        return value
+    fixed = num(value)
+    return None if fixed is None else {"mean": fixed, "stddev": 0.0}
 
 
 def _text(value: Any) -> str | None:

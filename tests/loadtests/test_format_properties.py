@@ -138,3 +138,22 @@ def test_a_printed_summary_with_one_line_changed(data):
     )
     outcome("\n".join(lines))
     outcome("\n".join(lines), format="vllm-bench")
+
+
+EXPORTED_CSV = [
+    "genai-perf/cloudai-ai-dynamo-profile_genai_perf.csv",
+    "genai-perf/e2e-aiperf-0.13.0-c2-profile_export_aiperf.csv",
+]
+
+
+@PROPERTY
+@given(data=st.data())
+def test_a_csv_export_with_one_cell_changed(data):
+    lines = (REAL / data.draw(st.sampled_from(EXPORTED_CSV))).read_text().splitlines()
+    index = data.draw(st.integers(0, len(lines) - 1))
+    cells = lines[index].split(",")
+    cell = data.draw(st.integers(0, len(cells) - 1))
+    cells[cell] = data.draw(st.text(max_size=12))
+    lines[index] = ",".join(cells)
+    outcome("\n".join(lines))
+    outcome("\n".join(lines), format="genai-perf")

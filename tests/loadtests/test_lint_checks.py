@@ -19,6 +19,7 @@ from tests.support import REAL, VLLM, VLLM_ARRAYS
 
 VLLM_SWEEP = REAL / "vllm-bench" / "er0080-sweep-max_num_seqs8-summary.json"
 AIPERF = REAL / "genai-perf" / "wellflat-aiperf-profile_export_aiperf.json"
+AIPERF_013 = REAL / "genai-perf" / "e2e-aiperf-0.13.0-c2-profile_export_aiperf.json"
 GUIDELLM = REAL / "guidellm" / "guidellm-repo-0.2-benchmarks_stripped.json"
 GUIDELLM_05 = REAL / "guidellm" / "danielkorat-0.5.0dev-synchronous-qwen3-30b.json"
 LLMPERF = REAL / "llmperf" / "leaderboard-groq_70b.json"
@@ -113,6 +114,20 @@ def aiperf_not_honoured(d):
 def aiperf_forced_not_honoured(d):
     aiperf_not_honoured(d)
     d["input_config"]["input"]["extra"] = {"ignore_eos": True}
+
+
+def aiperf_013_forced_not_honoured(d):
+    # 0.13 writes datasets[] and endpoint.extra; this run asked ignore_eos.
+    d["input_config"]["datasets"][0]["prompts"]["osl"] = {"mean": 600.0, "stddev": 0.0}
+
+
+def aiperf_013_not_honoured(d):
+    aiperf_013_forced_not_honoured(d)
+    del d["input_config"]["endpoint"]["extra"]
+
+
+def aiperf_013_capped(d):
+    d["input_config"]["phases"][0]["concurrency"] = 8  # it measured 1.97 in flight
 
 
 def aiperf_capped(d):
@@ -256,6 +271,9 @@ CASES = [
     (AIPERF, aiperf_duration, "duration", "refuse"),
     (AIPERF, aiperf_realistic_fixed, "zero_variance", "warn"),
     (AIPERF, aiperf_cold_start, "cold_start", "warn"),  # a summary: which request is unknown
+    (AIPERF_013, aiperf_013_forced_not_honoured, "output_length", "refuse"),
+    (AIPERF_013, aiperf_013_not_honoured, "output_length", "warn"),
+    (AIPERF_013, aiperf_013_capped, "offered_load", "refuse"),
     (GUIDELLM, guidellm_unfinished, "unfinished", "refuse"),
     (GUIDELLM, guidellm_failed, "failed_share", "refuse"),
     (GUIDELLM, guidellm_capped, "offered_load", "refuse"),
@@ -398,7 +416,7 @@ EXPLAINED_REFUSALS = {
 def real_files():
     for path in sorted(REAL.glob("*/*")):
         if (
-            path.suffix in (".json", ".jsonl", ".yaml", ".log", ".md")
+            path.suffix in (".json", ".jsonl", ".yaml", ".log", ".md", ".csv")
             and "zhangxinyuehfad" not in path.name
         ):
             yield path

@@ -2,6 +2,7 @@
 and agent tokens: test_ci_tokens.py)."""
 
 import json
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -12,6 +13,7 @@ from loadtests.models import GateRun, LoadTest
 
 pytestmark = pytest.mark.django_db
 
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 URL = "/api/v1/services/chat-7b/loadtests/"
 GATE = "/api/v1/services/chat-7b/gate/"
 
@@ -46,6 +48,24 @@ def test_it_imports_a_raw_json_body(api, service, fixtures_dir):
     response = api.post(URL, body, content_type="application/json")
     assert response.status_code == 201
     assert response.json()["created"] == 7
+
+
+def test_it_imports_a_raw_csv_export(api, service):
+    body = (REAL / "genai-perf" / "cloudai-ai-dynamo-profile_genai_perf.csv").read_bytes()
+    response = api.post(URL, body, content_type="text/csv")
+    assert response.status_code == 201
+    assert LoadTest.objects.get().e2e_p99_ms == 9436.13
+
+
+def test_a_bad_csv_row_answers_400_naming_its_line(api, service):
+    body = (
+        b"Metric,avg,p99\nRequest Latency (ms),3.0,slow\n"
+        b"\nMetric,Value\nRequest Throughput (per sec),1.5\n"
+    )
+    response = api.post(URL, body, content_type="text/csv")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("genai-perf: line 2: p99: expected a number")
+    assert not LoadTest.objects.exists()
 
 
 def test_the_same_file_again_answers_200_and_stores_nothing(api, service, c16):

@@ -17,7 +17,8 @@ REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 LOADTEST_FILES = sorted(
     p
     for p in REAL.glob("*/*")
-    if p.suffix in (".json", ".jsonl", ".yaml", ".log", ".md") and p.parent.name != "metrics"
+    if p.suffix in (".json", ".jsonl", ".yaml", ".log", ".md", ".csv")
+    and p.parent.name != "metrics"
 )
 REFUSED = {"zhangxinyuehfad-serving_llama8B_tp1_qps_inf.json"}
 
@@ -442,6 +443,62 @@ def test_aiperf_export_rates_from_totals_over_benchmark_duration():
     )
 
 
+def test_aiperf_013_concurrency_from_its_profiling_phase_and_model_from_models():
+    run = only("genai-perf/e2e-aiperf-0.13.0-c2-profile_export_aiperf.json")
+    assert (run.fields["concurrency"], run.extra["model"]) == (2, "tiny-llama")
+
+
+def test_aiperf_output_tokens_are_the_servers_when_its_own_count_differs():
+    # AIPerf re-tokenized the answers to 40.725 tokens a request; vLLM reported 32 (usage),
+    # 1,280 in all over benchmark_duration.
+    run = only("genai-perf/e2e-aiperf-0.13.0-c2-profile_export_aiperf.json")
+    check(run, output_tokens_mean=32.0, output_tps=1280.0 / 10.665447936000001)
+    assert any("re-tokenizing" in note for note in run.extra["notes"])
+
+
+def test_aiperf_output_tokens_stay_the_tools_when_the_server_sent_no_usage():
+    run = only("genai-perf/wellflat-aiperf-profile_export_aiperf.json")
+    assert run.sources["output_tokens_mean"] == "output_sequence_length.avg"
+
+
+def test_genai_perf_csv_export_published_run():
+    # NVIDIA/cloudai's AI Dynamo guide: quoted thousands ("1,146.31"), no p1/p5/p10 columns.
+    run = only("genai-perf/cloudai-ai-dynamo-profile_genai_perf.csv")
+    check(
+        run,
+        request_count=40,
+        qps=1.50,
+        duration_s=40 / 1.50,
+        output_tps=261.25,
+        prompt_tokens_mean=3000.05,
+        output_tokens_mean=174.45,
+        ttft_p50_ms=640.07,
+        ttft_p99_ms=3457.97,
+        tpot_p99_ms=35.23,
+        e2e_p50_ms=5690.23,
+        e2e_p99_ms=9436.13,
+        concurrency=None,
+        measured_at=None,
+    )
+
+
+def test_aiperf_csv_export_holds_the_same_run_as_its_json():
+    from_csv = only("genai-perf/e2e-aiperf-0.13.0-c2-profile_export_aiperf.csv")
+    from_json = only("genai-perf/e2e-aiperf-0.13.0-c2-profile_export_aiperf.json")
+    latencies = [name for name, value in from_json.fields.items() if name.endswith("_ms") and value]
+    assert latencies
+    for name in latencies:  # the CSV rounds to two decimals
+        assert from_csv.fields[name] == pytest.approx(from_json.fields[name], abs=0.005), name
+    assert (from_csv.fields["request_count"], from_csv.errors) == (40, 0)
+
+
+def test_a_csv_export_says_its_load_is_not_in_the_file():
+    run = only("genai-perf/e2e-aiperf-0.13.0-c2-profile_export_aiperf.csv")
+    assert run.fields["concurrency"] is None and run.fields["request_rate"] is None
+    assert any("holds no input config" in note for note in run.extra["notes"])
+    assert run.extra["achieved_concurrency"] == 1.97  # AIPerf's measured Effective Concurrency
+
+
 # -- llmperf -------------------------------------------------------------------------------------
 
 
@@ -497,9 +554,10 @@ def test_every_corpus_file_imports_or_is_refused_naming_what_is_missing(service,
     for run in runs:
         run.refresh_from_db()
         assert run.extra["sources"]
-        # GenAI-Perf, SGLang and the printed summaries carry no time.
+        # GenAI-Perf, the CSV exports, SGLang and the printed summaries carry no time.
         assert run.date_known == (
             "genai_perf.json" not in path.name
+            and path.suffix != ".csv"
             and path.parent.name not in ("sglang-bench", "console")
         )
 
