@@ -157,3 +157,18 @@ def test_a_csv_export_with_one_cell_changed(data):
     lines[index] = ",".join(cells)
     outcome("\n".join(lines))
     outcome("\n".join(lines), format="genai-perf")
+
+
+RECORDS = "aiperf-records/e2e-aiperf-0.13.0-c4-warmup-profile_export.jsonl"
+
+
+@PROPERTY
+@given(data=st.data())
+def test_per_request_records_with_one_value_replaced(data):
+    lines = [json.loads(line) for line in (REAL / RECORDS).read_text().splitlines()]
+    index = data.draw(st.integers(0, len(lines) - 1))
+    path = data.draw(st.sampled_from(list(_paths(lines[index]))))
+    lines[index] = _replace(lines[index], path, data.draw(json_values))
+    content = "\n".join(json.dumps(line) for line in lines)
+    outcome(content, format="aiperf-records")
+    outcome(content)

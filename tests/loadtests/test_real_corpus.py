@@ -515,6 +515,40 @@ def test_a_csv_export_says_its_load_is_not_in_the_file():
     assert run.extra["achieved_concurrency"] == 1.97  # AIPerf's measured Effective Concurrency
 
 
+# -- AIPerf's per-request records ---------------------------------------------------------------
+
+
+def test_aiperf_records_are_the_same_run_as_its_summary():
+    # The c2 run's profile_export.jsonl beside its profile_export_aiperf.json (same folder).
+    run = only("aiperf-records/e2e-aiperf-0.13.0-c2-profile_export.jsonl")
+    summary = only("genai-perf/e2e-aiperf-0.13.0-c2-profile_export_aiperf.json")
+    assert (run.fields["request_count"], run.errors) == (40, 0)
+    # First request's start to last one's end, against AIPerf's own benchmark_duration.
+    assert run.fields["duration_s"] == pytest.approx(summary.fields["duration_s"], abs=0.002)
+    assert run.fields["output_tokens_mean"] == 32.0  # vLLM's usage count, as in the summary
+
+
+def test_aiperf_records_give_no_p99_from_forty_requests():
+    run = only("aiperf-records/e2e-aiperf-0.13.0-c2-profile_export.jsonl")
+    assert run.fields["e2e_p95_ms"] is not None
+    assert run.fields["e2e_p99_ms"] is None and run.fields["ttft_p99_ms"] is None
+
+
+def test_aiperf_records_skip_the_warmup_lines():
+    # 4 warm-up + 24 measured requests; AIPerf's summary of the run says 24 over 1.6231 s.
+    run = only("aiperf-records/e2e-aiperf-0.13.0-c4-warmup-profile_export.jsonl")
+    assert (run.fields["request_count"], run.extra["warmup_lines_skipped"]) == (24, 4)
+    assert run.fields["duration_s"] == pytest.approx(1.6230612480000002, abs=0.002)
+    # The first measured request's start; the first warm-up request started 0.2 s before.
+    assert run.measured_at == datetime.fromtimestamp(1796315036229093776 / 1e9, tz=UTC)
+
+
+def test_aiperf_records_of_a_run_where_every_request_failed():
+    # A chat endpoint the tiny model has no template for: 40 of 40 answered 400.
+    run = only("aiperf-records/e2e-aiperf-0.13.0-chat-all-failed-profile_export.jsonl")
+    assert (run.errors, run.failure) == (40, "no request succeeded (0 completed)")
+
+
 # -- llmperf -------------------------------------------------------------------------------------
 
 
