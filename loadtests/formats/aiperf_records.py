@@ -25,15 +25,13 @@ from .base import (
     mark_failed,
     mean_std,
 )
+from .genai_perf import TO_MS, USAGE_MISMATCH
 from .registry import LoadTestFormat, register
 
 FORMAT = "aiperf-records"
-TO_MS = {"ms": 1.0, "s": 1000.0, "sec": 1000.0, "us": 1e-3, "ns": 1e-6}
 # AIPerf's per-request metric -> PerfHub's sample family
 FAMILIES = {"time_to_first_token": "ttft", "inter_token_latency": "tpot", "request_latency": "e2e"}
 SKIPPED_PHASES = ("warmup",)
-# AIPerf warns when its own token count and the server's differ by more than this.
-USAGE_MISMATCH = 0.10
 
 
 def looks_like(data: dict) -> bool:

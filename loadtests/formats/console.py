@@ -106,7 +106,7 @@ def summary_documents(text: str) -> list[Document]:
             if _read_line(lines[index], data):
                 last = index
             index += 1
-        documents.append(Document(data, line=header + 1))
+        documents.append(Document(data, line=header + 1, origin="console"))
         # After a cut-short block, the lines past its last value belong to the next run.
         since = index if index == len(lines) or _footer(lines[index]) else last + 1
     return documents

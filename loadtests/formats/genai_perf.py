@@ -112,7 +112,12 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     put(
         "gpu_util",
         telemetry.pop("_gpu_util", None),
-        "telemetry_stats.gpu_utilization: mean over GPUs "
+        (
+            "telemetry_stats.gpu_utilization"
+            if "telemetry_stats" in data
+            else "telemetry_data nvidia_gpu_utilization (AIPerf)"
+        )
+        + ": mean over GPUs "
         f"{', '.join(telemetry.pop('_gpu_util_gpus', []))} (those with memory in use), % -> 0-1",
     )
 
@@ -282,9 +287,41 @@ def _stats(ctx: Ctx, data: dict, key: str, *, scale: float) -> dict[str, float]:
     return {stat: value * scale for stat, value in values.items() if value is not None}
 
 
+# AIPerf's GPU metric keys (`telemetry_data`) -> GenAI-Perf's (`telemetry_stats`).
+AIPERF_TELEMETRY = {
+    "nvidia_gpu_utilization": "gpu_utilization",
+    "nvidia_memory_used": "gpu_memory_used",
+}
+
+
+def _aiperf_telemetry(ctx: Ctx, data: dict) -> dict | None:
+    """AIPerf's `telemetry_data.endpoints.<endpoint>.gpus.<gpu>.metrics.<key>` as GenAI-Perf's
+    `telemetry_stats.<key>.<gpu>` (the GPU named by endpoint and index), or None without it."""
+    endpoints = (ctx.obj(data, "telemetry_data", required=False) or {}).get("endpoints")
+    if not isinstance(endpoints, dict):
+        return None
+    out: dict = {}
+    ectx = ctx.at("telemetry_data").at("endpoints")
+    for endpoint, entry in endpoints.items():
+        gpus = entry.get("gpus") if isinstance(entry, dict) else None
+        if not isinstance(gpus, dict):
+            raise ectx.at(endpoint).error("expected an object with gpus")
+        for key, gpu in gpus.items():
+            if not isinstance(gpu, dict) or not isinstance(gpu.get("metrics"), dict):
+                raise ectx.at(endpoint).at(key).error("expected an object with metrics")
+            name = f"{endpoint} {gpu.get('gpu_index', key)}"
+            for metric, ours in AIPERF_TELEMETRY.items():
+                summary = gpu["metrics"].get(metric)
+                if isinstance(summary, dict):
+                    out.setdefault(ours, {"unit": summary.get("unit")})[name] = summary
+    return out or None
+
+
 def _telemetry(ctx: Ctx, data: dict) -> dict:
     """Per-GPU averages by metric; GPU utilization (percent) becomes a 0-1 ratio."""
     telemetry = ctx.obj(data, "telemetry_stats", required=False)
+    if telemetry is None:
+        telemetry = _aiperf_telemetry(ctx, data)
     if not telemetry:
         return {}
     out: dict = {}

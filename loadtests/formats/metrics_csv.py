@@ -38,7 +38,14 @@ KEY_ALIASES = {
     "total_output_sequence_length": "total_osl",  # AIPerf
     "total_input_sequence_length": "total_isl",
 }
+# AIPerf's GPU rows ("NVIDIA GPU Utilization (%)") under GenAI-Perf's telemetry keys.
+TELEMETRY_ALIASES = {
+    "nvidia_gpu_utilization": "gpu_utilization",
+    "nvidia_gpu_memory_used": "gpu_memory_used",
+}
 MISSING = {"", "N/A", "n/a", "NA", "-"}
+# Columns that say which metric and GPU a row is about, not a figure.
+TELEMETRY_COLUMNS = ("Metric", "GPU", "Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID", "Platform")
 
 
 def looks_like_csv(text: str) -> bool:
@@ -94,15 +101,13 @@ def _read_row(data: dict, header: list[str], cells: list[str], ctx: Ctx) -> None
     }
     gpu = _gpu(row)
     if gpu is not None:
+        key = TELEMETRY_ALIASES.get(key, key)
         telemetry = data.setdefault("telemetry_stats", {}).setdefault(key, {"unit": unit})
         telemetry[gpu] = {"avg" if name == SINGLE else name: v for name, v in stats.items()}
         return
     if SINGLE in stats:
         stats = {"avg": stats.pop(SINGLE)}
     data[key] = {"unit": unit, **stats} if unit else stats
-
-
-TELEMETRY_COLUMNS = ("Metric", "GPU", "Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID", "Platform")
 
 
 def _gpu(row: dict) -> str | None:

@@ -6,6 +6,7 @@ import pytest
 
 from loadtests.formats import parse_loadtest
 from tests.loadtests.format_files import GENAI_PERF, only
+from tests.support import REAL
 
 
 def test_genai_perf_reads_concurrency_and_throughputs(read):
@@ -53,3 +54,30 @@ def test_genai_perf_derived_duration_is_count_over_throughput(read):
     run = only(parse_loadtest(read(GENAI_PERF)))
     assert run.fields["duration_s"] == pytest.approx(500 / 6.2)
     assert "derived" in run.sources["duration_s"]
+
+
+def test_aiperf_telemetry_data_gives_utilization_of_the_gpus_in_use():
+    # AIPerf's JSON keeps GPU telemetry as telemetry_data.endpoints.<url>.gpus.<key>.metrics
+    # (its TelemetryExportData model); the run made here had no DCGM endpoint, so it is added.
+    path = REAL / "genai-perf" / "e2e-aiperf-0.13.0-c2-profile_export_aiperf.json"
+    data = json.loads(path.read_text())
+
+    def gpu(index, util, memory):
+        return {
+            "gpu_index": index,
+            "gpu_name": "NVIDIA H100",
+            "gpu_uuid": f"GPU-{index}",
+            "metrics": {
+                "nvidia_gpu_utilization": {"unit": "%", "avg": util},
+                "nvidia_memory_used": {"unit": "GB", "avg": memory},
+            },
+        }
+
+    data["telemetry_data"]["endpoints"] = {
+        "http://localhost:9400/metrics": {
+            "gpus": {"gpu0": gpu(0, 81.0, 70.0), "gpu1": gpu(1, 0.0, 0.0)}
+        }
+    }
+    (run,) = parse_loadtest(json.dumps(data))
+    assert run.fields["gpu_util"] == pytest.approx(0.81)
+    assert run.sources["gpu_util"].startswith("telemetry_data nvidia_gpu_utilization")

@@ -78,3 +78,25 @@ def test_a_csv_without_throughput_says_what_the_format_needs():
 def test_another_csv_is_not_taken_for_an_export():
     with pytest.raises(LoadTestFormatError, match="not valid JSON"):
         parse("name,latency\nx,3\n")
+
+
+def test_aiperf_gpu_telemetry_rows_give_utilization_of_the_gpus_in_use():
+    # AIPerf's exporter (`metrics_csv_exporter.py`): two empty rows, then one row a GPU and
+    # metric, named "NVIDIA GPU Utilization (%)"; GPU 1 holds no memory, so it served nothing.
+    stats = "avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std"
+    gpu = "http://localhost:9400/metrics,{i},NVIDIA H100,GPU-{i},nvidia,{metric},{avg}" + ",1" * 13
+    run = parse(
+        f"Metric,{stats}\n"
+        "Request Latency (ms),8.0,7.0,9.0,80.0,7.0,7.0,7.1,7.5,8.0,8.5,8.8,8.9,9.0,0.5\n"
+        "\n" + VALUES.replace("\r", "") + "\n\n"
+        f"Endpoint,GPU_Index,GPU_Name,GPU_UUID,Platform,Metric,{stats}\n"
+        + gpu.format(i=0, metric="NVIDIA GPU Utilization (%)", avg="64.00")
+        + "\n"
+        + gpu.format(i=0, metric="NVIDIA GPU Memory Used (GB)", avg="70.00")
+        + "\n"
+        + gpu.format(i=1, metric="NVIDIA GPU Utilization (%)", avg="0.00")
+        + "\n"
+        + gpu.format(i=1, metric="NVIDIA GPU Memory Used (GB)", avg="0.00")
+        + "\n"
+    )
+    assert run.fields["gpu_util"] == pytest.approx(0.64)
