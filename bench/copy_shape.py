@@ -16,6 +16,10 @@ the table's row type goes into the statement's resource owner, a hash table in w
 of these identical entries lands in the same probe chain, so the bookkeeping grows faster than
 the slot count: `perf` puts a fifth of a backend's CPU there at 1,000 rows a COPY. A batch of
 1,000 requests pays it in full; one statement of 80,000 rows pays it once.
+
+Ingest now sends its COPY row at a time on those releases (a volatile WHERE that is always
+true turns the buffering off: `collectors.storage._row_at_a_time`), so the shapes above are
+PostgreSQL's buffered COPY, and the last line is what ingest sends.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 import statistics
 import sys
 import uuid
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -44,6 +49,22 @@ def request_rows(n: int, service_id: int, host_id: int) -> list[tuple]:
          1000.0 + i % 997, 3.0, 512, 128, True)
         for i in range(n)
     ]  # fmt: skip
+
+
+@contextmanager
+def buffered(on: bool):
+    """COPY as PostgreSQL buffers it by default (`on`), or as ingest sends it before 17 (one
+    row at a time: `collectors.storage._row_at_a_time`)."""
+    from collectors import storage
+
+    row_at_a_time = storage._row_at_a_time
+    storage._row_at_a_time = (lambda: "") if on else row_at_a_time
+    storage._copy_statement.cache_clear()
+    try:
+        yield
+    finally:
+        storage._row_at_a_time = row_at_a_time
+        storage._copy_statement.cache_clear()
 
 
 def store(rows: list[tuple], per_statement: int, one_transaction: bool = False) -> None:
@@ -80,21 +101,25 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     service_slug, host_name, _ = setup_fixtures(f"copy-{uuid.uuid4().hex[:8]}")  # Django set up
+    from collectors import storage
     from collectors.models import Host, RequestSample
     from dossiers.models import Service
 
     service = Service.objects.get(slug=service_slug)
     host = Host.objects.get(name=host_name)
     rows = request_rows(args.rows, service.pk, host.pk)
-    shapes = {f"one COPY per transaction of {n:,} rows": (n, False) for n in sizes}
-    shapes["COPYs of 1,000 rows, all in one transaction"] = (1000, True)
-    shapes[f"one COPY of all {args.rows:,} rows"] = (args.rows, True)
+    # name -> (rows a COPY, one transaction for all, PostgreSQL's buffering)
+    shapes = {f"one COPY per transaction of {n:,} rows": (n, False, True) for n in sizes}
+    shapes["COPYs of 1,000 rows, all in one transaction"] = (1000, True, True)
+    shapes[f"one COPY of all {args.rows:,} rows"] = (args.rows, True, True)
+    if storage._row_at_a_time():  # what ingest sends on this server
+        shapes["one COPY per transaction of 1,000 rows, row at a time"] = (1000, False, False)
     cpu: dict[str, list[float]] = {name: [] for name in shapes}
     try:
         store(rows[:1000], 1000)  # warm: the connection, the partition, the caches
         for _ in range(args.rounds):
-            for name, (per_statement, one_transaction) in shapes.items():
-                with measure() as meter:
+            for name, (per_statement, one_transaction, on) in shapes.items():
+                with buffered(on), measure() as meter:
                     store(rows, per_statement, one_transaction)
                 cpu[name].append(meter.used.postgres / len(rows) * 1e6)  # ms per 1,000 rows
     finally:
@@ -115,7 +140,7 @@ def main() -> None:
     for name, values in cpu.items():
         median = statistics.median(values)
         print(
-            f"{name:<44} PostgreSQL CPU {median:5.2f} ms per 1,000 rows"
+            f"{name:<56} PostgreSQL CPU {median:5.2f} ms per 1,000 rows"
             f" (rounds {min(values):.2f}-{max(values):.2f}) | one big COPY / this"
             f" {reference / median:.2f}"
         )

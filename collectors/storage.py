@@ -4,7 +4,8 @@ COPY streams rows in one round trip with no per-row SQL to parse or plan, which 
 the ingest API keep up with a raw COPY (DESIGN.md section 8). It uses COPY's binary format with
 the column types declared up front: psycopg dumps each value in C without formatting text,
 and the server has no text (floats, timestamps) to parse. It runs inside the caller's
-transaction, so a rejected batch still stores nothing.
+transaction, so a rejected batch still stores nothing. Before PostgreSQL 17 the statement asks
+for its rows to go in one at a time (`_row_at_a_time`: cheaper there for a batch's thousand).
 
 Roll-up rows are model instances (`insert_instances`): `bulk_create` would compile one
 INSERT of thousands of placeholders per batch, which psycopg then splits again on the client,
@@ -213,10 +214,30 @@ def _copy_statement(model: type[models.Model], fields: tuple[str, ...]) -> tuple
     # "varchar(100)" -> "varchar": psycopg knows types by name, without modifiers.
     types = [re.sub(r"\(.*\)$", "", by_attname[name].db_type(connection)) for name in fields]
     quote = connection.ops.quote_name
-    sql = "COPY {} ({}) FROM STDIN (FORMAT BINARY)".format(
-        quote(meta.db_table), ", ".join(quote(c) for c in columns)
+    sql = "COPY {} ({}) FROM STDIN (FORMAT BINARY){}".format(
+        quote(meta.db_table), ", ".join(quote(c) for c in columns), _row_at_a_time()
     )
     return sql, types
+
+
+# PostgreSQL rewrote its resource owners in 17; before that, see `_row_at_a_time`.
+SLOT_BOOKKEEPING_FIXED = 170000
+
+
+def _row_at_a_time() -> str:
+    """A clause that makes COPY insert row by row, on the PostgreSQL releases where that is
+    cheaper for a batch's thousand rows (docs/ingest-speed.md, stop 36).
+
+    COPY buffers up to 1,000 rows before writing them, each in a tuple slot of its own, and
+    before 17 every slot's pin of the row type is remembered in the statement's resource owner,
+    a hash table in which these identical entries share one probe chain: a fifth of a backend's
+    CPU at 1,000 rows a statement. PostgreSQL does not buffer when the COPY's WHERE clause is
+    volatile (it might read the table being filled: `CopyFrom`), and then uses one slot.
+    `random() >= 0` is volatile and always true (random() is in [0, 1)), so every row is
+    stored, one at a time."""
+    if connection.vendor != "postgresql" or connection.pg_version >= SLOT_BOOKKEEPING_FIXED:
+        return ""
+    return " WHERE random() >= 0"
 
 
 def insert_instances(model: type[models.Model], objs: Sequence[models.Model]) -> str:

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from collectors import storage
 from collectors.models import RequestSample, ScrapeWindow, ServiceMergedRollup
-from collectors.services.ingest import WINDOW_FIELDS
+from collectors.services.ingest import REQUEST_FIELDS, WINDOW_FIELDS
 from tests.factories.catalog import make_service
 
 pytestmark = pytest.mark.django_db
@@ -32,6 +32,27 @@ def test_it_writes_with_copy_on_postgresql(host, service):
     last = ScrapeWindow.objects.order_by("-counters__requests_finished").first()
     assert last.counters == {"requests_finished": 999.0}
     assert last.gauges == {"kv_cache_usage": 0.5}
+
+
+@pytest.mark.postgres
+def test_a_batch_of_request_rows_is_stored_whole_one_row_at_a_time(host, service):
+    now = timezone.now()
+    batch = [
+        (service.pk, host.pk, now - timedelta(milliseconds=i), 10.0, 5.0, 100.0 + i, None, 64,
+         32, True)
+        for i in range(1000)
+    ]  # fmt: skip
+    # Before PostgreSQL 17 the COPY carries `WHERE random() >= 0` (storage._row_at_a_time).
+    storage.bulk_insert(RequestSample, REQUEST_FIELDS, batch)
+    assert RequestSample.objects.count() == 1000
+    assert sorted(RequestSample.objects.values_list("e2e_ms", flat=True))[-1] == 1099.0
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("version", "clause"), [(150020, " WHERE random() >= 0"), (170000, "")])
+def test_copy_goes_row_at_a_time_only_before_postgresql_17(monkeypatch, version, clause):
+    monkeypatch.setattr(connection, "pg_version", version)
+    assert storage._row_at_a_time() == clause
 
 
 def test_it_falls_back_to_bulk_create_elsewhere(host, service):
