@@ -25,7 +25,7 @@ from .base import (
     mark_failed,
     mean_std,
 )
-from .genai_perf import TO_MS, USAGE_MISMATCH
+from .genai_perf import TO_MS, server_count_differs, server_count_note
 from .registry import LoadTestFormat, register
 
 FORMAT = "aiperf-records"
@@ -101,14 +101,10 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     put("prompt_tokens_mean", prompt_mean, "input_sequence_length per request: mean")
     put("prompt_tokens_std", prompt_std, "input_sequence_length per request: std")
     tokens, source = output, "output_sequence_length"
-    if usage and output and abs(sum(output) - sum(usage)) > USAGE_MISMATCH * sum(usage):
-        # AIPerf re-tokenizes the answers; the server's usage count is what it generated.
+    client, server = mean_std(output)[0], mean_std(usage)[0]
+    if client is not None and server_count_differs(client, server):
         tokens, source = usage, "usage_completion_tokens (the server's count)"
-        notes.append(
-            f"the tool counted {sum(output) / len(output):.4g} output tokens a request, the "
-            f"server {sum(usage) / len(usage):.4g}: output tokens are the server's, and "
-            "tpot_* (divided by the tool's count) is skewed by as much"
-        )
+        notes.append(server_count_note(client, server))
     output_mean, output_std = mean_std(tokens)
     put("output_tokens_mean", output_mean, f"{source} per request: mean")
     put("output_tokens_std", output_std, f"{source} per request: std")

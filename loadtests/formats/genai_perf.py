@@ -192,7 +192,7 @@ def _prefer_server_count(
     output-token figures are the server's, and the notes say what that leaves skewed."""
     usage = _stats(ctx, data, "usage_completion_tokens", scale=1.0)
     server, client = usage.get("avg"), output.get("avg")
-    if not server or client is None or abs(client - server) <= USAGE_MISMATCH * server:
+    if client is None or not server_count_differs(client, server):
         return []
     put = recorder.put
     put("output_tokens_mean", server, "usage_completion_tokens.avg (the server's count)")
@@ -206,12 +206,23 @@ def _prefer_server_count(
             recorder.fields["output_tps"] * server / client,
             "output token throughput x usage_completion_tokens / output_sequence_length",
         )
-    return [
+    return [server_count_note(client, server)]
+
+
+def server_count_differs(client: float, server: float | None) -> bool:
+    """True when AIPerf's re-tokenized output tokens a request and the server's (usage) differ
+    by more than AIPerf's own warning threshold: then the server's count is used."""
+    return bool(server) and abs(client - server) > USAGE_MISMATCH * server
+
+
+def server_count_note(client: float, server: float) -> str:
+    """What a run whose output tokens are the server's says about it (means a request)."""
+    return (
         f"the tool counted {client:.4g} output tokens a request by re-tokenizing the text, "
         f"the server {server:.4g} (usage): output tokens and throughput are the server's; "
         "inter_token_latency (tpot_*) divides by the tool's count, so it is skewed by as much "
         "(a tokenizer that does not match the served model's; --use-server-token-count avoids it)"
-    ]
+    )
 
 
 def _errors_from_completed(ctx: Ctx, data: dict, count: float | None) -> int | None:
