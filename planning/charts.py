@@ -72,12 +72,20 @@ def plan_figure(plan: Plan) -> go.Figure:
             _trace(fig, row, f"{label} measured", px, py, mode="markers", marker={"color": color})
             limit = limits.get(f"{metric}_{percentile}_ms")
             if limit:
-                fig.add_hline(
-                    y=limit,
-                    line={"dash": "dash", "color": color},
+                fig.add_hline(y=limit, line={"dash": "dash", "color": color}, row=row, col=1)
+                # Not add_hline's annotation_text: plotly.js places an annotation on a log
+                # axis at 10^y (plotly.py #2580), so a 50 ms line's label sat at 1e50 ms and
+                # stretched the axis to it, flattening every curve of the row.
+                fig.add_annotation(
+                    x=1,
+                    xref="x domain",
+                    xanchor="right",
+                    y=math.log10(limit),
+                    yanchor="bottom",
+                    text=f"SLO {label} {limit:g} ms",
+                    showarrow=False,
                     row=row,
                     col=1,
-                    annotation_text=f"SLO {label} {limit:g} ms",
                 )
         fig.update_yaxes(type="log", row=row, col=1)
     if per.result.load is not None:
