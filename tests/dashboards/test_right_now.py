@@ -113,6 +113,17 @@ def test_a_threshold_between_bucket_edges_is_shown_as_bounds(owner_client, servi
     assert "engine histograms (server-side" in page
 
 
+def test_the_request_count_an_slo_figure_rests_on_reads_with_thousands_separated(
+    owner_client, service, host, slo
+):
+    for i in range(30):
+        _engine_minute(service, host, i, (80, 5, 10, 5, 0))
+    url = reverse("dashboards:service_right_now", args=[service.slug])
+    with time_machine.travel(NOW, tick=False):
+        page = owner_client.get(url).content.decode()
+    assert "over 28 days, 3,000 requests" in page
+
+
 def test_the_fragment_puts_the_claims_on_a_separate_labelled_line(owner_client, service, slo):
     fire(service, severity="critical")
     url = reverse("dashboards:service_right_now", args=[service.slug])
