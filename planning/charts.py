@@ -93,7 +93,9 @@ def plan_figure(plan: Plan) -> go.Figure:
             x=per.result.load.value,
             line={"color": "#2ca02c"},
             annotation_text="operating limit",
-            annotation_position="top",
+            # Bottom right: latency rises with load, so that corner is clear, and the top
+            # holds each row's title.
+            annotation_position="bottom right",
         )
         fig.add_vrect(
             x0=per.result.load.low,

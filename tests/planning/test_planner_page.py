@@ -1,5 +1,7 @@
 """The planner page: the plan for the service's SLOs, and a bad field named, never a 500."""
 
+import re
+
 import pytest
 
 pytestmark = pytest.mark.django_db
@@ -25,3 +27,15 @@ def test_a_bad_field_is_named_on_the_page_with_400(client, owner, swept, query, 
     response = client.get(f"/services/{swept.slug}/planner/", query)
     assert response.status_code == 400
     assert f"{named}:" in response.content.decode()
+
+
+def test_the_plan_reads_as_money_and_a_margin_percentage(client, owner, swept):
+    swept.price_per_mtok = 2
+    swept.save(update_fields=["price_per_mtok"])
+    client.force_login(owner)
+    query = {"load": "100", "slo": "ttft_p99_ms=500"}
+    page = client.get(f"/services/{swept.slug}/planner/", query).content.decode()
+    cost = re.search(r"Cost per month</th><td><strong>([^<]+)</strong>", page).group(1)
+    margin = re.search(r"Margin at the service's price</th><td><strong>([^<]+)</strong>", page)
+    assert re.fullmatch(r"\d{1,3}(,\d{3})+", cost), cost
+    assert re.fullmatch(r"-?\d+\.\d%", margin.group(1)), margin.group(1)
