@@ -19,6 +19,7 @@ from dossiers.permissions import service_for_editing, service_for_reading
 from dossiers.selectors import economics_view, latency_table
 from loadtests import charts, engine_side, pages, tokens
 from loadtests import diagnosis as diag
+from loadtests.formats import registry
 from loadtests.forms import CITokenForm, CostForm, KvCacheForm, LoadTestUploadForm
 from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
@@ -44,6 +45,7 @@ def load_tests(request: HttpRequest, slug: str) -> HttpResponse:
             "service": service,
             "page": pages.load_tests_page(service),
             "can_edit": service.can_edit(request.user),
+            "tools": [fmt.label for fmt in registry.formats()],
         },
     )
 

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from django.urls import reverse
 
 from loadtests import formats
 from loadtests.importing import import_loadtest_file
@@ -55,3 +56,10 @@ def test_a_bad_request_in_the_documented_format_is_named(mytool):
     bad["requests"][3] = {"ttft_s": 0.1}
     with pytest.raises(formats.LoadTestFormatError, match=r"requests\[3\]: missing key 'e2e_s'"):
         formats.parse_loadtest(json.dumps(bad))
+
+
+def test_the_load_tests_page_names_the_added_tool_among_those_it_reads(
+    mytool, owner_client, service
+):
+    page = owner_client.get(reverse("loadtests:list", args=[service.slug])).content.decode()
+    assert "AIPerf" in page and mytool.label in page
