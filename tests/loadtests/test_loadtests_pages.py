@@ -167,3 +167,10 @@ def test_the_gate_runs_page_reads_in_a_fixed_number_of_queries(
         run_gate(service=service, source="cli", candidate_content=c16)
     with django_assert_max_num_queries(5):
         owner_client.get(reverse("loadtests:gate_runs", args=["chat-7b"]))
+
+
+@pytest.mark.parametrize("view", ["loadtests:list", "loadtests:gate_runs", "loadtests:ci_tokens"])
+def test_a_load_test_page_reaches_every_other_view_of_the_service(owner_client, service, view):
+    page = owner_client.get(reverse(view, args=[service.slug])).content.decode()
+    for other in ("dossiers:dossier", "dossiers:onboarding", "planning:planner"):
+        assert f'href="{reverse(other, args=[service.slug])}"' in page, other
