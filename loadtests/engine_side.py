@@ -102,7 +102,10 @@ def _engine_text(figure: dict) -> str:
 
 def side_by_side(run: LoadTest | Baseline) -> list[dict]:
     """Rows for the run's page: each figure as the client measured it, as the engine did over
-    the run's window (with its bucket bounds), and the layer between them."""
+    the run's window (with its bucket bounds), and the layer between them; none when the
+    engine side has no figure at all (the page then says why)."""
+    if not any(engine for *_, engine in _sides(run)):
+        return []
     by_key = {layer.key: layer for layer in layers(run)}
     rows = []
     for key, metric, label, client, engine in _sides(run):

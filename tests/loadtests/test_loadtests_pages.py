@@ -174,3 +174,12 @@ def test_a_load_test_page_reaches_every_other_view_of_the_service(owner_client, 
     page = owner_client.get(reverse(view, args=[service.slug])).content.decode()
     for other in ("dossiers:dossier", "dossiers:onboarding", "planning:planner"):
         assert f'href="{reverse(other, args=[service.slug])}"' in page, other
+
+
+def test_a_run_no_scrape_overlaps_says_so_instead_of_an_empty_engine_table(
+    owner_client, vllm_sweep
+):
+    run = vllm_sweep[0]
+    page = owner_client.get(reverse("loadtests:detail", args=["chat-7b", run.pk])).content
+    assert b"Client-side figures only: " in page
+    assert b'data-side="engine"' not in page
