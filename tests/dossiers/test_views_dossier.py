@@ -194,6 +194,15 @@ def test_the_baseline_page_shows_workload_results_and_citations(owner_client, fu
     assert "Make current" in text
 
 
+def test_a_former_baselines_page_calls_its_claim_its_own_not_the_current_ones(
+    owner_client, full_dossier
+):
+    service, before = full_dossier["service"], full_dossier["before"]
+    page = owner_client.get(reverse("dossiers:baseline", args=[service.slug, before.pk]))
+    caption = page.content.decode().split("The baseline's claim")[1].split("</caption>")[0]
+    assert "this baseline's P99" in caption and "current" not in caption
+
+
 def test_the_baseline_of_another_service_is_not_found_here(
     owner_client, full_dossier, make_service
 ):
