@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -30,10 +31,12 @@ from django.utils import timezone
 from alerts.services import ensure_default_rules, evaluation_lag, replay
 from analysis import sketches
 from analysis.alerting import Health, Observation
+from analysis.buckets import BucketCounts
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
 from collectors.services.rollups import store_rollups
 from demo.engine_profile import GPU_MEMORY_RESERVED, EngineProfile, daily_load, gpu_shares
 from demo.profile import DEMO_SWING, demo_profile
+from demo.simulator.engine import ITL_BUCKETS, ITL_JITTER
 from dossiers.models import Baseline, Service
 from dossiers.selectors import current_baseline
 
@@ -96,6 +99,7 @@ def backfill_service(
     if ServiceRollup.objects.filter(service=service, host=host).exists():
         return False
     rng = random.Random(seed)
+    itl_rng = random.Random(seed + 1)  # its own stream: the other draws stay as they were
     profile = demo_profile(service) or EngineProfile(swing=DEMO_SWING)
     gpus = min(MAX_GPUS, max(1, service.total_gpus))
     rate = baseline.qps * max(1, service.replicas)  # the service's whole load, one host
@@ -110,6 +114,7 @@ def backfill_service(
             service_rows.append(
                 _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
             )
+            service_rows[-1].itl_buckets = _itl_buckets(baseline, service_rows[-1], itl_rng)
             gpu_rows += _gpu_rows(host, gpus, resolution, t, baseline, rng)
             t += timedelta(seconds=resolution)
         # Stored as the roll-up job stores its rows: with the host's 5-minute and hourly rows
@@ -183,6 +188,22 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
         setattr(row, f"{metric}_min", stats["min"])
         setattr(row, f"{metric}_max", stats["max"])
     return row
+
+
+def _itl_buckets(baseline: Baseline, row: ServiceRollup, rng: random.Random) -> dict | None:
+    """The engine's inter-token latency histogram for the row (seconds, vLLM's ITL buckets), as
+    the simulated engine makes it live: each token gap is its request's decode step (a draw of
+    the baseline's TPOT) times a jitter of mean 1. None without a TPOT or output tokens."""
+    p50, p99 = baseline.latency("tpot", "p50"), baseline.latency("tpot", "p99")
+    gaps = row.requests * max((baseline.output_tokens_mean or 0) - 1, 0)
+    if not p50 or gaps <= 0:
+        return None
+    mu = -(ITL_JITTER**2) / 2
+    counts = [0.0] * (len(ITL_BUCKETS) + 1)
+    for step_ms in _draws(p50, p99, SAMPLES_PER_ROW, rng):
+        itl_s = step_ms / 1000 * rng.lognormvariate(mu, ITL_JITTER)
+        counts[bisect_left(ITL_BUCKETS, itl_s)] += gaps / SAMPLES_PER_ROW  # `le` buckets
+    return BucketCounts(ITL_BUCKETS, counts).to_dict()
 
 
 def _gpu_rows(host, gpus, resolution, t, baseline, rng) -> list[GpuRollup]:

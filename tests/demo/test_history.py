@@ -134,3 +134,10 @@ def test_the_told_alert_is_history_and_notifies_nobody(svc, team):
         seconds=alert.rule.for_s
     )
     assert not Notification.objects.exists()
+
+
+def test_the_history_has_inter_token_latency_as_the_engine_reports_it(svc):
+    fill(svc)
+    d = service_dashboard(service=svc, start=NOW - timedelta(days=7), end=NOW)
+    with_itl = [p for p in d.metrics.points if any(x.value for x in p.latency.get("itl", []))]
+    assert len(with_itl) >= 70
