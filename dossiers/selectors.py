@@ -229,6 +229,11 @@ class LatencyRow:
     label: str
     cells: list[tuple[str, float | None, bool]]  # (percentile, ms, enough requests)
 
+    @property
+    def marked(self) -> bool:
+        """Whether a figure it shows rests on too few requests (and so carries the mark)."""
+        return any(value is not None and not enough for _, value, enough in self.cells)
+
 
 def latency_table(run: MeasuredRun) -> list[LatencyRow]:
     labels = {"e2e": "End-to-end", "ttft": "TTFT (first token)", "tpot": "TPOT (per output token)"}

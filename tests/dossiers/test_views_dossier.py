@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from dossiers import services
 from dossiers.models import Bottleneck
-from tests.factories.catalog import baseline_values
+from tests.factories.catalog import baseline_values, make_baseline
 
 
 def dossier_url(service):
@@ -259,3 +259,13 @@ def test_it_points_placeholders_at_fragment_urls_from_settings(
         in page
     )
     assert 'data-fragment="/dashboards/services/chat-7b/timeline/"' in page
+
+
+@pytest.mark.parametrize(("requests", "footnote"), [(600, False), (50, True)])
+def test_the_insufficient_data_note_shows_only_beside_a_marked_figure(
+    owner_client, service, requests, footnote
+):
+    # 600 requests: P99 rests on enough, and the run has no P999 to mark; 50: P99 is marked.
+    baseline = make_baseline(service, request_count=requests)
+    page = owner_client.get(reverse("dossiers:baseline", args=[service.slug, baseline.pk]))
+    assert ("Insufficient data: a P99 needs" in page.content.decode()) is footnote
