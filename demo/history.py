@@ -111,10 +111,9 @@ def backfill_service(
         service_rows, gpu_rows = [], []
         t = start
         while t < end:
-            service_rows.append(
-                _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
-            )
-            service_rows[-1].itl_buckets = _itl_buckets(baseline, service_rows[-1], itl_rng)
+            row = _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
+            row.itl_buckets = _itl_buckets(baseline, row, itl_rng)
+            service_rows.append(row)
             gpu_rows += _gpu_rows(host, gpus, resolution, t, baseline, rng)
             t += timedelta(seconds=resolution)
         # Stored as the roll-up job stores its rows: with the host's 5-minute and hourly rows
