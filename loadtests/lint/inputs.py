@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from analysis.fingerprint import LENGTH_QUANTILES, Lengths
-from loadtests.formats import Document, ParsedRun
+from loadtests.formats import Document, ParsedRun, genai_perf_requests
+from loadtests.formats.base import Ctx, mean_std
 from loadtests.formats.vllm_bench import written_by_sglang
 
 from .base import RunView, Timing
@@ -505,7 +506,46 @@ def read_llmperf(documents: list[Document], runs: list[ParsedRun]) -> list[RunVi
     return [view]
 
 
+def read_genai_perf_requests(documents: list[Document], runs: list[ParsedRun]) -> list[RunView]:
+    """Per experiment: each request's clock, its output tokens as the parser counted them, and
+    what its own payload asked for (`max_tokens`, `ignore_eos`, `stream`)."""
+    d = documents[0].data
+    kind = d.get("service_kind") or "openai"
+    out = []
+    for index, (experiment, run) in enumerate(zip(d["experiments"], runs, strict=True)):
+        found = genai_perf_requests.records(Ctx(run.format), experiment, kind)
+        answered = [r for r in found if r.arrivals]
+        payloads = [r.payload for r in found]
+        requested = numbers([r.requested_output for r in found])
+        tokens = [r.output_tokens for r in answered]
+        view = RunView(
+            run=run,
+            index=index,
+            prompt=Lengths.from_values(numbers([r.prompt_tokens for r in answered])),
+            output=Lengths.from_values(tokens),
+            output_min=min(tokens) if tokens else None,
+            output_max=max(tokens) if tokens else None,
+            timings=[
+                Timing(r.start / 1e9, r.arrivals[0] / 1e9, r.arrivals[-1] / 1e9) for r in answered
+            ],
+            requested_output_tokens=mean_std(requested)[0],
+            requested_output_std=mean_std(requested)[1],
+            ignore_eos=_first_flag(payloads, "ignore_eos"),
+            streaming=_first_flag(payloads, "stream"),
+            started_at=min((r.start / 1e9 for r in answered), default=None),
+            ended_at=max((r.arrivals[-1] / 1e9 for r in answered), default=None),
+            observed_concurrency=run.extra.get("achieved_concurrency"),
+        )
+        out.append(view)
+    return out
+
+
+def _first_flag(payloads: list[dict], key: str) -> bool | None:
+    return next((f for p in payloads if (f := flag(p.get(key))) is not None), None)
+
+
 register_reader("vllm-bench", read_vllm)
 register_reader("genai-perf", read_genai_perf)
 register_reader("guidellm", read_guidellm)
 register_reader("llmperf", read_llmperf)
+register_reader(genai_perf_requests.FORMAT, read_genai_perf_requests)

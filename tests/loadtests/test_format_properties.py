@@ -4,6 +4,7 @@ Inputs: arbitrary text and bytes, arbitrary JSON, and real corpus files with one
 by arbitrary JSON (the files a tool almost wrote), each with the format detected and forced.
 """
 
+import gzip
 import json
 import math
 import re
@@ -160,6 +161,7 @@ def test_a_csv_export_with_one_cell_changed(data):
 
 
 RECORDS = "aiperf-records/e2e-aiperf-0.13.0-c4-warmup-profile_export.jsonl"
+PER_REQUEST = "genai-perf/e2e-perf-analyzer-2.50-chat-c2-profile_export.json.gz"
 
 
 @PROPERTY
@@ -171,4 +173,15 @@ def test_per_request_records_with_one_value_replaced(data):
     lines[index] = _replace(lines[index], path, data.draw(json_values))
     content = "\n".join(json.dumps(line) for line in lines)
     outcome(content, format="aiperf-records")
+    outcome(content)
+
+
+@PROPERTY
+@given(data=st.data())
+def test_genai_perf_per_request_export_with_one_value_replaced(data):
+    seed = json.loads(gzip.decompress((REAL / PER_REQUEST).read_bytes()))
+    seed["experiments"][0]["requests"] = seed["experiments"][0]["requests"][:4]
+    path = data.draw(st.sampled_from(list(_paths(seed))))
+    content = json.dumps(_replace(seed, path, data.draw(json_values)))
+    outcome(content, format="genai-perf-requests")
     outcome(content)
