@@ -175,13 +175,16 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
         # Time-averaged requests in flight over the run, from the requests' own clocks.
         extra["achieved_concurrency"] = sum(samples["e2e"]) / 1000 / duration
     fields = recorder.fields
-    label = rate_label(fields.get("concurrency"), fields.get("request_rate"), False)
+    # A concurrency experiment is closed-loop: each client sends on as soon as it is answered.
+    rate_inf = mode == "concurrency"
+    label = rate_label(fields.get("concurrency"), fields.get("request_rate"), rate_inf)
     run = ParsedRun(
         format=FORMAT,
         tool_version=f"perf_analyzer {version}" if version else "genai-perf",
         label=f"genai-perf requests {label}".strip(),
         measured_at=epoch_to_datetime(ctx.at("requests"), min(starts) / 1e9) if starts else None,
         fields=fields,
+        request_rate_inf=rate_inf,
         errors=None,  # perf_analyzer does not write failed requests into this file
         samples={family: values for family, values in samples.items() if values},
         extra=extra,

@@ -107,12 +107,13 @@ def test_one_file_of_a_concurrency_range_is_one_run_per_level():
     found = runs(CONCURRENCY_SWEEP)
     assert [run.fields["concurrency"] for run in found] == [1, 2, 3, 4]
     assert [run.fields["request_count"] for run in found] == [45, 91, 104, 167]
+    assert all(run.request_rate_inf for run in found)  # closed loop: as the summary says
 
 
 def test_a_request_rate_range_gives_runs_at_each_rate():
     found = runs(RATE_SWEEP)
     assert [run.fields["request_rate"] for run in found] == [10.0, 20.0, 30.0]
-    assert all(run.fields["concurrency"] is None for run in found)
+    assert all(run.fields["concurrency"] is None and not run.request_rate_inf for run in found)
 
 
 @pytest.mark.django_db
