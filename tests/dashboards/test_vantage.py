@@ -119,6 +119,17 @@ def test_the_run_page_rows_show_both_sides_apart(run):
     assert (row["client"], row["engine"]) == (800.6, "39.8 ms [20, 40]")
 
 
+def test_a_client_figure_below_the_engines_is_not_a_layer_but_other_traffic(
+    agent_client, service, django_capture_on_commit_callbacks
+):
+    # 10 ms at the client, while the engine's TTFTs of those minutes were 20-40 ms: the engine
+    # served other requests too, and a negative "layer" would be nonsense.
+    run = scraped_run(agent_client, service, django_capture_on_commit_callbacks, ttft_p99_ms=10.0)
+    assert "ttft_p99_ms" not in [layer.key for layer in layers(run)]
+    (row,) = [r for r in side_by_side(run) if r["figure"] == "TTFT P99"]
+    assert row["layer"].startswith("below the engine's own figure")
+
+
 def test_diagnosis_proposes_the_front_of_the_engine_when_it_dominates(run):
     assert "front_of_engine" in [p.rule for p in proposals_for(run)]
 
