@@ -149,9 +149,9 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
             put("input_tps", sum(prompt) / duration, "sum of usage.prompt_tokens / duration")
     else:
         notes.append(
-            "no prompt length: the file has the prompts' text, not their tokens (GenAI-Perf "
-            "counts them with the model's tokenizer); import profile_export_genai_perf.json "
-            "beside it for the prompt length"
+            "no prompt length: the file has the prompts' text, not their tokens; add "
+            '"stream_options": {"include_usage": true} to the payloads for the server\'s count '
+            "(the summary, profile_export_genai_perf.json, is the same run again)"
         )
     if EVENTS in bases:
         notes.append(
