@@ -166,7 +166,7 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
     extra = {
         "tool": "genai-perf",
         "notes": notes,
-        "requests_without_text": skipped,
+        "requests_without_tokens": skipped,
         "load_mode": mode,
     }
     if requested:
@@ -314,11 +314,10 @@ def _is_token(choice) -> bool:
     """Whether one streamed choice delivers a token.
 
     A completion chunk (`text`) does, its text empty or not: engines send one per token, and a
-    token that ends inside a character decodes to "" (on the e2e model, 28 of 376 answers of
-    32 tokens had one, the last token with finish_reason "length" among them), which a count
-    of texts would miss. A chat chunk (`delta`) or a whole answer (`message`)
-    does when it has content (or reasoning): the first chunk, which only names the role, does
-    not."""
+    token that ends inside a character decodes to "" (in a run of the e2e model, 28 of 376
+    answers of 32 tokens had one, the last token with finish_reason "length" among them), which
+    a count of texts would miss. A chat chunk (`delta`) or a whole answer (`message`) does when
+    it has content (or reasoning): the first chunk, which only names the role, does not."""
     if not isinstance(choice, dict):
         return False
     if isinstance(choice.get("text"), str):
