@@ -293,6 +293,29 @@ class Plan:
     def currency(self) -> str:
         return self.service.currency
 
+    def _label(self, name: str) -> str:
+        """An objective as people read it ("E2E P99 ≤ 6000 ms"), by its name."""
+        return next((o.label for o in self.objectives if o.name == name), name)
+
+    @property
+    def binding_label(self) -> str | None:
+        """The objective that binds first, as people read it; None when none binds."""
+        name = self.per_replica.limited_by
+        return None if name is None else self._label(name)
+
+    @property
+    def limit_detail(self) -> str:
+        """What the binding objective alone does not say: ties, or why nothing binds inside the
+        sweep ("" when the binding objective says it all)."""
+        result = self.per_replica.result
+        if result.status == BELOW:
+            return "broken even at the lowest measured load: measure lower loads first"
+        if result.status == BEYOND:
+            return result.message
+        if result.tied_with:
+            return "tied with " + ", ".join(self._label(name) for name in result.tied_with)
+        return ""
+
     def to_dict(self) -> dict:
         data = {
             "service": self.service.slug,

@@ -21,7 +21,7 @@ def test_the_planner_page_draws_the_curves_and_replans_for_an_edited_slo(
     page.fill("input[name=slo]", "ttft_p99_ms=300")
     page.click("button:has-text('Plan')")
     page.wait_for_selector("#planner-chart .main-svg")
-    assert "ttft_p99_ms" in page.locator("#plan-table").inner_text()
+    assert "TTFT P99 ≤ 300 ms" in page.locator("#plan-table").inner_text()
     assert page.problems == []
 
 

@@ -39,3 +39,21 @@ def test_the_plan_reads_as_money_and_a_margin_percentage(client, owner, swept):
     margin = re.search(r"Margin at the service's price</th><td><strong>([^<]+)</strong>", page)
     assert re.fullmatch(r"\d{1,3}(,\d{3})+", cost), cost
     assert re.fullmatch(r"-?\d+\.\d%", margin.group(1)), margin.group(1)
+
+
+def test_the_binding_objective_is_named_as_people_read_it_once(client, owner, swept):
+    client.force_login(owner)
+    query = {"load": "10", "slo": "ttft_p99_ms=500"}
+    page = client.get(f"/services/{swept.slug}/planner/", query).content.decode()
+    row = re.search(r"Limited by</th><td>(.*?)</td>", page).group(1)
+    assert row == "TTFT P99 ≤ 500 ms", row
+
+
+def test_a_limit_the_sweep_never_reaches_says_measure_beyond_in_place_of_a_binding_one(
+    client, owner, swept
+):
+    client.force_login(owner)
+    query = {"load": "10", "slo": "ttft_p99_ms=100000"}
+    page = client.get(f"/services/{swept.slug}/planner/", query).content.decode()
+    row = re.search(r"Limited by</th><td>(.*?)</td>", page).group(1)
+    assert row.startswith("— <span") and "measure beyond" in row, row
