@@ -11,7 +11,10 @@ GenAI-Perf keeps this file beside its summary (`profile_export_genai_perf.json`,
 `genai-perf`) and computes the summary from it. It is the richer of the two: every request's
 clock, so the percentiles (P99.9 where there are requests enough) come from the requests
 (`per_request`), and one file of a `--concurrency-range` or `--request-rate-range` run holds
-every load level, one run each, which form a sweep.
+every load level, one run each, which form a sweep. Throughputs are over the experiment's
+measurement windows (`window_boundaries`), as perf_analyzer counts them; GenAI-Perf's summary
+divides by the first request to the last response, which on a short run at a set rate is off
+by up to one arrival gap at each end.
 
 Each request is read as GenAI-Perf reads it, but for what counts as a token. A response that
 delivers no token (the closing "[DONE]", a usage-only chunk, a chat stream's first chunk that
@@ -131,7 +134,11 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
     put("request_count", succeeded, "requests with a token in their responses")
     notes = ["percentiles are taken from the per-request times (DDSketch, ±1%)"]
     duration = None
-    if starts:
+    windows = _window_span(ctx, experiment)
+    if windows:
+        duration = windows
+        put("duration_s", duration, "window_boundaries: first to last (the measurement windows)")
+    elif starts:
         duration = (max(ends) - min(starts)) / 1e9
         put("duration_s", duration or None, "first request timestamp to last token response")
     if duration:
@@ -329,6 +336,19 @@ def _is_token(choice) -> bool:
         ):
             return True
     return False
+
+
+def _window_span(ctx: Ctx, experiment: dict) -> float | None:
+    """Seconds from the first measurement window's start to the last one's end: the time
+    perf_analyzer counted the file's requests over (its printed throughput is the requests over
+    this span). None when the file has no windows."""
+    bounds = ctx.array(experiment, "window_boundaries", required=False)
+    if not bounds or len(bounds) < 2:
+        return None
+    stamps = ctx.at("window_boundaries").numbers(bounds)
+    if any(b is None for b in stamps) or stamps != sorted(stamps):
+        raise ctx.at("window_boundaries").error("expected increasing timestamps")
+    return (stamps[-1] - stamps[0]) / 1e9 or None
 
 
 def _max_tokens(payload: dict) -> float | None:

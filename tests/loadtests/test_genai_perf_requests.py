@@ -116,6 +116,21 @@ def test_one_file_of_a_concurrency_range_is_one_run_per_level():
     assert all(run.request_rate_inf for run in found)  # closed loop: as the summary says
 
 
+def test_throughput_is_perf_analyzers_own_over_its_measurement_windows():
+    # what perf_analyzer printed for these runs (SOURCES.md): requests over the windows' span
+    printed = {CONCURRENCY_SWEEP: [41.6429, 84.1933, 96.2027, 154.235],
+               RATE_SWEEP: [9.44185, 19.4243, 29.4271]}  # fmt: skip
+    for name, figures in printed.items():
+        assert [run.fields["qps"] for run in runs(name)] == pytest.approx(figures, rel=1e-4)
+
+
+def test_windows_out_of_order_are_refused_naming_them():
+    document = json.loads(_one_request())
+    document["experiments"][0]["window_boundaries"].reverse()
+    with pytest.raises(LoadTestFormatError, match=r"window_boundaries: expected increasing"):
+        parse_loadtest(json.dumps(document))
+
+
 def test_a_request_rate_range_gives_runs_at_each_rate():
     found = runs(RATE_SWEEP)
     assert [run.fields["request_rate"] for run in found] == [10.0, 20.0, 30.0]
