@@ -230,7 +230,7 @@ def records(ctx: Ctx, experiment: dict, service_kind: str) -> list[Record]:
             raise rctx.error(
                 f"{len(stamps)} response_timestamps but {len(outputs)} response_outputs"
             )
-        arrivals, events, usage = _token_arrivals(rctx, stamps, outputs, service_kind)
+        arrivals, events, reported = _token_arrivals(rctx, stamps, outputs, service_kind)
         for k, stamp in enumerate(arrivals):
             if stamp < start:
                 raise (
@@ -240,9 +240,9 @@ def records(ctx: Ctx, experiment: dict, service_kind: str) -> list[Record]:
                 )
         payload = _payload(request.get("request_inputs"))
         limit = _max_tokens(payload)
-        if "completion_tokens" in usage:
-            tokens, basis = int(usage["completion_tokens"]), USAGE
-        elif usage.get("finish_reason") == "length" and limit is not None:
+        if "completion_tokens" in reported:
+            tokens, basis = int(reported["completion_tokens"]), USAGE
+        elif reported.get("finish_reason") == "length" and limit is not None:
             tokens, basis = int(limit), MAX_TOKENS
         else:
             tokens, basis = events, EVENTS
@@ -252,7 +252,7 @@ def records(ctx: Ctx, experiment: dict, service_kind: str) -> list[Record]:
                 arrivals=arrivals,
                 output_tokens=tokens,
                 basis=basis,
-                prompt_tokens=usage.get("prompt_tokens"),
+                prompt_tokens=reported.get("prompt_tokens"),
                 payload=payload,
             )
         )
@@ -263,10 +263,10 @@ def _token_arrivals(
     ctx: Ctx, stamps: list[float | None], outputs: list, service_kind: str
 ) -> tuple[list[float], int, dict]:
     """The timestamps of the responses that carry tokens, how many token events they hold, and
-    the server's usage if one states it."""
+    what the server reported (`reported`: its usage counts, the answer's finish_reason)."""
     arrivals: list[float] = []
     events = 0
-    usage: dict = {}
+    reported: dict = {}
     for k, (stamp, output) in enumerate(zip(stamps, outputs, strict=True)):
         octx = ctx.at("response_outputs").at(k)
         if not isinstance(output, dict):
@@ -276,17 +276,17 @@ def _token_arrivals(
         if service_kind == "triton":
             found = int(isinstance(output.get("text_output"), str))
         else:
-            found = _openai_tokens(octx, output.get("response"), usage)
+            found = _openai_tokens(octx, output.get("response"), reported)
         if found:
             arrivals.append(stamp)
             events += found
-    return arrivals, events, usage
+    return arrivals, events, reported
 
 
-def _openai_tokens(ctx: Ctx, response, usage: dict) -> int:
+def _openai_tokens(ctx: Ctx, response, reported: dict) -> int:
     """Token events in one recorded response: a server-sent event, several merged into one
-    (perf_analyzer sometimes receives them together), or a whole JSON answer. The usage an
-    event states, and the answer's finish_reason, go into `usage`."""
+    (perf_analyzer sometimes receives them together), or a whole JSON answer. The usage counts
+    an event states, and the answer's finish_reason, go into `reported`."""
     if not isinstance(response, str):
         raise ctx.at("response").error("expected a string")
     found = 0
@@ -307,13 +307,13 @@ def _openai_tokens(ctx: Ctx, response, usage: dict) -> int:
         for choice in choices:
             reason = choice.get("finish_reason") if isinstance(choice, dict) else None
             if isinstance(reason, str):
-                usage["finish_reason"] = reason
+                reported["finish_reason"] = reason
         counts = chunk.get("usage")
         if isinstance(counts, dict):
             for key in ("completion_tokens", "prompt_tokens"):
                 value = ctx.at("response").at("usage").number(counts.get(key))
                 if value:
-                    usage[key] = value
+                    reported[key] = value
     return found
 
 

@@ -516,7 +516,7 @@ def read_genai_perf_requests(documents: list[Document], runs: list[ParsedRun]) -
         found = genai_perf_requests.records(Ctx(run.format), experiment, kind)
         answered = [r for r in found if r.arrivals]
         payloads = [r.payload for r in found]
-        requested = numbers([r.requested_output for r in found])
+        requested_mean, requested_std = mean_std(numbers([r.requested_output for r in found]))
         tokens = [r.output_tokens for r in answered]
         view = RunView(
             run=run,
@@ -528,8 +528,8 @@ def read_genai_perf_requests(documents: list[Document], runs: list[ParsedRun]) -
             timings=[
                 Timing(r.start / 1e9, r.arrivals[0] / 1e9, r.arrivals[-1] / 1e9) for r in answered
             ],
-            requested_output_tokens=mean_std(requested)[0],
-            requested_output_std=mean_std(requested)[1],
+            requested_output_tokens=requested_mean,
+            requested_output_std=requested_std,
             ignore_eos=_first_flag(payloads, "ignore_eos"),
             streaming=_first_flag(payloads, "stream"),
             started_at=min((r.start / 1e9 for r in answered), default=None),
