@@ -30,6 +30,37 @@ def _trace(fig: go.Figure, row: int, name: str, xs: list, ys: list, **style) -> 
     )
 
 
+def log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
+    """Tick values and labels for a log latency axis spanning [low, high] ms: 1-2-5 per decade,
+    1-2-3-5 under a decade, powers of ten past three. plotly.js's own choice at these ranges
+    labels every digit 2-9 in small type (a column of "2 ... 9" under each "100"), which reads as
+    noise at a row's height."""
+    if not (0 < low <= high and math.isfinite(high)):
+        return [], []
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    decades = math.log10(high / low)
+    steps = (1,) if decades > 3 else (1, 2, 5) if decades > 1 else (1, 2, 3, 5)
+    values = [
+        float(step * 10**exponent)
+        for exponent in range(first, last + 1)
+        for step in steps
+        if low <= step * 10**exponent <= high
+    ]
+    return values, [f"{value:,g}" for value in values]
+
+
+def _span(fig: go.Figure, row: int, lines: list[float]) -> tuple[float, float]:
+    """The lowest and highest positive y of the row's traces (bands included) and `lines`."""
+    ys = [
+        y
+        for trace in fig.select_traces(row=row, col=1)
+        for y in (trace.y or ())
+        if y is not None and y > 0
+    ]
+    ys += [y for y in lines if y > 0]
+    return (min(ys), max(ys)) if ys else (0.0, 0.0)
+
+
 def plan_figure(plan: Plan) -> go.Figure:
     per = plan.per_replica
     metrics = [m for m in ("ttft", "tpot", "e2e") if any(n.startswith(m) for n in per.curves)]
@@ -87,7 +118,11 @@ def plan_figure(plan: Plan) -> go.Figure:
                     row=row,
                     col=1,
                 )
+        lines = [limits[f"{metric}_{p}_ms"] for p in COLORS if limits.get(f"{metric}_{p}_ms")]
+        values, labels = log_ticks(*_span(fig, row, lines))
         fig.update_yaxes(type="log", row=row, col=1)
+        if len(values) >= 2:  # else plotly.js's own ticks: at least two labels to read by
+            fig.update_yaxes(tickvals=values, ticktext=labels, row=row, col=1)
     if per.result.load is not None:
         fig.add_vline(
             x=per.result.load.value,
