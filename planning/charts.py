@@ -113,7 +113,7 @@ def plan_figure(plan: Plan) -> go.Figure:
                     xanchor="right",
                     y=math.log10(limit),
                     yanchor="bottom",
-                    text=f"SLO {label} {limit:g} ms",
+                    text=f"SLO {label} {limit:,g} ms",
                     showarrow=False,
                     row=row,
                     col=1,

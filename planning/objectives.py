@@ -36,7 +36,7 @@ class Objective:
 
     @property
     def label(self) -> str:
-        return f"{self.metric.upper()} {self.percentile.upper()} ≤ {self.limit_ms:g} ms"
+        return f"{self.metric.upper()} {self.percentile.upper()} ≤ {self.limit_ms:,g} ms"
 
     def to_dict(self) -> dict:
         return {"name": self.name, "limit_ms": self.limit_ms}

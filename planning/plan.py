@@ -294,7 +294,7 @@ class Plan:
         return self.service.currency
 
     def _label(self, name: str) -> str:
-        """An objective as people read it ("E2E P99 ≤ 6000 ms"), by its name."""
+        """An objective as people read it ("E2E P99 ≤ 6,000 ms"), by its name."""
         return next((o.label for o in self.objectives if o.name == name), name)
 
     @property

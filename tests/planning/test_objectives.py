@@ -42,3 +42,8 @@ def test_an_slo_object_is_planned_for_at_the_percentile_its_target_names(service
     Slo.objects.create(service=service, name="Chat", ttft_ms=400, target_percent=99.5)
     objectives = {o.name: o.limit_ms for o in service_objectives(service)}
     assert objectives["ttft_p999_ms"] == 400  # 99.5% of requests: held at the stricter P99.9
+
+
+def test_an_objective_reads_its_limit_with_thousands_separated():
+    (objective,) = parse_objectives(["e2e_p99_ms=12000"])
+    assert objective.label == "E2E P99 ≤ 12,000 ms"
