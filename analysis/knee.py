@@ -92,7 +92,7 @@ def _judge(
 
     if slo_p99_ms is not None and end.p99_ms > slo_p99_ms:
         verdict = BREAKS_SLO
-        why = f"P99 {end.p99_ms:.0f} ms breaks the SLO of {slo_p99_ms:g} ms"
+        why = f"P99 {end.p99_ms:,.0f} ms breaks the SLO of {slo_p99_ms:,g} ms"
     elif gain < 1 + min_throughput_gain:
         verdict = NOT_WORTH_IT
         why = f"gain below {min_throughput_gain * 100:g}%"
@@ -171,7 +171,7 @@ def sweet_spot(
     if slo_p99_ms is not None and first.p99_ms > slo_p99_ms:
         reason = (
             f"even the lowest setting {_num(first.x)} breaks the SLO: "
-            f"P99 {first.p99_ms:.0f} ms > {slo_p99_ms:g} ms"
+            f"P99 {first.p99_ms:,.0f} ms > {slo_p99_ms:,g} ms"
         )
         return KneeResult(best=None, index=None, reason=reason, steps=())
 

@@ -103,10 +103,10 @@ def p99_vs_slo_figure(fleet: FleetDashboard, metric: str = "e2e", *, span: str =
 
 def _p99_hover(s: FleetService, metric: str) -> str:
     p = s.p99[metric]
-    text = f"<b>{s.service.name}</b><br>P99 {p.value:.0f} ms, rests on {p.count:,} requests"
+    text = f"<b>{s.service.name}</b><br>P99 {p.value:,.0f} ms, rests on {p.count:,} requests"
     slo = s.service.slo_for(metric)
     if slo is not None:
-        text += f"<br>SLO {slo:g} ms: {s.slo_status(metric)}"
+        text += f"<br>SLO {slo:,g} ms: {s.slo_status(metric)}"
     if not p.sufficient:
         text += "<br><b>insufficient data</b>"
     return text + "<br>click to open the dossier"

@@ -90,7 +90,7 @@ def test_an_slo_tighter_than_a_points_p99_stops_the_walk_before_it(vllm_sweep):
     assert result.steps[-1].verdict == BREAKS_SLO
     assert (
         result.reason
-        == "8 -> 16: throughput +58% for latency x1.25; P99 9495 ms breaks the SLO of 8000 ms"
+        == "8 -> 16: throughput +58% for latency x1.25; P99 9,495 ms breaks the SLO of 8,000 ms"
     )
 
 

@@ -150,7 +150,7 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
     slo = d.service.slo_for(metric)
     if slo is not None:
         fig["data"].append(
-            level_line(f"SLO: P99 ≤ {slo:g} ms", d.start, d.end, slo, color=SLO_COLOR)
+            level_line(f"SLO: P99 ≤ {slo:,g} ms", d.start, d.end, slo, color=SLO_COLOR)
         )
     if any_insufficient:
         fig["data"].append(
