@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import math
+
 from analysis.capacity import Estimate
 from planning.plan import Plan
+
+
+def _n(value: float) -> str:
+    """A rounded figure with thousands separated and no ".0" (5,552 USD, not 5,552.0)."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
 
 
 def _e(estimate: Estimate | None, digits: int = 3, unit: str = "") -> str:
     if estimate is None:
         return "-"
     d = estimate.to_dict(digits)
-    high = "unbounded" if d["high"] is None else f"{d['high']:,}"
-    return f"{d['value']:,}{unit} ({d['low']:,} to {high}, {d['level']:.0%} interval)"
+    high = "unbounded" if d["high"] is None else _n(d["high"])
+    return f"{_n(d['value'])}{unit} ({_n(d['low'])} to {high}, {d['level']:.0%} interval)"
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -33,7 +40,12 @@ def plan_lines(plan: Plan) -> list[str]:
             f"cost per month: {_e(plan.cost_per_month, 4, ' ' + plan.currency)}",
         ]
     if plan.margin:
-        lines.append(f"margin at the service's price: {_e(plan.margin, 2)}")
+        m = plan.margin
+        low, high = (f"{v:.1%}" if math.isfinite(v) else "unbounded" for v in (m.low, m.high))
+        lines.append(
+            f"margin at the service's price: {m.value:.1%} ({low} to {high}, "
+            f"{m.level:.0%} interval)"
+        )
     if plan.at_load is not None:
         lines.append(f"predicted at {plan.sweep.axis} {plan.at_load_x:g}:")
         for name, value in plan.at_load.items():

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from io import StringIO
 
 import pytest
@@ -131,3 +132,20 @@ def test_a_readme_of_printed_bursts_is_a_sweep_to_plan_from(service, fixtures_di
     assert data["sweep"]["axis"] == "concurrency" and len(data["runs"]) == 6
     # TTFT P99 is 3,346 ms at 10 in flight and 14,827 ms at 50: the limit lies between.
     assert 10 < data["per_replica"]["max_concurrency"]["value"] < 50
+
+
+def test_the_text_plan_reads_money_whole_and_the_margin_as_a_percentage(swept):
+    swept.price_per_mtok = 2
+    swept.save(update_fields=["price_per_mtok"])
+    out = StringIO()
+    slo = ["--slo", "ttft_p99_ms=500"]
+    call_command("plan_capacity", "--service", swept.slug, *slo, "--load", "100", stdout=out)
+    lines = out.getvalue().splitlines()
+    cost = next(line for line in lines if line.startswith("cost per month:"))
+    margin = next(line for line in lines if line.startswith("margin at the service's price:"))
+    assert re.fullmatch(
+        r"cost per month: \d{1,3}(,\d{3})* USD \(\d[\d,]* to \d[\d,]*, 80% interval\)", cost
+    ), cost
+    assert re.fullmatch(
+        r"margin at the service's price: -?\d+\.\d% \(.+% to .+%, 80% interval\)", margin
+    ), margin
