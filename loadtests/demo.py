@@ -4,8 +4,9 @@ Each file goes through the same importer as an upload (`import_loadtest_file`), 
 detected from its content, so the demo shows exactly what a user's file would. Importing is
 idempotent (a run is identified by the file's digest and its position in it). The 13B sweep
 (`code-review-13b/demo-13b-concurrency-sweep.jsonl`, `vllm bench serve --append-result` JSON
-lines) has the seed's shape: up to concurrency 16 each doubling buys x1.78 throughput for x1.17
-P99, 16 -> 32 +20% for 2x, 32 -> 64 +3% for 2x more; so the sweep page names 16.
+lines) has the seed's shape: up to concurrency 16 each doubling buys x1.78 throughput for x1.04
+to x1.31 P99, 16 -> 32 +20% for x1.5, 32 -> 64 +3% for x2.1 more; so the sweep page names 16.
+Its end-to-end times obey Little's law (throughput x mean E2E = 96% of the slots busy).
 """
 
 from __future__ import annotations
