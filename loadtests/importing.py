@@ -16,9 +16,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from analysis import sketches
+from analysis import sketches, twins
 from analysis.percentiles import LATENCY_FIELDS
 from dossiers import services
 from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
@@ -278,6 +279,9 @@ def import_loadtest_file(
             lt.run_index: lt
             for lt in LoadTest.objects.filter(service=service, content_sha256=digest)
         }
+        for index, parsed in enumerate(runs):
+            if index not in existing:
+                _refuse_a_twin(service, parsed, index, digest)
         stored = []
         for index, parsed in enumerate(runs):
             if index in existing:
@@ -308,6 +312,46 @@ def import_loadtest_file(
                 promotion_batch=promotion_batch,
             )
     return stored
+
+
+def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str) -> None:
+    """LoadTestImportError when run `index` of the file is a measurement `service` already holds
+    from another file (`analysis.twins`): stored twice, it would count twice."""
+    if parsed.failed:
+        return
+    near = Q()
+    for name in LATENCY_FIELDS:
+        value = parsed.fields.get(name)
+        if value is not None:
+            slack = max(twins.ABSOLUTE_MS, twins.RELATIVE * abs(value))
+            near |= Q(**{f"{name}__range": (value - slack, value + slack)})
+    if not near:
+        return
+    candidates = LoadTest.objects.filter(near, service=service, failure="").exclude(
+        content_sha256=digest
+    )
+    for stored in candidates.order_by("pk"):
+        file_time = stored.measured_at if _time_from_file(stored) else None
+        shared = twins.same_measurement(
+            parsed.fields,
+            {name: getattr(stored, name) for name in (*RUN_FIELD_NAMES, *LATENCY_FIELDS)},
+            parsed.measured_at,
+            file_time,
+        )
+        if shared is not None:
+            origin = f" from {stored.source_name}" if stored.source_name else ""
+            raise LoadTestImportError(
+                f"run {index + 1} is the measurement already stored as run #{stored.pk} "
+                f"“{stored.label}”{origin}: its {len(shared)} latency figures agree to a "
+                f"hundredth of a millisecond ({', '.join(shared)}). A tool writes one run to "
+                "several files (GenAI-Perf's and AIPerf's .json and .csv): import one of them"
+            )
+
+
+def _time_from_file(run: LoadTest) -> bool:
+    """Whether the run's time is its file's (not the importer's, nor the import's)."""
+    source = str((run.extra.get("sources") or {}).get("measured_at", ""))
+    return run.date_known and bool(source) and not source.startswith("given by the importer")
 
 
 def _promote_index(

@@ -126,6 +126,7 @@ def test_the_gate_says_the_candidate_has_findings(service, c16):
                          baseline=True)  # fmt: skip
     data = json.loads(c16.read_text())
     data["ttfts"][:4] = [t * 60 for t in data["ttfts"][:4]]  # a cold start
+    data["p99.9_ttft_ms"] = max(data["ttfts"]) * 1000  # which the tool's summary shows too
     gate_run = run_gate(
         service=service, source=GateRun.Source.CLI, candidate_content=json.dumps(data).encode()
     )

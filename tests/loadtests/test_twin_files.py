@@ -1,0 +1,93 @@
+"""One run written to two files (GenAI-Perf's and AIPerf's .json and .csv) is stored once: the
+second file is refused, naming the run already stored (analysis.twins)."""
+
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from analysis.twins import same_measurement
+from loadtests.importing import LoadTestImportError, import_loadtest_file, parse_file
+from loadtests.models import LoadTest
+
+pytestmark = pytest.mark.django_db
+
+GENAI_PERF = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "genai-perf"
+GP_C2 = "e2e-genai-perf-0.0.8-c2-profile_export_genai_perf"
+AIPERF_C2 = "e2e-aiperf-0.13.0-c2-profile_export_aiperf"
+
+
+def fields(name: str) -> dict:
+    return parse_file((GENAI_PERF / name).read_bytes(), filename=name)[0].fields
+
+
+def store(service, name: str) -> list[LoadTest]:
+    content = (GENAI_PERF / name).read_bytes()
+    return import_loadtest_file(service=service, content=content, filename=name)
+
+
+def test_the_csv_and_json_of_one_genai_perf_run_are_one_measurement():
+    assert same_measurement(fields(f"{GP_C2}.csv"), fields(f"{GP_C2}.json"))
+
+
+def test_two_runs_of_one_setup_are_two_measurements():
+    """GenAI-Perf at concurrency 1, then 2, on the same engine and model."""
+    c1 = fields("e2e-genai-perf-0.0.8-c1-profile_export_genai_perf.json")
+    assert same_measurement(c1, fields(f"{GP_C2}.json")) is None
+
+
+def test_figures_a_hundredth_of_a_millisecond_apart_on_one_percentile_are_two_runs():
+    json_run = fields(f"{GP_C2}.json")
+    other = {**json_run, "ttft_p90_ms": json_run["ttft_p90_ms"] + 0.02}
+    assert same_measurement(other, json_run) is None
+
+
+def test_the_same_figures_measured_at_another_time_are_another_run():
+    json_run = fields(f"{AIPERF_C2}.json")
+    when = parse_file((GENAI_PERF / f"{AIPERF_C2}.json").read_bytes())[0].measured_at
+    assert same_measurement(json_run, json_run, when, when)
+    assert same_measurement(json_run, json_run, when, when + timedelta(seconds=1)) is None
+
+
+def test_the_csv_after_its_json_is_refused_naming_the_stored_run(service):
+    (stored,) = store(service, f"{GP_C2}.json")
+    with pytest.raises(LoadTestImportError, match=rf"already stored as run #{stored.pk} "):
+        store(service, f"{GP_C2}.csv")
+    assert LoadTest.objects.count() == 1
+
+
+def test_the_json_after_its_csv_is_refused_too(service):
+    store(service, f"{AIPERF_C2}.csv")
+    with pytest.raises(LoadTestImportError, match=r"import one of them"):
+        store(service, f"{AIPERF_C2}.json")
+    assert LoadTest.objects.count() == 1
+
+
+def test_the_same_run_on_another_service_is_stored(service, make_service):
+    store(service, f"{GP_C2}.json")
+    (run,) = store(make_service("chat-13b"), f"{GP_C2}.csv")
+    assert run.just_created
+
+
+def test_the_api_answers_400_naming_the_stored_run(owner, service):
+    store(service, f"{GP_C2}.json")
+    client = APIClient()
+    client.force_login(owner)
+    body = (GENAI_PERF / f"{GP_C2}.csv").read_bytes()
+    url = f"/api/v1/services/{service.slug}/loadtests/"
+    response = client.post(url, body, content_type="text/csv")
+    assert response.status_code == 400
+    assert "is the measurement already stored as run #" in response.json()["detail"]
+
+
+def test_the_command_exits_2_naming_the_stored_run(service):
+    store(service, f"{AIPERF_C2}.json")
+    with pytest.raises(CommandError, match="already stored") as refused:
+        call_command(
+            "import_loadtest", str(GENAI_PERF / f"{AIPERF_C2}.csv"), "--service", service.slug,
+            stdout=StringIO(),
+        )  # fmt: skip
+    assert refused.value.returncode == 2
