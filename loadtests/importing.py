@@ -74,6 +74,9 @@ def check_measured_at_value(value: datetime | None) -> datetime | None:
 # How a format notes a file time written without a zone (vLLM's `date`: the client's local
 # time), which `file_timezone` re-reads in the zone the importer names.
 LOCAL_TIME_NOTE = "read as UTC"
+# A run's time source when the importer gave the time (`measured_at`): not the file's, so it
+# says nothing about which run the file holds (`_refuse_a_twin`).
+GIVEN_TIME_NOTE = "given by the importer (the file has no time)"
 
 
 def parse_file_timezone(name: str) -> ZoneInfo:
@@ -188,7 +191,7 @@ def _store_run(
     if file_time_source is not None:
         extra["sources"]["measured_at"] = json_safe(file_time_source)
     if parsed.measured_at is None and given_measured_at is not None:
-        extra["sources"]["measured_at"] = "given by the importer (the file has no time)"
+        extra["sources"]["measured_at"] = GIVEN_TIME_NOTE
     run = LoadTest(
         service=service,
         label=json_safe(parsed.label or f"run {index + 1}")[:200],
@@ -351,7 +354,7 @@ def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str)
 def _time_from_file(run: LoadTest) -> bool:
     """Whether the run's time is its file's (not the importer's, nor the import's)."""
     source = str((run.extra.get("sources") or {}).get("measured_at", ""))
-    return run.date_known and bool(source) and not source.startswith("given by the importer")
+    return run.date_known and bool(source) and source != GIVEN_TIME_NOTE
 
 
 def _promote_index(
