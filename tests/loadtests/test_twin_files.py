@@ -1,6 +1,7 @@
 """One run written to two files (GenAI-Perf's and AIPerf's .json and .csv) is stored once: the
 second file is refused, naming the run already stored (analysis.twins)."""
 
+import itertools
 from datetime import timedelta
 from io import StringIO
 from pathlib import Path
@@ -12,6 +13,7 @@ from rest_framework.test import APIClient
 from analysis.twins import same_measurement
 from loadtests.importing import LoadTestImportError, import_loadtest_file, parse_file
 from loadtests.models import LoadTest
+from tests.loadtests.test_real_corpus import LOADTEST_FILES, REFUSED, content_of
 
 pytestmark = pytest.mark.django_db
 
@@ -91,3 +93,32 @@ def test_the_command_exits_2_naming_the_stored_run(service):
             stdout=StringIO(),
         )  # fmt: skip
     assert refused.value.returncode == 2
+
+
+# Runs of the real corpus written twice by their tool, as (file, file) name pairs: the only pairs
+# the twin check may match. Every other pair of runs from two files is two measurements.
+KNOWN_PAIRS = {
+    ("e2e-sglang-0.5.23-console.log", "e2e-sglang-0.5.23-rate-sweep.jsonl"),
+    (f"{AIPERF_C2}.csv", f"{AIPERF_C2}.json"),
+    (f"{GP_C2}.csv", f"{GP_C2}.json"),
+    ("guidellm-repo-0.2-benchmarks_stripped.json", "guidellm-repo-0.2-benchmarks_stripped.yaml"),
+}
+
+
+def test_across_the_real_corpus_only_files_of_one_run_are_one_measurement():
+    """The check's false-alarm rate on real files: no pair of separate runs matches."""
+    runs = []
+    for path in LOADTEST_FILES:
+        if path.name in REFUSED:
+            continue
+        name = path.name.removesuffix(".gz")
+        for parsed in parse_file(content_of(path), filename=name):
+            if not parsed.failed:
+                runs.append((name, parsed))
+    matched = {
+        tuple(sorted((a_name, b_name)))
+        for (a_name, a), (b_name, b) in itertools.combinations(runs, 2)
+        if a_name != b_name and same_measurement(a.fields, b.fields, a.measured_at, b.measured_at)
+    }
+    assert len(runs) >= 60  # the corpus, not an empty glob
+    assert matched == KNOWN_PAIRS
