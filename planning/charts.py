@@ -74,6 +74,7 @@ def plan_figure(plan: Plan) -> go.Figure:
     z = capacity.percentile_z(0.5 + capacity.LEVEL / 2)
     limits = {o.name: o.limit_ms for o in plan.objectives}
     for row, metric in enumerate(metrics, start=1):
+        lines = []  # the row's SLO lines, drawn with their curve
         for percentile, color in COLORS.items():
             curve = per.curves.get(f"{metric}_{percentile}_ms")
             if curve is None:
@@ -103,6 +104,7 @@ def plan_figure(plan: Plan) -> go.Figure:
             _trace(fig, row, f"{label} measured", px, py, mode="markers", marker={"color": color})
             limit = limits.get(f"{metric}_{percentile}_ms")
             if limit:
+                lines.append(limit)
                 fig.add_hline(y=limit, line={"dash": "dash", "color": color}, row=row, col=1)
                 # Not add_hline's annotation_text: plotly.js places an annotation on a log
                 # axis at 10^y (plotly.py #2580), so a 50 ms line's label sat at 1e50 ms and
@@ -118,7 +120,6 @@ def plan_figure(plan: Plan) -> go.Figure:
                     row=row,
                     col=1,
                 )
-        lines = [limits[f"{metric}_{p}_ms"] for p in COLORS if limits.get(f"{metric}_{p}_ms")]
         values, labels = log_ticks(*_span(fig, row, lines))
         fig.update_yaxes(type="log", row=row, col=1)
         if len(values) >= 2:  # else plotly.js's own ticks: at least two labels to read by

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from analysis.capacity import Estimate
+from core.templatetags.display import percent
 from planning.plan import Plan
 
 
@@ -41,9 +42,9 @@ def plan_lines(plan: Plan) -> list[str]:
         ]
     if plan.margin:
         m = plan.margin
-        low, high = (f"{v:.1%}" if math.isfinite(v) else "unbounded" for v in (m.low, m.high))
+        low, high = (percent(v) if math.isfinite(v) else "unbounded" for v in (m.low, m.high))
         lines.append(
-            f"margin at the service's price: {m.value:.1%} ({low} to {high}, "
+            f"margin at the service's price: {percent(m.value)} ({low} to {high}, "
             f"{m.level:.0%} interval)"
         )
     if plan.at_load is not None:
