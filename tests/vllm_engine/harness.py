@@ -13,7 +13,7 @@ stops its children), with its output in a log under the run's folder:
    /metrics every 2 s and pushing to PerfHub;
 5. vLLM's /metrics scraped by this harness before and after the benchmark (the reference the
    live figures are checked against), with agent pushes delivered on both sides of it;
-6. `vllm bench serve` (random dataset, 400 requests, concurrency 4, --save-detailed), once
+6. `vllm bench serve` (random dataset, `NUM_PROMPTS` requests, concurrency 4, --save-detailed), once
    more on minutes of its own if vLLM stopped answering the agent's scrapes meanwhile (an
    engine stall: the run's two sides would differ by it, not by PerfHub);
 7. the roll-ups the embedded default's periodic jobs run, then `manage.py import_loadtest`
@@ -50,12 +50,17 @@ SERVICE = "tiny-llama-cpu"
 HOST = "e2e-cpu-01"
 USER, PASSWORD = "e2e-reader", "e2e-" + secrets.token_hex(8)
 AGENT_INTERVAL_S = 2
+# Enough requests that the benchmark lasts many scrape intervals on a fast machine too: the
+# engine-side rate is taken over the scrape windows with traffic, whose first and last are only
+# partly busy, so a run of ~4 intervals (400 requests at 45 req/s: 8.9 s) read 26% below the
+# client's rate and the claim check called the workload changed. 1,000 take ~22 s there.
+NUM_PROMPTS = 1000
 # The benchmark: what `vllm bench serve` is told (also written to the corpus' provenance).
 BENCH_ARGS = [
     "--dataset-name", "random",
     "--random-input-len", "128",
     "--random-output-len", "32",
-    "--num-prompts", "400",
+    "--num-prompts", str(NUM_PROMPTS),
     "--max-concurrency", "4",
     "--ignore-eos",
     "--seed", "20",

@@ -128,8 +128,8 @@ def only_run(e2e) -> dict:
 
 
 def test_bench_file_is_vllm_bench_with_every_request(e2e):
-    assert e2e.bench["completed"] == 400 and e2e.bench["failed"] == 0
-    assert len(e2e.bench["ttfts"]) == len(e2e.bench["latencies"]) == 400
+    assert e2e.bench["completed"] == harness.NUM_PROMPTS and e2e.bench["failed"] == 0
+    assert len(e2e.bench["ttfts"]) == len(e2e.bench["latencies"]) == harness.NUM_PROMPTS
     assert only_run(e2e)["format"] == "vllm-bench"
 
 
