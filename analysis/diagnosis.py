@@ -31,6 +31,8 @@ from itertools import pairwise
 import numpy as np
 from scipy import stats
 
+from analysis.readable import measured, setting
+
 LAYERS = frozenset({"scheduling", "framework", "model", "hardware"})
 KINDS = frozenset(
     {"compute", "memory_bandwidth", "communication", "cpu", "io", "queueing", "memory_capacity"}
@@ -186,12 +188,12 @@ def _gpu_waiting(obs: Observation) -> Proposal | None:
         return None
     evidence = [
         f"GPU utilization {_pct(obs.gpu_util)} (< {_pct(LOW_GPU_UTIL)})",
-        f"{obs.requests_waiting:g} requests waiting on average",
+        f"{_count(obs.requests_waiting)} requests waiting on average",
     ]
     if obs.requests_running is not None:
-        evidence.append(f"{obs.requests_running:g} running")
+        evidence.append(f"{_count(obs.requests_running)} running")
     if obs.ttft_p99_ms is not None:
-        evidence.append(f"TTFT P99 {obs.ttft_p99_ms:g} ms")
+        evidence.append(f"TTFT P99 {measured(obs.ttft_p99_ms)} ms")
     small_batches = obs.requests_running is not None and obs.requests_waiting > obs.requests_running
     if small_batches:
         title = "Batches too small: requests queue while the GPU idles"
@@ -218,9 +220,11 @@ def _long_tail(obs: Observation) -> Proposal | None:
     ratio = p99 / p50
     if ratio <= TAIL_RATIO:
         return None
-    evidence = f"e2e P99 {p99:g} ms is {ratio:.1f}x P50 {p50:g} ms (> {TAIL_RATIO:g}x)"
+    evidence = (
+        f"e2e P99 {measured(p99)} ms is {ratio:.1f}x P50 {measured(p50)} ms (> {TAIL_RATIO:g}x)"
+    )
     if obs.e2e_slo_ms is not None:
-        evidence += f"; P50 within the {obs.e2e_slo_ms:g} ms SLO"
+        evidence += f"; P50 within the {setting(obs.e2e_slo_ms)} ms SLO"
     return Proposal(
         rule="long_tail",
         title="Long requests blocking short ones (or GC / fragmentation pauses)",
@@ -270,7 +274,8 @@ def _throughput_flat(obs: Observation) -> Proposal | None:
     (b0, t0), (b1, t1) = sweep[start], sweep[-1]
     gain = (t1 - t0) / t0 if t0 else 0.0
     evidence = (
-        f"batch/concurrency {b0:g} -> {b1:g} ({b1 / b0:.1f}x): throughput {t0:g} -> {t1:g} "
+        f"batch/concurrency {setting(b0)} -> {setting(b1)} ({b1 / b0:.1f}x): "
+        f"throughput {measured(t0)} -> {measured(t1)} "
         f"({gain:+.0%}; < {FLAT_GAIN_PER_DOUBLING:.0%} per doubling)"
     )
     if obs.dram_active is not None:
@@ -327,8 +332,8 @@ def _cold_start(obs: Observation) -> Proposal | None:
         kind="cpu",
         symptom="latency high in the first minutes after a restart",
         evidence=(
-            f"P99 {worst:g} ms in the first {WARMUP_MINUTES:g} min after restart vs "
-            f"{typical:g} ms steady-state median ({worst / typical:.1f}x, "
+            f"P99 {measured(worst)} ms in the first {WARMUP_MINUTES:g} min after restart vs "
+            f"{measured(typical)} ms steady-state median ({worst / typical:.1f}x, "
             f"> {COLD_START_RATIO:g}x)"
         ),
     )
@@ -356,7 +361,7 @@ def _memory_creep(obs: Observation) -> Proposal | None:
         kind="memory_capacity",
         symptom="memory rising steadily over hours",
         evidence=(
-            f"used memory {_gb(used[0])} -> {_gb(used[-1])} over {span:g} h: "
+            f"used memory {_gb(used[0])} -> {_gb(used[-1])} over {measured(span)} h: "
             f"+{_gb(fit.slope)}/h ({growth:.1%} of the mean per hour, "
             f">= {MEMORY_GROWTH_PER_HOUR:.0%}), R² {r_squared:.2f}"
         ),
@@ -421,6 +426,11 @@ def _clean_series(name: str, series: Sequence[tuple[float, float]]) -> tuple:
 def _check_number(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number (got {value!r})")
+
+
+def _count(mean: float) -> str:
+    """A mean count of requests: "6", "6.3"."""
+    return setting(mean) if float(mean).is_integer() else f"{mean:,.1f}"
 
 
 def _pct(ratio: float) -> str:

@@ -8,6 +8,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from analysis import readable
 from analysis.percentiles import LATENCY_METRICS, PERCENTILE_LABELS, latency_field
 
 register = template.Library()
@@ -47,11 +48,7 @@ def _or_dash(fmt):
 @_or_dash
 def ms(value: float | None) -> str:
     """Milliseconds with precision that fits the size: 1,840 / 42.5 / 8.31."""
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
+    return readable.measured(value)
 
 
 @register.filter

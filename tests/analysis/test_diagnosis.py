@@ -97,7 +97,22 @@ def test_p99_far_above_a_normal_p50_proposes_long_requests_blocking_short_ones()
     obs = Observation(e2e_p50_ms=800, e2e_p99_ms=6400, e2e_slo_ms=5000)
     p = _only(obs, "long_tail")
     assert (p.layer, p.kind) == ("scheduling", "queueing")
-    assert "8.0x" in p.evidence and "6400 ms" in p.evidence
+    assert "8.0x" in p.evidence and "6,400 ms" in p.evidence
+
+
+def test_tail_evidence_reads_as_the_pages_print_latencies():
+    # Merged percentiles carry float noise; "12345.6789" or "1.23457e+06" in evidence would not
+    # read as the dossier's own "12,346 ms".
+    obs = Observation(e2e_p50_ms=1234.5678, e2e_p99_ms=1234567.891, e2e_slo_ms=12000)
+    assert _only(obs, "long_tail").evidence == (
+        "e2e P99 1,234,568 ms is 1000.0x P50 1,235 ms (> 4x); P50 within the 12,000 ms SLO"
+    )
+
+
+def test_flat_throughput_evidence_separates_thousands():
+    obs = Observation(sweep=[(512, 20480.25), (1024, 21000.5), (2048, 21200.75)])
+    evidence = _only(obs, "throughput_flat").evidence
+    assert evidence.startswith("batch/concurrency 512 -> 2,048 (4.0x): throughput 20,480 -> 21,201")
 
 
 def test_a_tail_with_no_slo_given_still_counts():
@@ -150,7 +165,7 @@ def test_throughput_flat_while_the_batch_grows_proposes_memory_bandwidth():
     obs = Observation(sweep=[(1, 100), (4, 390), (16, 1000), (32, 1030), (64, 1040)])
     p = _only(obs, "throughput_flat")
     assert (p.layer, p.kind) == ("hardware", "memory_bandwidth")
-    assert "16 -> 64" in p.evidence and "1000 -> 1040" in p.evidence
+    assert "16 -> 64" in p.evidence and "1,000 -> 1,040" in p.evidence
 
 
 def test_a_flat_sweep_with_idle_dram_points_at_the_batching_policy():
@@ -204,7 +219,7 @@ def test_high_latency_just_after_a_restart_proposes_a_missing_warm_up():
     )
     p = _only(obs, "cold_start")
     assert (p.layer, p.kind) == ("framework", "cpu")
-    assert "2400 ms" in p.evidence and "250 ms" in p.evidence
+    assert "2,400 ms" in p.evidence and "250 ms" in p.evidence
 
 
 def test_a_short_blip_within_twice_the_steady_state_is_not_cold_start():
