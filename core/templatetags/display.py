@@ -52,6 +52,15 @@ def ms(value: float | None) -> str:
 
 
 @register.filter
+def measured(value: float | None, unit: str = "") -> str:
+    """A measured figure in any unit, as `ms` shows milliseconds, with its unit; DASH alone
+    when missing (never "— ms")."""
+    if _missing(value):
+        return DASH
+    return f"{readable.measured(value)} {unit}" if unit else readable.measured(value)
+
+
+@register.filter
 def pct_ms(p) -> str:
     """A percentile in ms as `ms` shows a value, or the bucket edge it is known to be below
     ("< 300", inside the first bucket) or above ("> 10,000", in +Inf); never a guess."""

@@ -1,5 +1,7 @@
 """Load-test pages: list, upload, one run, promotion, sweeps with the sweet spot, gate runs."""
 
+import re
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -145,6 +147,30 @@ def test_the_gate_runs_page_lists_each_run(owner_client, service, fixtures_dir):
     assert b"TTFT P99" in detail.content
     assert b"Hodges-Lehmann / Mann-Whitney" in detail.content  # each row names its test
     assert b"not enough tail data" in detail.content  # a P99 on 400 requests
+
+
+def _gate_row_html(page: str, label: str) -> str:
+    return re.search(rf'<th scope="row">{re.escape(label)}</th>(.*?)</tr>', page, re.S).group(1)
+
+
+def test_a_gate_run_page_signs_a_throughput_rows_mde_as_a_drop(owner_client, service, fixtures_dir):
+    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
+    import_loadtest_file(service=service, content=c16, baseline=True)
+    gate_run = run_gate(service=service, source="web", candidate_content=c16)
+    qps = next(r for r in gate_run.result["rows"] if r["label"] == "QPS")
+    row = _gate_row_html(owner_client.get(gate_run.get_absolute_url()).content.decode(), "QPS")
+    assert f"-{qps['mde'] * 100:.1f}%" in row  # as the CI table prints it: a drop catches
+    assert f"+{qps['mde'] * 100:.1f}%" not in row
+
+
+def test_a_gate_run_page_prints_latencies_as_the_dossier_does(owner_client, service, fixtures_dir):
+    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
+    import_loadtest_file(service=service, content=c16, baseline=True)
+    gate_run = run_gate(service=service, source="web", candidate_content=c16)
+    p90 = next(r for r in gate_run.result["rows"] if r["label"] == "E2E P90")
+    row = _gate_row_html(owner_client.get(gate_run.get_absolute_url()).content.decode(), "E2E P90")
+    assert f"{p90['baseline']:,.0f} ms" in row  # "2,591 ms", not "2,590.95 ms"
+    assert f"{p90['baseline']:,.2f}" not in row
 
 
 def test_a_refused_gate_run_shows_its_reasons(owner_client, service, fixtures_dir):
