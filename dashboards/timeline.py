@@ -149,16 +149,45 @@ def _by(user, credential: str) -> str:
 
 
 def _baseline_markers(baselines: list[Baseline], slug: str) -> list[Marker]:
-    return [
-        Marker(
-            kind="baseline",
-            at=b.promoted_at,
-            title=f"Baseline “{b.label}” made current",
-            detail=_by(b.promoted_by, b.promoted_via) + _lint_override_text(b),
-            url=reverse("dossiers:baseline", args=[slug, b.pk]),
+    """One marker a promotion. Runs promoted together (one `promotion_batch`: the repeats of
+    an `import_loadtest --baseline`) are one reference set and one marker: each of them was
+    current only until the next one was promoted, so "made current" five times would not be
+    what happened."""
+    markers, sets = [], {}
+    for b in baselines:
+        run = source_run(b)
+        if run is not None and run.promotion_batch:
+            sets.setdefault(run.promotion_batch, []).append(b)
+            continue
+        markers.append(
+            Marker(
+                kind="baseline",
+                at=b.promoted_at,
+                title=f"Baseline “{b.label}” made current",
+                detail=_by(b.promoted_by, b.promoted_via) + _lint_override_text(b),
+                url=reverse("dossiers:baseline", args=[slug, b.pk]),
+            )
         )
-        for b in baselines
-    ]
+    for members in sets.values():
+        if len(members) == 1:
+            (only,) = members
+            title = f"Baseline “{only.label}” made current"
+        else:
+            labels = sorted({b.label for b in members})
+            named = ", ".join(f"“{label}”" for label in labels)
+            title = f"{len(members)} runs promoted together as one baseline set: {named}"
+        newest = max(members, key=lambda b: (b.promoted_at, b.pk))
+        markers.append(
+            Marker(
+                kind="baseline",
+                at=newest.promoted_at,
+                title=title,
+                detail=_by(newest.promoted_by, newest.promoted_via)
+                + "".join(_lint_override_text(b) for b in members),
+                url=reverse("dossiers:baseline", args=[slug, newest.pk]),
+            )
+        )
+    return markers
 
 
 def _lint_override_text(baseline: Baseline) -> str:

@@ -10,6 +10,7 @@ import pytest
 from alerts.models import AlertEvent, Rule
 from dashboards.timeline import time_markers, timeline
 from dossiers.models import ConfigVersion, Experiment
+from loadtests.importing import promote_load_test
 from loadtests.models import GateRun, LoadTest
 from tests.factories.catalog import make_baseline
 
@@ -130,3 +131,36 @@ def test_the_demo_timeline_agrees_with_the_current_config(demo_fleet, db):
     current = service.config_versions.get(is_current=True).version
     deployed = [e.title for e in timeline(service=service) if " deployed" in e.title]
     assert deployed[0] == f"Config v{current} deployed"
+
+
+def _promoted_run(service, night: int, batch: str = "") -> LoadTest:
+    run = LoadTest.objects.create(
+        service=service, label="nightly", format="vllm-bench", content_sha256=f"{night:064d}",
+        run_index=0, concurrency=16, measured_at=T0 + timedelta(days=night), e2e_p50_ms=900.0,
+        e2e_p90_ms=1000.0, e2e_p99_ms=1200.0, ttft_p50_ms=100.0,
+    )  # fmt: skip
+    promote_load_test(load_test=run, promotion_batch=batch)
+    return run
+
+
+def test_runs_promoted_together_are_one_baseline_marker(service):
+    for night in range(3):
+        _promoted_run(service, night, batch="repeats-of-build-42")
+    (marker,) = [e for e in timeline(service=service) if e.kind == "baseline"]
+    assert marker.title == "3 runs promoted together as one baseline set: “nightly”"
+
+
+def test_runs_promoted_one_by_one_are_one_marker_each(service):
+    for night in range(3):
+        _promoted_run(service, night)
+    titles = [e.title for e in timeline(service=service) if e.kind == "baseline"]
+    assert titles == ["Baseline “nightly” made current"] * 3
+
+
+def test_the_demo_timeline_ends_with_the_current_baseline_made_current(demo_fleet, db):
+    # The 13B's nightly reference set is promoted, then the sweep's batch 16 made current again.
+    service = demo_fleet.services["code-review-13b"]
+    current = service.baselines.get(is_current=True)
+    promotions = [e.title for e in timeline(service=service) if e.kind == "baseline"]
+    assert promotions[0] == f"Baseline “{current.label}” made current"
+    assert promotions[1].startswith("5 runs promoted together as one baseline set")
