@@ -21,7 +21,8 @@ from dossiers.models import (
     Membership,
     Service,
 )
-from loadtests.models import LoadTest
+from loadtests.demo import add_demo_loadtests
+from loadtests.models import LoadTest, source_run
 from tests.factories.catalog import bare_service
 
 
@@ -61,14 +62,18 @@ def test_every_service_says_whom_to_call(fleet):
 
 
 def test_every_baseline_has_a_consistent_latency_distribution(fleet):
+    # The seed's baselines carry every figure; the nightly runs promoted as the gate's
+    # reference carry what their load-test file does (no P99.9, no GPU figures).
     for b in Baseline.objects.all():
         for metric in ("e2e", "ttft", "tpot"):
-            values = [b.latency(metric, p) for p in PERCENTILES]
-            assert values == sorted(values), (b.label, metric)
+            values = [v for p in PERCENTILES if (v := b.latency(metric, p)) is not None]
+            assert len(values) >= 4 and values == sorted(values), (b.label, metric)
         for p in PERCENTILES:
-            assert b.latency("e2e", p) >= b.latency("ttft", p), (b.label, p)
+            if b.latency("ttft", p) is not None:
+                assert b.latency("e2e", p) >= b.latency("ttft", p), (b.label, p)
         assert b.output_tps == pytest.approx(b.qps * b.output_tokens_mean, rel=0.01)
-        assert 0 <= b.gpu_util <= 1 and 0 <= b.sm_active <= b.gpu_util
+        if source_run(b) is None:
+            assert 0 <= b.gpu_util <= 1 and 0 <= b.sm_active <= b.gpu_util
 
 
 def test_a_config_version_is_dated_at_the_experiment_that_produced_it(fleet):
@@ -154,7 +159,8 @@ def test_running_twice_does_not_duplicate_anything(fleet):
 def test_rebuild_replaces_the_demo_services_without_duplicates(fleet):
     before = table_counts()
     result = demo.build_demo(rebuild=True)
-    assert table_counts()[:6] == before[:6]
+    add_demo_loadtests(result.services.values())  # as `seed_demo --rebuild` does
+    assert table_counts() == before
     assert sorted(result.created) == demo.demo_slugs()
 
 

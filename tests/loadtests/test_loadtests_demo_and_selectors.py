@@ -48,6 +48,38 @@ def test_the_demo_history_has_one_change_point_the_ttft_step(thirteen_b):
     assert f"at run #{change.run.pk}" in change.title
 
 
+def test_the_demo_gate_fails_the_night_of_the_ttft_step_and_passes_the_nights_before(
+    thirteen_b,
+):
+    add_demo_loadtests([thirteen_b])
+    runs = list(GateRun.objects.filter(service=thirteen_b).order_by("created_at"))
+    assert len(runs) == HISTORY_RUNS - 5  # the first 5 nights are the reference set
+    verdicts = [run.verdict for run in runs]
+    night = HISTORY_STEP - 5 - 1  # the step's night among the gated ones
+    assert verdicts[night] == GateRun.Verdict.REGRESSION
+    assert "TTFT" in runs[night].table.splitlines()[-1]
+    assert set(verdicts[:night]) == {GateRun.Verdict.PASS}
+
+
+def test_the_demo_gate_runs_are_dated_after_their_nights_load_test(thirteen_b):
+    add_demo_loadtests([thirteen_b])
+    for run in GateRun.objects.filter(service=thirteen_b):
+        assert run.created_at - run.candidate.measured_at == timedelta(minutes=10)
+
+
+def test_the_demo_gate_reference_leaves_the_current_baseline_as_it_was(thirteen_b):
+    before = thirteen_b.baselines.get(is_current=True)
+    add_demo_loadtests([thirteen_b])
+    assert thirteen_b.baselines.get(is_current=True) == before
+    assert thirteen_b.baselines.filter(source_load_test__isnull=False).count() == 5
+
+
+def test_adding_the_demo_twice_runs_the_gate_once(thirteen_b):
+    add_demo_loadtests([thirteen_b])
+    add_demo_loadtests([thirteen_b])
+    assert GateRun.objects.filter(service=thirteen_b).count() == HISTORY_RUNS - 5
+
+
 def test_fleet_rows_give_cost_margin_and_gpu_hours(make_service, django_assert_num_queries):
     make_service("svc-a", replicas=3)  # baseline: 2,000 output tok/s, 10/GPU-hour
     with django_assert_num_queries(2):
