@@ -173,6 +173,17 @@ def test_a_gate_run_page_prints_latencies_as_the_dossier_does(owner_client, serv
     assert f"{p90['baseline']:,.2f}" not in row
 
 
+def test_a_gate_run_page_gives_each_verdict_its_reason_in_the_same_cell(
+    owner_client, service, fixtures_dir
+):
+    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
+    import_loadtest_file(service=service, content=c16, baseline=True)
+    gate_run = run_gate(service=service, source="web", candidate_content=c16)
+    row = _gate_row_html(owner_client.get(gate_run.get_absolute_url()).content.decode(), "E2E P99")
+    verdict = re.search(r'<td class="verdict">(.*?)</td>', row, re.S).group(1)
+    assert verdict.startswith("not enough data") and "not enough tail data" in verdict
+
+
 def test_a_refused_gate_run_shows_its_reasons(owner_client, service, fixtures_dir):
     gate_run = run_gate(
         service=service,
