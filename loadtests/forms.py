@@ -34,7 +34,8 @@ class LoadTestUploadForm(forms.Form):
         labels = [fmt.label for fmt in formats.formats()]
         self.fields["file"].help_text = (
             "A result file of " + ", ".join(labels) + " (GenAI-Perf's and AIPerf's CSV export "
-            "too), or a console log holding the summary vLLM's or SGLang's benchmark printed."
+            "too), or a console log holding the summary vLLM's or SGLang's benchmark printed; "
+            "gzip-compressed (.gz) as well."
         )
 
     def clean_measured_at(self):

@@ -30,6 +30,7 @@ from loadtests.formats import (
     load_documents,
     parse_loadtest,
 )
+from loadtests.formats.packing import unpacked
 from loadtests.formats.per_request import sample_statistics
 from loadtests.lint import RunLint, lint_runs
 from loadtests.models import CIToken, LoadTest, LoadTestSketch
@@ -117,6 +118,16 @@ def json_safe(value: Any, depth: int = 0) -> Any:
 
 def content_digest(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
+
+
+def unpack(content: bytes, filename: str | None = None) -> tuple[bytes, str | None]:
+    """(the file's own bytes, its name): a gzip-compressed file is read as the file it holds,
+    so a run imported as `x.json` and as `x.json.gz` is one file (one digest). Raises
+    LoadTestImportError for a damaged gzip file or one expanding past MAX_FILE_BYTES."""
+    try:
+        return unpacked(content, filename, limit=MAX_FILE_BYTES)
+    except LoadTestFormatError as exc:
+        raise LoadTestImportError(str(exc)) from exc
 
 
 def parse_file(
@@ -271,7 +282,8 @@ def import_loadtest_file(
     (the reason, recorded on the run and the timeline). Raises LoadTestImportError with a
     message naming the key or line at fault.
     """
-    runs = parse_file(content, filename=filename, format=format)
+    content, inner_name = unpack(content, filename)  # the run keeps the name it came under
+    runs = parse_file(content, filename=inner_name, format=format)
     promote_index = _promote_index(runs, baseline=baseline, baseline_run=baseline_run)
     lints = lint_file(content, runs, format=format)
     digest = content_digest(content)

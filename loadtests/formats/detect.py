@@ -32,6 +32,11 @@ def expected() -> str:
 def decode(content: bytes | str) -> str:
     if isinstance(content, str):
         return content.removeprefix("\ufeff")
+    if content.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with its BOM (PowerShell's `>`)
+        try:
+            return content.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise LoadTestFormatError(f"not UTF-16 text (byte {exc.start})") from None
     try:
         return content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -1,6 +1,7 @@
 """POST /api/v1/services/<slug>/loadtests/ and /gate/ with a team member's session (CI tokens
 and agent tokens: test_ci_tokens.py)."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -175,3 +176,16 @@ def test_a_body_over_the_api_limit_is_a_json_413(api, service, settings):
     response = api.post(URL, "{" + " " * 200 + "}", content_type="application/json")
     assert response.status_code == 413
     assert "100 bytes" in response.json()["detail"]
+
+
+def test_it_imports_a_gzip_file_uploaded_as_is(api, service, c16):
+    packed = SimpleUploadedFile(c16.name + ".gz", gzip.compress(c16.read_bytes()))
+    response = api.post(URL, {"file": packed}, format="multipart")
+    assert response.status_code == 201
+    assert response.json()["runs"][0]["source_name"] == "vllm-bench-serve-c16.json.gz"
+
+
+def test_a_damaged_gzip_body_answers_400_saying_so(api, service, c16):
+    packed = gzip.compress(c16.read_bytes())
+    response = api.post(URL, packed[:200], content_type="application/gzip")
+    assert response.status_code == 400 and "gzip file is truncated" in response.json()["detail"]

@@ -109,7 +109,12 @@ def test_a_file_that_is_not_json_is_refused():
 
 def test_a_file_that_is_not_utf8_is_refused():
     with pytest.raises(LoadTestFormatError, match="not UTF-8"):
-        parse_loadtest(b"\xff\xfe{\x00")
+        parse_loadtest(b'{"model": "\xff\xfe"}')  # Latin-1 bytes, no byte-order mark
+
+
+def test_a_file_with_a_utf16_mark_but_broken_text_is_refused():
+    with pytest.raises(LoadTestFormatError, match="not UTF-16"):
+        parse_loadtest(b"\xff\xfe{\x00\x00\xd8")  # a lone surrogate
 
 
 def test_json_of_an_unknown_shape_lists_the_formats_expected():
