@@ -149,37 +149,39 @@ def test_the_gate_runs_page_lists_each_run(owner_client, service, fixtures_dir):
     assert b"not enough tail data" in detail.content  # a P99 on 400 requests
 
 
-def _gate_row_html(page: str, label: str) -> str:
+@pytest.fixture
+def c16_gate_run(service, fixtures_dir):
+    """A gate run of the c16 file against itself promoted: every kind of row, one of each."""
+    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
+    import_loadtest_file(service=service, content=c16, baseline=True)
+    return run_gate(service=service, source="web", candidate_content=c16)
+
+
+def _row(gate_run, label: str) -> dict:
+    return next(r for r in gate_run.result["rows"] if r["label"] == label)
+
+
+def _row_html(client, gate_run, label: str) -> str:
+    page = client.get(gate_run.get_absolute_url()).content.decode()
     return re.search(rf'<th scope="row">{re.escape(label)}</th>(.*?)</tr>', page, re.S).group(1)
 
 
-def test_a_gate_run_page_signs_a_throughput_rows_mde_as_a_drop(owner_client, service, fixtures_dir):
-    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
-    import_loadtest_file(service=service, content=c16, baseline=True)
-    gate_run = run_gate(service=service, source="web", candidate_content=c16)
-    qps = next(r for r in gate_run.result["rows"] if r["label"] == "QPS")
-    row = _gate_row_html(owner_client.get(gate_run.get_absolute_url()).content.decode(), "QPS")
-    assert f"-{qps['mde'] * 100:.1f}%" in row  # as the CI table prints it: a drop catches
-    assert f"+{qps['mde'] * 100:.1f}%" not in row
+def test_a_gate_run_page_signs_a_throughput_rows_mde_as_a_drop(owner_client, c16_gate_run):
+    mde = _row(c16_gate_run, "QPS")["mde"]
+    row = _row_html(owner_client, c16_gate_run, "QPS")
+    assert f"-{mde * 100:.1f}%" in row  # as the CI table prints it: a drop catches
+    assert f"+{mde * 100:.1f}%" not in row
 
 
-def test_a_gate_run_page_prints_latencies_as_the_dossier_does(owner_client, service, fixtures_dir):
-    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
-    import_loadtest_file(service=service, content=c16, baseline=True)
-    gate_run = run_gate(service=service, source="web", candidate_content=c16)
-    p90 = next(r for r in gate_run.result["rows"] if r["label"] == "E2E P90")
-    row = _gate_row_html(owner_client.get(gate_run.get_absolute_url()).content.decode(), "E2E P90")
-    assert f"{p90['baseline']:,.0f} ms" in row  # "2,591 ms", not "2,590.95 ms"
-    assert f"{p90['baseline']:,.2f}" not in row
+def test_a_gate_run_page_prints_latencies_as_the_dossier_does(owner_client, c16_gate_run):
+    baseline = _row(c16_gate_run, "E2E P90")["baseline"]
+    row = _row_html(owner_client, c16_gate_run, "E2E P90")
+    assert f"{baseline:,.0f} ms" in row  # "2,591 ms", not "2,590.95 ms"
+    assert f"{baseline:,.2f}" not in row
 
 
-def test_a_gate_run_page_gives_each_verdict_its_reason_in_the_same_cell(
-    owner_client, service, fixtures_dir
-):
-    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
-    import_loadtest_file(service=service, content=c16, baseline=True)
-    gate_run = run_gate(service=service, source="web", candidate_content=c16)
-    row = _gate_row_html(owner_client.get(gate_run.get_absolute_url()).content.decode(), "E2E P99")
+def test_a_gate_run_page_gives_each_verdict_its_reason_in_the_same_cell(owner_client, c16_gate_run):
+    row = _row_html(owner_client, c16_gate_run, "E2E P99")
     verdict = re.search(r'<td class="verdict">(.*?)</td>', row, re.S).group(1)
     assert verdict.startswith("not enough data") and "not enough tail data" in verdict
 
