@@ -24,15 +24,17 @@ def unpacked(content: bytes, filename: str | None, *, limit: int) -> tuple[bytes
 
 
 def _gunzip(content: bytes, limit: int) -> bytes:
-    out, size, rest = [], 0, content
-    while rest:  # one gzip member at a time: `cat a.gz b.gz` is a valid gzip file too
-        if not rest.startswith(GZIP_MAGIC):
+    out, size, member = [], 0, content
+    while member:  # one gzip member at a time: `cat a.gz b.gz` is a valid gzip file too
+        if not member.startswith(GZIP_MAGIC):
             raise LoadTestFormatError("not a gzip file after its first member")
         unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        pending = rest
+        pending = member
         try:
             while not unzip.eof:
                 chunk = unzip.decompress(pending, _STEP)
+                if not chunk and len(unzip.unconsumed_tail) == len(pending):
+                    raise LoadTestFormatError("the gzip file is truncated")  # input ran out
                 pending = unzip.unconsumed_tail
                 size += len(chunk)
                 if size > limit:
@@ -40,9 +42,7 @@ def _gunzip(content: bytes, limit: int) -> bytes:
                         f"the gzip file holds more than {limit:,} bytes, the limit for a file"
                     )
                 out.append(chunk)
-                if not chunk and not pending:
-                    raise LoadTestFormatError("the gzip file is truncated")
         except zlib.error as exc:
             raise LoadTestFormatError(f"not a valid gzip file: {exc}") from None
-        rest = unzip.unused_data
+        member = unzip.unused_data.lstrip(b"\x00")  # gzip allows zero padding at the end
     return b"".join(out)
