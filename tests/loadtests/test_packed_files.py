@@ -61,3 +61,12 @@ def test_a_utf16_file_with_its_bom_imports(service):
     content = C16.read_bytes().decode().encode("utf-16")
     (run,) = import_loadtest_file(service=service, content=content, filename=C16.name)
     assert run.format == "vllm-bench" and run.e2e_p99_ms is not None
+
+
+def test_a_gzip_file_of_two_members_with_zero_padding_reads_whole(service):
+    # `cat a.gz b.gz` and tape-style zero padding are both valid gzip files.
+    text = C16.read_bytes()
+    half = len(text) // 2
+    packed = gzip.compress(text[:half]) + gzip.compress(text[half:]) + b"\x00" * 512
+    (run,) = import_loadtest_file(service=service, content=packed, filename="c16.json.gz")
+    assert run.format == "vllm-bench"
