@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import FieldDoesNotExist
-from django.db.models import F, Prefetch, Q
+from django.db.models import Count, F, Prefetch, Q
 
 from dossiers.models import Baseline, Service
 from dossiers.selectors import EconomicsView, economics_view
@@ -104,10 +104,17 @@ def sweep_for(service: Service, load_test_pk: int) -> Sweep | None:
 
 
 def gate_runs_page(service: Service, *, limit: int = 200) -> list[GateRun]:
+    """The newest gate runs, each with `baselines` (how many runs its reference set held) and
+    `repeats` (how many candidate runs), counted in the same query."""
     return list(
         service.gate_runs.select_related(
             "service", "candidate__service", "baseline__service", "created_by"
-        ).defer("candidate__extra", "table")[:limit]
+        )
+        .annotate(
+            baselines=Count("baseline_set", distinct=True),
+            repeats=Count("candidates", distinct=True),
+        )
+        .defer("candidate__extra", "table")[:limit]
     )
 
 

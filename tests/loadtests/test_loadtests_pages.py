@@ -1,5 +1,6 @@
 """Load-test pages: list, upload, one run, promotion, sweeps with the sweet spot, gate runs."""
 
+import json
 import re
 
 import pytest
@@ -184,6 +185,20 @@ def test_a_gate_run_page_gives_each_verdict_its_reason_in_the_same_cell(owner_cl
     row = _row_html(owner_client, c16_gate_run, "E2E P99")
     verdict = re.search(r'<td class="verdict">(.*?)</td>', row, re.S).group(1)
     assert verdict.startswith("not enough data") and "not enough tail data" in verdict
+
+
+def test_the_gate_runs_page_counts_the_reference_set_and_dates_the_candidate(
+    owner_client, service, fixtures_dir
+):
+    c16 = json.loads(content(fixtures_dir, "vllm-bench-serve-c16.json"))
+    for night in ("20261110-101500", "20261111-101500"):  # two nights promoted, then a third
+        night_run = json.dumps(c16 | {"date": night}).encode()
+        import_loadtest_file(service=service, content=night_run, baseline=True)
+    gate_run = run_gate(service=service, source="web", candidate_content=json.dumps(c16).encode())
+    assert gate_run.baseline_set.count() == 2
+    page = owner_client.get(reverse("loadtests:gate_runs", args=["chat-7b"])).content.decode()
+    assert "and 1 more" in page
+    assert f"measured {gate_run.candidate.measured_at:%Y-%m-%d %H:%M}" in page
 
 
 def test_a_refused_gate_run_shows_its_reasons(owner_client, service, fixtures_dir):
