@@ -114,6 +114,7 @@ def gate_runs_page(service: Service, *, limit: int = 200) -> list[GateRun]:
             baselines=Count("baseline_set", distinct=True),
             repeats=Count("candidates", distinct=True),
         )
+        .order_by("-created_at", "-pk")  # a GROUP BY query drops Meta.ordering
         .defer("candidate__extra", "table")[:limit]
     )
 

@@ -201,6 +201,14 @@ def test_the_gate_runs_page_counts_the_reference_set_and_dates_the_candidate(
     assert f"measured {gate_run.candidate.measured_at:%Y-%m-%d %H:%M}" in page
 
 
+def test_the_gate_runs_page_lists_the_newest_first(owner_client, service, fixtures_dir):
+    c16 = content(fixtures_dir, "vllm-bench-serve-c16.json")
+    import_loadtest_file(service=service, content=c16, baseline=True)
+    runs = [run_gate(service=service, source="cli", candidate_content=c16) for _ in range(3)]
+    response = owner_client.get(reverse("loadtests:gate_runs", args=["chat-7b"]))
+    assert list(response.context["gate_runs"]) == runs[::-1]
+
+
 def test_a_refused_gate_run_shows_its_reasons(owner_client, service, fixtures_dir):
     gate_run = run_gate(
         service=service,
