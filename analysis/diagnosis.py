@@ -361,7 +361,7 @@ def _memory_creep(obs: Observation) -> Proposal | None:
         kind="memory_capacity",
         symptom="memory rising steadily over hours",
         evidence=(
-            f"used memory {_gb(used[0])} -> {_gb(used[-1])} over {measured(span)} h: "
+            f"used memory {_gb(used[0])} -> {_gb(used[-1])} over {setting(span)} h: "
             f"+{_gb(fit.slope)}/h ({growth:.1%} of the mean per hour, "
             f">= {MEMORY_GROWTH_PER_HOUR:.0%}), R² {r_squared:.2f}"
         ),

@@ -245,6 +245,7 @@ def test_memory_rising_steadily_over_hours_proposes_a_leak():
     p = _only(Observation(memory_over_time=points), "memory_creep")
     assert (p.layer, p.kind) == ("framework", "memory_capacity")
     assert "+0.50 GB/h" in p.evidence and "R² 1.00" in p.evidence
+    assert "over 12 h:" in p.evidence  # whole hours read as such, not "12.0"
 
 
 def test_noisy_memory_with_no_trend_is_not_a_leak():
