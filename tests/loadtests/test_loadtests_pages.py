@@ -187,7 +187,7 @@ def test_a_gate_run_page_gives_each_verdict_its_reason_in_the_same_cell(owner_cl
     assert verdict.startswith("not enough data") and "not enough tail data" in verdict
 
 
-def test_the_gate_runs_page_counts_the_reference_set_and_dates_the_candidate(
+def test_the_gate_pages_count_the_reference_set_and_date_its_runs(
     owner_client, service, fixtures_dir
 ):
     c16 = json.loads(content(fixtures_dir, "vllm-bench-serve-c16.json"))
@@ -199,6 +199,9 @@ def test_the_gate_runs_page_counts_the_reference_set_and_dates_the_candidate(
     page = owner_client.get(reverse("loadtests:gate_runs", args=["chat-7b"])).content.decode()
     assert "and 1 more" in page
     assert f"measured {gate_run.candidate.measured_at:%Y-%m-%d %H:%M}" in page
+    detail = owner_client.get(gate_run.get_absolute_url()).content.decode()
+    for baseline in gate_run.baseline_set.all():  # alike labels, told apart by their dates
+        assert f"(measured {baseline.measured_at:%Y-%m-%d %H:%M})" in detail
 
 
 def test_the_gate_runs_page_lists_the_newest_first(owner_client, service, fixtures_dir):
