@@ -153,30 +153,19 @@ def _baseline_markers(baselines: list[Baseline], slug: str) -> list[Marker]:
     an `import_loadtest --baseline`) are one reference set and one marker: each of them was
     current only until the next one was promoted, so "made current" five times would not be
     what happened."""
-    markers, sets = [], {}
+    promotions: dict[object, list[Baseline]] = {}
     for b in baselines:
         run = source_run(b)
-        if run is not None and run.promotion_batch:
-            sets.setdefault(run.promotion_batch, []).append(b)
-            continue
-        markers.append(
-            Marker(
-                kind="baseline",
-                at=b.promoted_at,
-                title=f"Baseline “{b.label}” made current",
-                detail=_by(b.promoted_by, b.promoted_via) + _lint_override_text(b),
-                url=reverse("dossiers:baseline", args=[slug, b.pk]),
-            )
-        )
-    for members in sets.values():
-        if len(members) == 1:
-            (only,) = members
-            title = f"Baseline “{only.label}” made current"
-        else:
-            labels = sorted({b.label for b in members})
-            named = ", ".join(f"“{label}”" for label in labels)
-            title = f"{len(members)} runs promoted together as one baseline set: {named}"
+        batch = run.promotion_batch if run is not None else ""
+        promotions.setdefault(batch or ("alone", b.pk), []).append(b)
+    markers = []
+    for members in promotions.values():
         newest = max(members, key=lambda b: (b.promoted_at, b.pk))
+        if len(members) == 1:
+            title = f"Baseline “{newest.label}” made current"
+        else:
+            named = ", ".join(f"“{label}”" for label in sorted({b.label for b in members}))
+            title = f"{len(members)} runs promoted together as one baseline set: {named}"
         markers.append(
             Marker(
                 kind="baseline",
