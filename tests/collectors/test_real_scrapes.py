@@ -5,6 +5,7 @@ Expected values are read by hand from the files.
 
 import pytest
 
+from analysis.buckets import quantile
 from collectors.exposition.scrape import parse
 
 
@@ -118,3 +119,47 @@ def test_vllm_032_scrape_before_the_benchmark_counts_nothing(scrape):
     parsed = scrape(E2E_BEFORE, "vllm")
     assert parsed.counter_total("requests_finished") == 0
     assert sum(parsed.histogram("ttft_seconds").counts) == 0
+
+
+# TGI's router, scraped for DataDog's integration tests (SOURCES.md): 111 requests, 109 done,
+# 2 refused by validation; no TTFT histogram in this TGI.
+TGI = "tgi-datadog-payload-excerpt.prom"
+
+
+def test_tgi_counts_successes_and_validation_failures(scrape):
+    parsed = scrape(TGI, "tgi")
+    assert parsed.counter_total("requests_finished") == 109
+    assert parsed.counter_total("request_errors") == 2
+
+
+def test_tgi_token_totals_come_from_the_length_histograms_sums(scrape):
+    parsed = scrape(TGI, "tgi")
+    assert parsed.counter_total("prompt_tokens") == 662
+    assert parsed.counter_total("generation_tokens") == 3423
+
+
+def test_tgi_latency_histograms_count_every_finished_request(scrape):
+    parsed = scrape(TGI, "tgi")
+    counts = {m: sum(parsed.histogram(m).counts) for m in ("e2e_seconds", "queue_seconds")}
+    assert counts == {"e2e_seconds": 109, "queue_seconds": 109}
+
+
+def test_tgi_e2e_p99_lies_in_the_bucket_its_counts_put_it(scrape):
+    # Cumulative counts 104 at 12.78 s and 108 at 19.18 s: the 108th of 109 requests.
+    p99 = quantile(scrape(TGI, "tgi").histogram("e2e_seconds"), 0.99)
+    assert (round(p99.lower, 2), round(p99.upper, 2)) == (12.78, 19.18)
+
+
+def test_tgi_per_request_mean_time_per_token_is_tpot(scrape):
+    # 100 of 109 requests between 65.7 and 98.5 ms a token.
+    p50 = quantile(scrape(TGI, "tgi").histogram("tpot_seconds"), 0.5)
+    assert (round(p50.lower * 1000, 1), round(p50.upper * 1000, 1)) == (65.7, 98.5)
+
+
+def test_tgi_scrape_has_no_ttft_and_no_invalid_lines(scrape):
+    parsed = scrape(TGI, "tgi")
+    assert (parsed.histogram("ttft_seconds"), parsed.invalid) == (None, 0)
+
+
+def test_tgi_idle_router_gauges(scrape):
+    assert scrape(TGI, "tgi").gauges == {"requests_running": 0, "requests_waiting": 0}
