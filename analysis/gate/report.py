@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from analysis import readable
 from analysis.gate.estimates import POWER
 
 if TYPE_CHECKING:
@@ -12,13 +13,8 @@ if TYPE_CHECKING:
 
 
 def _number(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
+    # The pages' rule (analysis.readable), so the CI table and the gate run page agree.
+    return "-" if value is None else readable.measured(value)
 
 
 def _with_unit(value: float | None, unit: str) -> str:
