@@ -36,6 +36,7 @@ class Marker:
     detail: str = ""
     url: str = ""
     tone: str = "info"
+    count: int = 1  # how many happenings it stands for (gate passes in a row are one marker)
 
     @property
     def group(self) -> str:
@@ -295,4 +296,45 @@ def timeline(*, service: Service, limit: int = 50, since: datetime | None = None
     )
     if since is not None:
         markers = [m for m in markers if m.at >= since]
-    return sorted(markers, key=lambda m: m.at, reverse=True)[:limit]
+    newest_first = sorted(markers, key=lambda m: m.at, reverse=True)
+    return _passes_together(newest_first, service.slug)[:limit]
+
+
+def _passes_together(markers: list[Marker], slug: str) -> list[Marker]:
+    """Gate passes with nothing else between them are one entry: a nightly job passes every
+    night, and eleven "Release gate: pass" lines would push the deploy, the regression and the
+    step they sit between off the page. A regression, or anything else that happened, ends the
+    streak, so what a pass came before or after stays readable. `markers` newest first."""
+    out: list[Marker] = []
+    streak: list[Marker] = []
+
+    def close_streak() -> None:
+        if len(streak) > 1:
+            newest, oldest = streak[0], streak[-1]
+            out.append(
+                Marker(
+                    kind="gate",
+                    at=newest.at,
+                    title=f"Release gate: {len(streak)} runs passed",
+                    detail=(
+                        f"from {oldest.at.astimezone(UTC):%Y-%m-%d %H:%M} "
+                        f"to {newest.at.astimezone(UTC):%Y-%m-%d %H:%M} UTC; "
+                        f"the newest: {newest.detail}"
+                    ),
+                    url=_link("loadtests:gate_runs", slug),
+                    tone="ok",
+                    count=len(streak),
+                )
+            )
+        else:
+            out.extend(streak)
+        streak.clear()
+
+    for marker in markers:
+        if marker.kind == "gate" and marker.tone == "ok":
+            streak.append(marker)
+            continue
+        close_streak()
+        out.append(marker)
+    close_streak()
+    return out

@@ -207,7 +207,7 @@ def service_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     entries = timeline.timeline(service=svc, since=since)
     counts = {group: 0 for group, _ in timeline.TIMELINE_FILTERS}
     for entry in entries:
-        counts[entry.group] = counts.get(entry.group, 0) + 1
+        counts[entry.group] = counts.get(entry.group, 0) + entry.count
     filters = [(group, label, counts[group]) for group, label in timeline.TIMELINE_FILTERS]
     return render(
         request,

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from django.urls import reverse
 
 from alerts.models import AlertEvent, Rule
 from dashboards.timeline import time_markers, timeline
@@ -164,3 +165,56 @@ def test_the_demo_timeline_ends_with_the_current_baseline_made_current(demo_flee
     promotions = [e.title for e in timeline(service=service) if e.kind == "baseline"]
     assert promotions[0] == f"Baseline “{current.label}” made current"
     assert promotions[1].startswith("5 runs promoted together as one baseline set")
+
+
+def _gate(service, baseline, verdict, at):
+    candidate = LoadTest.objects.create(
+        service=service, label=f"nightly {at:%d}", format="vllm_bench", content_sha256="0" * 64,
+        run_index=GateRun.objects.count(), measured_at=at,
+    )  # fmt: skip
+    run = GateRun.objects.create(
+        service=service, candidate=candidate, baseline=baseline, verdict=verdict, source="cli"
+    )
+    GateRun.objects.filter(pk=run.pk).update(created_at=at)
+
+
+def test_passes_in_a_row_are_one_timeline_entry(service):
+    baseline = make_baseline(service)
+    for night in range(3):
+        _gate(service, baseline, "pass", T0 + timedelta(days=night))
+    (entry,) = [e for e in timeline(service=service) if e.kind == "gate"]
+    assert entry.title == "Release gate: 3 runs passed"
+    assert entry.detail.startswith("from 2026-11-20 10:00 to 2026-11-22 10:00 UTC")
+
+
+def test_a_regression_between_passes_keeps_its_own_entry(service):
+    baseline = make_baseline(service)
+    for night, verdict in enumerate(("pass", "pass", "regression", "pass", "pass")):
+        _gate(service, baseline, verdict, T0 + timedelta(days=night))
+    titles = [e.title for e in timeline(service=service) if e.kind == "gate"]
+    assert titles == [
+        "Release gate: 2 runs passed",
+        "Release gate: regression",
+        "Release gate: 2 runs passed",
+    ]
+
+
+def test_a_deploy_between_passes_splits_them(service):
+    baseline = make_baseline(service)
+    _gate(service, baseline, "pass", T0)
+    config = ConfigVersion.objects.create(service=service, version=3, config={}, note="batch 32")
+    ConfigVersion.objects.filter(pk=config.pk).update(
+        created_at=T0 + timedelta(hours=1), made_current_at=T0 + timedelta(hours=1)
+    )
+    _gate(service, baseline, "pass", T0 + timedelta(hours=2))
+    titles = [e.title for e in timeline(service=service) if e.kind in ("gate", "deploy")]
+    assert titles == ["Release gate: pass", "Config v3 deployed", "Release gate: pass"]
+
+
+def test_the_gate_filter_counts_runs_not_entries(client, outsider, service):
+    baseline = make_baseline(service)
+    for night in range(3):
+        _gate(service, baseline, "pass", T0 + timedelta(days=night))
+    client.force_login(outsider)
+    page = client.get(reverse("dashboards:service_timeline", args=[service.slug])).content
+    assert b'value="gate" checked> Gate runs <span class="sub">(3)</span>' in page
