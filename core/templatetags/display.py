@@ -52,6 +52,13 @@ def ms(value: float | None) -> str:
 
 
 @register.filter
+def quantity(value: float | None) -> str:
+    """A number that is a count when whole (4 replicas, 2,922 GPU-hours) and a measurement
+    otherwise (35.8 concurrent requests, 4.49 req/s): `readable.setting`; DASH when missing."""
+    return DASH if _missing(value) else readable.setting(value)
+
+
+@register.filter
 def measured(value: float | None, unit: str = "") -> str:
     """A measured figure in any unit, as `ms` shows milliseconds, with its unit; DASH alone
     when missing (never "— ms")."""

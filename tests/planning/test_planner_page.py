@@ -57,3 +57,17 @@ def test_a_limit_the_sweep_never_reaches_says_measure_beyond_in_place_of_a_bindi
     page = client.get(f"/services/{swept.slug}/planner/", query).content.decode()
     row = re.search(r"Limited by</th><td>(.*?)</td>", page).group(1)
     assert row.startswith("— <span") and "measure beyond" in row, row
+
+
+def test_plan_figures_carry_the_digits_their_size_warrants(client, owner, swept):
+    client.force_login(owner)
+    query = {"load": "10", "slo": "ttft_p99_ms=500"}
+    page = client.get(f"/services/{swept.slug}/planner/", query).content.decode()
+    row = re.search(r"highest concurrency</th><td>(.*?)</td>", page, re.S).group(1)
+    figures = re.findall(r"\d[\d,]*(?:\.\d+)?", row.split("interval")[0])
+    # Concurrency in the tens reads 35.8, not 35.80; the level (80%) is not a figure here.
+    assert figures and all(
+        len(f.split(".")[1]) == (1 if float(f.replace(",", "")) >= 10 else 2)
+        for f in figures[:-1]
+        if "." in f
+    ), row
