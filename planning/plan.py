@@ -298,6 +298,25 @@ class Plan:
         return next((o.label for o in self.objectives if o.name == name), name)
 
     @property
+    def provisioning(self) -> tuple[str, str] | None:
+        """How the replicas running today compare with the plan, as (tone, words): "2 short"
+        (bad) when they cannot carry the forecast at the per-replica rate even without
+        headroom, "1 short of 20% headroom" (warn) when they carry it only without, "2 spare"
+        (info) above the plan's high end, else enough (ok, no words). None without a replica
+        count."""
+        rate = self.per_replica.max_request_rate
+        if self.replicas is None or self.forecast is None or rate is None or rate.value <= 0:
+            return None
+        today, need = self.service.replicas, self.replicas
+        if today < math.ceil(self.forecast.requests_per_s / rate.value - 1e-9):
+            return "bad", f"{need.value - today} short"
+        if today < need.value:
+            return "warn", f"{need.value - today} short of {self.headroom:.0%} headroom"
+        if need.high is not None and today > need.high:
+            return "info", f"{today - need.value} spare"
+        return "ok", ""
+
+    @property
     def binding_label(self) -> str | None:
         """The objective that binds first, as people read it; None when none binds."""
         name = self.per_replica.limited_by

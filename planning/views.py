@@ -15,7 +15,7 @@ from dossiers.permissions import service_for_reading
 from loadtests.charts import to_json_script
 from planning import charts
 from planning.inputs import PlanInputError, plan_inputs
-from planning.plan import PlanError, alternatives, plan_for
+from planning.plan import PlanError, alternatives, headroom, plan_for
 
 
 @login_required
@@ -46,4 +46,4 @@ def fleet(request: HttpRequest) -> HttpResponse:
             rows.append((service, plan_for(service), ""))
         except PlanError as exc:
             rows.append((service, None, str(exc)))
-    return render(request, "planning/fleet.html", {"rows": rows})
+    return render(request, "planning/fleet.html", {"rows": rows, "headroom": headroom()})
