@@ -31,10 +31,12 @@ def _selector(
     matchers: str,
     extra: tuple[tuple[str, str], ...] = (),
     exclude: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    only: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> str:
     parts = [m for m in [matchers.strip().strip("{}").strip()] if m]
     parts += [f'{k}="{v}"' for k, v in extra]
     parts += [f'{k}!~"{"|".join(values)}"' for k, values in exclude]
+    parts += [f'{k}=~"{"|".join(values)}"' for k, values in only]
     return "{" + ", ".join(parts) + "}" if parts else ""
 
 
@@ -64,14 +66,18 @@ class Metrics:
     def engine_series(self, canonical: str) -> Series:
         """The newest metric name the mapping table reads for `canonical`."""
         rule = self._engine_rule(canonical)
-        return Series(rule.names[0], _selector(self.engine_selector, rule.where), rule.scale)
+        selector = _selector(self.engine_selector, rule.where, rule.exclude, rule.only)
+        return Series(rule.names[0], selector, rule.scale)
 
     def _counter(self, fn: str, canonical: str, window: str) -> str:
         rule = self._engine_rule(canonical)
         if not rule.counter_like:
             raise NotExportable(f"{self.engine}'s {canonical} is not a counter")
-        suffix = "_sum" if rule.kind == "histogram_sum" else "_total"
-        selector = _selector(self.engine_selector, rule.where, rule.exclude)
+        if rule.kind == "histogram_sum":
+            suffix = "_sum"
+        else:  # the name the engine's counters have in Prometheus (bare for TGI and Triton)
+            suffix = engines.ENGINES[self.engine].counter_suffix
+        selector = _selector(self.engine_selector, rule.where, rule.exclude, rule.only)
         expr = f"sum({fn}({rule.names[0]}{suffix}{selector}[{window}]))"
         return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"
 

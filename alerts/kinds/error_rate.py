@@ -22,8 +22,9 @@ class ErrorRate(RuleKind):
     label = "Error rate above (0-1)"
     description = (
         "Requests that finished with an error over all finished requests (engine counters:"
-        ' vLLM finished_reason="error", TGI failures, Triton failures; else pushed rows);'
-        " client aborts are not errors."
+        ' vLLM finished_reason="error", TGI failures other than err="validation", Triton'
+        " failures; else pushed rows); client aborts and requests refused as invalid are not"
+        " errors."
     )
     unit = "ratio"
 
@@ -50,5 +51,7 @@ class ErrorRate(RuleKind):
         errors = m.counter_increase("request_errors", w)
         parts = [m.counter_increase("requests_finished", w), errors]
         with contextlib.suppress(NotExportable):  # an engine that counts no aborts
-            parts.append(m.counter_increase("request_aborts", w))
+            # TGI's abort series exist only after a client first goes away, and a sum with an
+            # empty vector is empty: the rule would never fire until then.
+            parts.append(f"({m.counter_increase('request_aborts', w)} or vector(0))")
         return f"({errors}) / ({' + '.join(parts)}) > {number(rule.threshold)}"

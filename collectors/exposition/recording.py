@@ -50,7 +50,7 @@ def _families(source: str) -> dict[str, _Family]:
         base, *older = rule.names
         family = families.setdefault(base, _Family(rule.kind))
         family.alternates += [n for n in older if n not in family.alternates]
-        family.labels |= {name for name, _ in rule.where} | {name for name, _ in rule.exclude}
+        family.labels |= {name for name, _ in (*rule.where, *rule.exclude, *rule.only)}
         family.collapse = rule.collapse
         family.aggregate = rule.aggregate
     return families

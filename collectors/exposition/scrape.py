@@ -117,8 +117,10 @@ def _show(labels: dict[str, str]) -> str:
 
 
 def _where_matches(rule: Rule, labels: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in rule.where) and not any(
-        labels.get(k) in values for k, values in rule.exclude
+    return (
+        all(labels.get(k) == v for k, v in rule.where)
+        and not any(labels.get(k) in values for k, values in rule.exclude)
+        and all(labels.get(k) in values for k, values in rule.only)
     )
 
 

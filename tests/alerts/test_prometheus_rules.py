@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from alerts.models import Rule
 from alerts.prometheus_rules import rules_yaml
 from alerts.services import ensure_default_rules
 from collectors.services.prometheus import source_create
@@ -197,3 +198,51 @@ def test_the_page_downloads_the_file(client, owner, service):
     assert response.status_code == 200
     assert response["Content-Disposition"] == 'attachment; filename="perfhub-chat-7b.rules.yml"'
     assert b"histogram_quantile(0.99" in response.content
+
+
+# TGI's router as Prometheus stores it: counters without `_total`, failures by `err`. 600
+# requests a minute finish; %(failed)s a minute fail with err="%(err)s".
+TGI_SERIES = """
+      - series: 'tgi_request_success{job="tgi",instance="a"}'
+        values: '0+600x20'
+      - series: 'tgi_request_failure{job="tgi",instance="a",err="%(err)s"}'
+        values: '0+%(failed)sx20'
+"""
+
+
+def error_rate_test(service, tmp_path, *, err: str, fires: bool) -> Path:
+    service.engine = "tgi"
+    service.save(update_fields=["engine"])
+    Rule.objects.create(
+        service=service, name="Errors", kind="error_rate", threshold=0.05, window_s=300
+    )
+    rules = tmp_path / "tgi.rules.yml"
+    rules.write_text(rules_yaml(service, engine_selector='job="tgi"', dcgm_selector=""))
+    document = yaml.safe_load(rules.read_text())
+    alert = next(a for a in document["groups"][0]["rules"] if a["labels"]["perfhub_rule"]
+                 == "Errors")  # fmt: skip
+    expected = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
+    series = yaml.safe_load("input_series:" + TGI_SERIES % {"err": err, "failed": 60})
+    test = {
+        "eval_time": "15m",
+        "alertname": alert["alert"],
+        "exp_alerts": expected if fires else [],
+    }
+    path = tmp_path / "tgi-test.yml"
+    path.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
+                                    "tests": [{"interval": "1m", **series,
+                                               "alert_rule_test": [test]}]}))  # fmt: skip
+    return path
+
+
+def test_promtool_fires_tgis_error_rate_on_its_bare_counter_names(service, tmp_path):
+    # 60 generation failures in 660 a minute: 9%, over the 5% threshold.
+    test = error_rate_test(service, tmp_path, err="generation", fires=True)
+    ran = promtool("test", "rules", str(test))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_promtool_does_not_count_requests_tgi_refused_as_invalid(service, tmp_path):
+    test = error_rate_test(service, tmp_path, err="validation", fires=False)
+    ran = promtool("test", "rules", str(test))
+    assert ran.returncode == 0, ran.stdout + ran.stderr

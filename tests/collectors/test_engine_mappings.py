@@ -278,3 +278,17 @@ def test_tgi_input_length_sum_gives_prompt_tokens():
 def test_tgi_per_request_mean_time_per_token_is_tpot_not_itl():
     scrape = parse(histogram("tgi_request_mean_time_per_token_duration"), "tgi")
     assert (scrape.histogram("tpot_seconds").count, scrape.histogram("itl_seconds")) == (2, None)
+
+
+def test_tgi_clients_that_went_away_are_aborts_not_errors():
+    text = (
+        "# TYPE tgi_request_failure counter\n"
+        'tgi_request_failure{err="dropped"} 4\n'
+        'tgi_request_failure{err="cancelled"} 3\n'
+        'tgi_request_failure{err="generation"} 2\n'
+    )
+    scrape = parse(text, "tgi")
+    assert (scrape.counter_total("request_aborts"), scrape.counter_total("request_errors")) == (
+        7,
+        2,
+    )

@@ -38,7 +38,9 @@ vLLM (`vllm:` prefix)
   requests_waiting   num_requests_waiting
   kv_cache_usage     kv_cache_usage_perc, else (older) gpu_cache_usage_perc
 TGI (router)
-  requests_finished  tgi_request_success;  request_errors  tgi_request_failure (all err)
+  requests_finished  tgi_request_success
+  request_errors     tgi_request_failure except err validation (the client's), dropped, cancelled
+  request_aborts     tgi_request_failure{err="dropped"|"cancelled"} (the client went away)
   prompt_tokens      tgi_request_input_length_sum (the histogram's sum is the token total)
   generation_tokens  tgi_request_generated_tokens_sum
   tpot_seconds       tgi_request_mean_time_per_token_duration (per request: its inference
@@ -86,7 +88,7 @@ Notes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from core.discovery import import_submodules
@@ -126,6 +128,8 @@ class Rule:
     collapse: tuple[str, ...] = ()  # labels whose series repeat one value (max across them)
     # ...and, like `where`, only samples carrying none of these label values (finished_reason)
     exclude: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # ...and only samples whose label takes one of these values (TGI's err="dropped|cancelled")
+    only: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def counter_like(self) -> bool:
@@ -133,19 +137,7 @@ class Rule:
 
 
 def _prefixed(prefix: str, rules: list[Rule]) -> tuple[Rule, ...]:
-    return tuple(
-        Rule(
-            r.canonical,
-            r.kind,
-            tuple(prefix + n for n in r.names),
-            r.scale,
-            r.where,
-            r.aggregate,
-            r.collapse,
-            r.exclude,
-        )
-        for r in rules
-    )
+    return tuple(replace(r, names=tuple(prefix + n for n in r.names)) for r in rules)
 
 
 VLLM_NOT_SUCCESS = ("abort", "error")
@@ -199,9 +191,21 @@ VLLM = _prefixed(
     ],
 )
 
+# TGI's router counts a refused request under `err`: "validation" is the client's bad request
+# (HTTP 422, never served), "dropped" and "cancelled" a client that went away (vLLM's abort);
+# the rest ("overloaded", "generation", ...) are the service failing a request it took.
+TGI_CLIENT_GONE = ("dropped", "cancelled")
+TGI_NOT_SERVICE_ERRORS = ("validation", *TGI_CLIENT_GONE)
+
 TGI = (
     Rule("requests_finished", "counter", ("tgi_request_success",)),
-    Rule("request_errors", "counter", ("tgi_request_failure",)),
+    Rule(
+        "request_errors",
+        "counter",
+        ("tgi_request_failure",),
+        exclude=(("err", TGI_NOT_SERVICE_ERRORS),),
+    ),
+    Rule("request_aborts", "counter", ("tgi_request_failure",), only=(("err", TGI_CLIENT_GONE),)),
     Rule("prompt_tokens", "histogram_sum", ("tgi_request_input_length",)),
     Rule("generation_tokens", "histogram_sum", ("tgi_request_generated_tokens",)),
     Rule("tpot_seconds", "histogram", ("tgi_request_mean_time_per_token_duration",)),
@@ -213,7 +217,7 @@ TGI = (
 
 _SGLANG_RANKS = ("tp_rank", "pp_rank", "moe_ep_rank")
 SGLANG = tuple(
-    Rule(r.canonical, r.kind, r.names, r.scale, r.where, r.aggregate, _SGLANG_RANKS, r.exclude)
+    replace(r, collapse=_SGLANG_RANKS)
     for r in _prefixed(
         "sglang:",
         [
@@ -272,6 +276,10 @@ class Engine:
     name: str  # as agents, pull kinds and services name it: lowercase, no spaces
     label: str  # as pages show it
     rules: tuple[Rule, ...]
+    # What a counter's sample is called where Prometheus stores it: Python's prometheus_client
+    # (vLLM, SGLang) adds `_total`; TGI (Rust's `metrics`) and Triton (prometheus-cpp) expose
+    # the bare name, and a Prometheus scraping them keeps it.
+    counter_suffix: str = "_total"
 
 
 ENGINES: dict[str, Engine] = {}
@@ -307,9 +315,9 @@ def rules_for(source: str) -> tuple[Rule, ...]:
 
 
 register(Engine("vllm", "vLLM", VLLM))
-register(Engine("tgi", "TGI", TGI))
+register(Engine("tgi", "TGI", TGI, counter_suffix=""))
 register(Engine("sglang", "SGLang", SGLANG))
-register(Engine("triton", "Triton", TRITON))
+register(Engine("triton", "Triton", TRITON, counter_suffix=""))
 
 # A new engine is a module in this folder that calls `register()` (docs/extending.md): every
 # module here is imported, in name order, after the built-ins above.
