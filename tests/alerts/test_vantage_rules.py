@@ -70,3 +70,12 @@ def test_the_error_rate_rule_exports_as_errors_over_every_finished_request(servi
 
     expr = ErrorRate().promql(error_rule(service), Metrics("vllm"))
     assert 'finished_reason="abort"' in expr and 'finished_reason="error"' in expr
+
+
+def test_tritons_error_rate_exports_its_counters_by_their_bare_names(service):
+    # Triton (prometheus-cpp) exposes `nv_inference_request_failure`, with no `_total`.
+    from alerts.kinds.error_rate import ErrorRate
+    from alerts.promql import Metrics
+
+    expr = ErrorRate().promql(error_rule(service), Metrics("triton"))
+    assert "increase(nv_inference_request_failure[" in expr and "_total" not in expr
