@@ -302,12 +302,18 @@ class Plan:
         """How the replicas running today compare with the plan, as (tone, words): "2 short"
         (bad) when they cannot carry the forecast at the per-replica rate even without
         headroom, "1 short of 20% headroom" (warn) when they carry it only without, "2 spare"
-        (info) above the plan's high end, else enough (ok, no words). None without a replica
-        count."""
+        (info) above the plan's high end, else enough (ok, no words); "up to 2 short" (warn)
+        when the sweep never reached the limit (the plan's count is then a ceiling). None
+        without a replica count."""
         rate = self.per_replica.max_request_rate
         if self.replicas is None or self.forecast is None or rate is None or rate.value <= 0:
             return None
         today, need = self.service.replicas, self.replicas
+        if self.per_replica.result.status == BEYOND:
+            # The sweep never reached the limit: the per-replica rate is a floor, the replica
+            # count a ceiling, so a shortfall is only possible.
+            short = need.value - today
+            return ("warn", f"up to {short} short") if short > 0 else ("ok", "")
         if today < math.ceil(self.forecast.requests_per_s / rate.value - 1e-9):
             return "bad", f"{need.value - today} short"
         if today < need.value:

@@ -51,3 +51,10 @@ def test_the_planner_page_flags_a_short_service(client, owner, swept):
     page = client.get(f"/services/{swept.slug}/planner/", query).content.decode()
     short = plan.replicas.value - 1
     assert f'data-provisioning="bad">{short} short</span>' in page
+
+
+def test_a_plan_from_a_sweep_that_never_reached_the_limit_says_only_up_to(swept):
+    swept.replicas = 1
+    swept.save(update_fields=["replicas"])
+    plan = plan_for(swept, objectives=parse_objectives(["ttft_p99_ms=100000"]), load=100)
+    assert plan.provisioning == ("warn", f"up to {plan.replicas.value - 1} short")
