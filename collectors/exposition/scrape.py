@@ -89,7 +89,9 @@ def _parse_dcgm(text: str) -> ParsedScrape:
     seen: set = set()
     for sample in samples(text):
         _check_unique(text, sample, seen)
-        if dcgm.is_dcgm_field(sample.name):
+        # A field without a `gpu` label belongs to no GPU we can name (seen in a published
+        # fixture): it is ignored, and counted so.
+        if dcgm.is_dcgm_field(sample.name) and "gpu" in sample.labels:
             wanted.append(sample)
         else:
             parsed.ignored += 1

@@ -268,6 +268,18 @@ def test_dcgm_fields_not_mapped_are_ignored_and_counted(read):
     assert parse(read("dcgm/metrics.prom"), "dcgm").ignored == 12
 
 
+def test_a_dcgm_field_without_a_gpu_label_is_ignored_and_counted():
+    # DataDog's dcgm fixture carries such lines: no GPU to put them on, and no phantom GPU.
+    text = (
+        "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-1",modelName="Tesla T4",Hostname="h"} 12\n'
+        "# TYPE DCGM_FI_PROF_SM_ACTIVE gauge\n"
+        "DCGM_FI_PROF_SM_ACTIVE 0.5\n"
+    )
+    parsed = parse(text, "dcgm")
+    assert ([g["sm_active"] for g in parsed.gpus], parsed.ignored) == ([None], 1)
+
+
 # --- TGI -------------------------------------------------------------------------------------
 
 
