@@ -143,27 +143,6 @@ class Curve:
         return math.exp((left + right) / 2)
 
 
-def _solve_ab(u: Sequence[float], y: Sequence[float], w: Sequence[float]) -> tuple[float, float]:
-    """Weighted least squares of y ~ a + b u with a, b >= 0 (closed form on the boundary)."""
-    sw = sum(w)
-    su = sum(wi * ui for wi, ui in zip(w, u, strict=True))
-    sy = sum(wi * yi for wi, yi in zip(w, y, strict=True))
-    suu = sum(wi * ui * ui for wi, ui in zip(w, u, strict=True))
-    suy = sum(wi * ui * yi for wi, ui, yi in zip(w, u, y, strict=True))
-    det = sw * suu - su * su
-    if det > 1e-12 * sw * suu:
-        a = (suu * sy - su * suy) / det
-        b = (sw * suy - su * sy) / det
-        if a >= 0 and b >= 0:
-            return a, b
-    # On the boundary: the better of a = 0 and b = 0.
-    b0 = max(0.0, suy / suu) if suu > 0 else 0.0
-    a0 = max(0.0, sy / sw)
-    cost_a0 = sum(wi * (b0 * ui - yi) ** 2 for wi, ui, yi in zip(w, u, y, strict=True))
-    cost_b0 = sum(wi * (a0 - yi) ** 2 for wi, yi in zip(w, y, strict=True))
-    return (0.0, b0) if cost_a0 < cost_b0 else (a0, 0.0)
-
-
 def _validate(points: Sequence[Point]) -> None:
     for i, p in enumerate(points):
         for name in ("x", "value_ms"):
@@ -179,18 +158,44 @@ def _chi2(curve_log: Sequence[float], ys: Sequence[float], se: Sequence[float]) 
 
 
 def _fit_linear_family(xs, ys, se, basis) -> tuple[float, float, float, tuple] | None:
-    """Best (chi2, a, b, shape) of a + b * basis(x, shape) over the shapes `basis` offers."""
-    w = [1 / (s * y) ** 2 for s, y in zip(se, ys, strict=True)]  # relative: r ms at y is r/y
-    best = None
+    """Best (chi2, a, b, shape) of a + b * basis(x, shape) over the shapes `basis` offers.
+
+    Each shape is a weighted least squares of y ~ a + b u with a, b >= 0, in closed form (on the
+    boundary, the better of a = 0 and b = 0), all shapes at once: the planner fits some hundred
+    shapes per curve, and refits each curve once per left-out point."""
+    shapes, rows = [], []
     for shape, u in basis:
-        a, b = _solve_ab(u, ys, w)
-        fitted = [a + b * ui for ui in u]
-        if min(fitted) <= 0:
-            continue
-        cost = _chi2([math.log(f) for f in fitted], ys, se)
-        if best is None or cost < best[0]:
-            best = (cost, a, b, shape)
-    return best
+        shapes.append(shape)
+        rows.append(u)
+    if not shapes:
+        return None
+    u = np.asarray(rows, dtype=float)  # shapes x points
+    y = np.asarray(ys, dtype=float)
+    s = np.asarray(se, dtype=float)
+    w = 1 / (s * y) ** 2  # relative: r ms at y is r/y
+    sw, sy = w.sum(), (w * y).sum()
+    su, suu, suy = (u * w).sum(axis=1), (u * u * w).sum(axis=1), (u * w * y).sum(axis=1)
+    det = sw * suu - su * su
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = (suu * sy - su * suy) / det
+        b = (sw * suy - su * sy) / det
+        interior = (det > 1e-12 * sw * suu) & (a >= 0) & (b >= 0)
+        b0 = np.where(suu > 0, np.maximum(0.0, suy / suu), 0.0)
+    a0 = max(0.0, sy / sw)
+    cost_a0 = (w * (b0[:, None] * u - y) ** 2).sum(axis=1)
+    cost_b0 = (w * (a0 - y) ** 2).sum()
+    on_b = cost_a0 < cost_b0
+    a = np.where(interior, a, np.where(on_b, 0.0, a0))
+    b = np.where(interior, b, np.where(on_b, b0, 0.0))
+    fitted = a[:, None] + b[:, None] * u
+    positive = fitted.min(axis=1) > 0
+    if not positive.any():
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = (((np.log(fitted) - np.log(y)) / s) ** 2).sum(axis=1)
+    cost = np.where(positive, cost, np.inf)
+    best = int(np.argmin(cost))  # the first of equals, as the shapes come
+    return float(cost[best]), float(a[best]), float(b[best]), shapes[best]
 
 
 def _fit_loglog2(xs, ys, se) -> tuple[float, tuple[float, float, float]] | None:

@@ -5,9 +5,12 @@ import math
 from statistics import NormalDist
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analysis import capacity
 from analysis.capacity import BELOW, BEYOND, WITHIN, Point
+from analysis.capacity.curves import _fit_linear_family
 
 
 def queue_points(xs, count=1000, a=100.0, b=400.0, k=2.0, x_scale=64.0):
@@ -230,3 +233,42 @@ def test_a_middle_point_the_line_through_its_neighbours_misses_widens_the_interv
 
     # 125 ms is on 100 + 400 (x / 16)^2, 225 ms on the straight line in log-log through the ends
     assert width(125.0) > 2 * width(225.0)
+
+
+# --- the closed-form fit of a + b u over many shapes at once (curves._fit_linear_family) -------
+
+FIT_XS = [1.0, 2.0, 4.0, 8.0, 16.0]
+FIT_KS = [0.5, 1.0, 2.0, 3.0]
+
+
+def _power_basis(ks):
+    return [((k,), [(x / FIT_XS[-1]) ** k for x in FIT_XS]) for k in ks]
+
+
+@given(
+    a=st.floats(1, 1000),
+    b=st.floats(1, 1000),
+    k=st.sampled_from(FIT_KS),
+)
+def test_a_curve_on_one_of_the_shapes_is_found_exactly(a, b, k):
+    ys = [a + b * (x / FIT_XS[-1]) ** k for x in FIT_XS]
+    cost, fa, fb, shape = _fit_linear_family(FIT_XS, ys, [0.05] * 5, _power_basis(FIT_KS))
+    assert shape == (k,)
+    assert (fa, fb) == (pytest.approx(a, rel=1e-6), pytest.approx(b, rel=1e-6))
+    assert cost == pytest.approx(0, abs=1e-9)
+
+
+@given(ys=st.lists(st.floats(1, 1e5), min_size=5, max_size=5))
+def test_the_fit_never_takes_a_negative_floor_or_a_falling_term(ys):
+    found = _fit_linear_family(FIT_XS, ys, [0.1] * 5, _power_basis(FIT_KS))
+    assert found is not None
+    _, a, b, _ = found
+    assert a >= 0 and b >= 0
+
+
+def test_falling_points_get_a_flat_line_at_their_weighted_mean():
+    # Latency that falls with load: b would be negative, so the fit stays on b = 0.
+    ys = [500.0, 400.0, 300.0, 200.0, 100.0]
+    _, a, b, _ = _fit_linear_family(FIT_XS, ys, [0.1] * 5, _power_basis([1.0]))
+    w = [1 / y**2 for y in ys]
+    assert (a, b) == (pytest.approx(sum(wi * y for wi, y in zip(w, ys, strict=True)) / sum(w)), 0.0)
