@@ -7,6 +7,7 @@ message naming it (400), never a traceback.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -38,12 +39,19 @@ def planner(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "planning/planner.html", context)
 
 
+# Each plan fits a sweep's curves (~35 ms): a page of plans, not the whole fleet at once.
+PLANS_PER_PAGE = 50
+
+
 @login_required
 def fleet(request: HttpRequest) -> HttpResponse:
+    services = Service.objects.select_related("team").order_by("name")
+    page = Paginator(services, PLANS_PER_PAGE).get_page(request.GET.get("page"))
     rows = []
-    for service in Service.objects.select_related("team").order_by("name"):
+    for service in page:
         try:
             rows.append((service, plan_for(service), ""))
         except PlanError as exc:
             rows.append((service, None, str(exc)))
-    return render(request, "planning/fleet.html", {"rows": rows, "headroom": headroom()})
+    context = {"rows": rows, "headroom": headroom(), "page": page}
+    return render(request, "planning/fleet.html", context)

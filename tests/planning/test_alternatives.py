@@ -53,3 +53,13 @@ def test_the_fleet_page_lists_every_service_with_its_plan_or_why_not(client, own
     bare_service(swept.team, "no-sweep", engine="vllm", gpu_model="L4")
     page = client.get("/planner/").content.decode()
     assert "Chat 7B" in page and "no usable sweep" in page
+
+
+def test_the_fleet_page_plans_one_page_of_services_at_a_time(client, owner, swept, monkeypatch):
+    monkeypatch.setattr("planning.views.PLANS_PER_PAGE", 1)
+    client.force_login(owner)
+    bare_service(swept.team, "no-sweep", engine="vllm", gpu_model="L4")
+    first = client.get("/planner/").content.decode()
+    second = client.get("/planner/", {"page": 2}).content.decode()
+    assert "Chat 7B" in first and "no usable sweep" not in first
+    assert "no usable sweep" in second and "Services 2\u20132 of 2" in second
