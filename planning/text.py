@@ -38,7 +38,7 @@ def plan_lines(plan: Plan) -> list[str]:
         lines += [
             f"replicas: {r.value} ({r.low} to {r.high or '?'}) at {plan.headroom:.0%} headroom; "
             f"GPUs: {g.value} ({g.low} to {g.high or '?'}) x {plan.service.gpu_model}",
-            f"today: {plan.service.replicas} replicas"
+            f"today: {plan.service.replicas} replica{'' if plan.service.replicas == 1 else 's'}"
             + (f" ({plan.provisioning[1]})" if plan.provisioning and plan.provisioning[1] else ""),
             f"cost per month: {_e(plan.cost_per_month, 4, ' ' + plan.currency)}",
         ]

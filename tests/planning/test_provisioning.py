@@ -1,8 +1,11 @@
 """The plan against the replicas running today: short, maybe short, spare or enough."""
 
 import math
+import re
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 
 from planning.objectives import parse_objectives
 from planning.plan import plan_for
@@ -58,3 +61,11 @@ def test_a_plan_from_a_sweep_that_never_reached_the_limit_says_only_up_to(swept)
     swept.save(update_fields=["replicas"])
     plan = plan_for(swept, objectives=parse_objectives(["ttft_p99_ms=100000"]), load=100)
     assert plan.provisioning == ("warn", f"up to {plan.replicas.value - 1} short")
+
+
+def test_the_command_says_how_todays_replicas_compare(swept):
+    _plan(swept, 1, load=100)
+    out = StringIO()
+    args = ["--service", swept.slug, "--slo", "ttft_p99_ms=500", "--load", "100"]
+    call_command("plan_capacity", *args, stdout=out)
+    assert re.search(r"^today: 1 replica \(\d+ short\)$", out.getvalue(), re.M), out.getvalue()
