@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cached_property
 
 import numpy as np
 from django.conf import settings
@@ -297,7 +298,7 @@ class Plan:
         """An objective as people read it ("E2E P99 ≤ 6,000 ms"), by its name."""
         return next((o.label for o in self.objectives if o.name == name), name)
 
-    @property
+    @cached_property
     def provisioning(self) -> tuple[str, str] | None:
         """How the replicas running today compare with the plan, as (tone, words): "2 short"
         (bad) when they cannot carry the forecast at the per-replica rate even without

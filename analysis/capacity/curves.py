@@ -153,10 +153,6 @@ def _validate(points: Sequence[Point]) -> None:
                 raise ValueError(f"points[{i}].{name} must be positive and finite, got {value!r}")
 
 
-def _chi2(curve_log: Sequence[float], ys: Sequence[float], se: Sequence[float]) -> float:
-    return sum(((f - math.log(y)) / s) ** 2 for f, y, s in zip(curve_log, ys, se, strict=True))
-
-
 def _fit_linear_family(xs, ys, se, basis) -> tuple[float, float, float, tuple] | None:
     """Best (chi2, a, b, shape) of a + b * basis(x, shape) over the shapes `basis` offers.
 
