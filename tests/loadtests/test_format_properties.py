@@ -25,6 +25,10 @@ SEEDS = {
     ],
     "guidellm": ["guidellm/guidellm-repo-0.2-benchmarks_stripped.json"],
     "llmperf": ["llmperf/leaderboard-bedrock_70b.json"],
+    "inference-perf": [
+        "inference-perf/e2e-inference-perf-0.7.0-rate-stage_1_lifecycle_metrics.json",
+        "inference-perf/e2e-inference-perf-0.7.0-no-stream-context-errors-stage_0_lifecycle_metrics.json",
+    ],
 }
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -6,6 +6,7 @@ Latencies are in ms, rates per second.
 """
 
 import gzip
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from loadtests.formats import LoadTestFormatError, parse_loadtest
 from loadtests.importing import import_loadtest_file
+from loadtests.sweeps import sweeps_for_service
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 LOADTEST_FILES = sorted(
@@ -600,6 +602,96 @@ def test_llmperf_runs_with_errors(name, completed, errors, per_minute, ttft_p99_
     )
 
 
+# -- inference-perf -------------------------------------------------------------------------------
+
+IPERF = "inference-perf/e2e-inference-perf-0.7.0-"
+
+
+def test_inference_perf_rate_stage_reads_seconds_as_ms_and_totals_over_its_time():
+    run = only(IPERF + "rate-stage_1_lifecycle_metrics.json")
+    duration = 19.825749245999987
+    check(
+        run,
+        request_count=60,
+        errors=0,
+        request_rate=3.0,
+        concurrency=None,
+        request_rate_inf=False,
+        duration_s=duration,
+        qps=3.026367339539791,
+        input_tps=387.4758983724113,
+        prompt_tokens_mean=128.03333333333333,
+        e2e_p50_ms=0.11182823100000405 * 1000,
+        e2e_p99_ms=0.23099208359996043 * 1000,
+        e2e_p999_ms=0.24852647886001394 * 1000,
+        ttft_p50_ms=0.019987309499924777 * 1000,
+        ttft_p90_ms=0.023757057900024848 * 1000,
+        tpot_p99_ms=0.004564635283411369 * 1000,
+        measured_at=None,
+    )
+
+
+def test_inference_perf_output_tokens_are_the_servers_when_its_own_count_differs():
+    # The tiny model's tokenizer re-counts the answers' text as 57.35 tokens; vLLM's usage
+    # says 32.6 (ignore_eos at max_tokens, drawn around 32).
+    run = only(IPERF + "rate-stage_1_lifecycle_metrics.json")
+    check(
+        run,
+        output_tokens_mean=32.61666666666667,
+        output_tps=1957.0 / 19.825749245999987,
+    )
+    assert "use_server_output_tokens" in run.extra["notes"][0]
+
+
+def test_inference_perf_concurrent_stage_is_closed_loop_at_its_concurrency():
+    run = only(IPERF + "concurrent-stage_1_lifecycle_metrics.json")
+    # load_summary.requested_rate (60.0) is the stage's internal figure, not an arrival rate.
+    check(run, concurrency=8, request_rate=None, request_rate_inf=True, request_count=60)
+    assert run.label == "inference-perf c=8"
+
+
+def test_inference_perf_run_without_streaming_has_no_ttft_and_counts_its_failures():
+    run = only(IPERF + "no-stream-context-errors-stage_0_lifecycle_metrics.json")
+    check(
+        run,
+        request_count=17,
+        errors=3,
+        request_rate=2.0,
+        ttft_p50_ms=None,
+        tpot_p50_ms=None,
+        e2e_p99_ms=0.24541298188004473 * 1000,
+        failure=None,
+    )
+    assert run.extra["failures_by_label"] == {"400 - Context Window": 3}
+
+
+def test_inference_perf_summary_of_all_stages_names_no_load():
+    run = only(IPERF + "rate-summary_lifecycle_metrics.json")
+    check(run, request_count=200, concurrency=None, request_rate=None, request_rate_inf=False)
+    assert run.label == "inference-perf all stages"
+    assert "stage_<N>_lifecycle_metrics.json" in run.extra["notes"][-1]
+
+
+def test_inference_perf_before_04_wrote_its_median_as_p50():
+    path = REAL / (IPERF + "rate-stage_1_lifecycle_metrics.json")
+    older = path.read_text().replace('"median":', '"p50":')
+    (run,) = parse_loadtest(older.encode())
+    assert run.fields["e2e_p50_ms"] == pytest.approx(0.11182823100000405 * 1000)
+
+
+def test_inference_perf_engine_side_report_is_refused_naming_the_file_to_use():
+    # The shape inference-perf writes from the engine's histograms (summarize_prometheus_metrics).
+    engine_side = {
+        "load_summary": {},
+        "successes": {"count": 60, "rate": 3.0, "request_latency": {"mean": 0.1, "p99": 0.2}},
+        "failures": {},
+    }
+    with pytest.raises(
+        LoadTestFormatError, match=r"engine-side report.*stage_<N>_lifecycle_metrics\.json"
+    ):
+        parse_loadtest(json.dumps(engine_side).encode())
+
+
 # -- through the database -------------------------------------------------------------------------
 
 
@@ -615,12 +707,22 @@ def test_every_corpus_file_imports_or_is_refused_naming_what_is_missing(service,
     for run in runs:
         run.refresh_from_db()
         assert run.extra["sources"]
-        # GenAI-Perf, the CSV exports, SGLang and the printed summaries carry no time.
+        # GenAI-Perf, the CSV exports, SGLang, inference-perf and the printed summaries carry
+        # no time.
         assert run.date_known == (
             "genai_perf.json" not in name
             and path.suffix != ".csv"
-            and path.parent.name not in ("sglang-bench", "console")
+            and path.parent.name not in ("sglang-bench", "console", "inference-perf")
         )
+
+
+def test_inference_perf_rate_stages_imported_together_make_one_rate_sweep(service):
+    for stage in range(3):
+        path = REAL / f"{IPERF}rate-stage_{stage}_lifecycle_metrics.json"
+        import_loadtest_file(service=service, content=path.read_bytes(), filename=path.name)
+    (sweep,) = sweeps_for_service(service)
+    assert (sweep.format, sweep.axis) == ("inference-perf", "rate")
+    assert [run.request_rate for run in sweep.runs] == [1.0, 3.0, 6.0]
 
 
 def test_the_failed_corpus_run_is_stored_as_failed(service):

@@ -50,7 +50,7 @@ def service_named(slug: str) -> Service:
 
 
 class Command(BaseCommand):
-    help = "Import a load-test result file (vLLM bench, GenAI-Perf, guidellm, llmperf)."
+    help = "Import load-test result files (formats: docs/loadtest-formats.md)."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("files", nargs="+", metavar="FILE")

@@ -1,0 +1,249 @@
+"""kubernetes-sigs inference-perf lifecycle reports: `stage_<N>_lifecycle_metrics.json`, one per
+load stage (a rate of a `constant` or `poisson` load, or a concurrency level of a `concurrent`
+one), and `summary_lifecycle_metrics.json`, every stage of the run together.
+
+Each is `{benchmark_time_seconds, load_summary, successes, failures}`. `successes.latency`
+holds one distribution per metric in seconds: `{mean, min, max, median, p90, p95, p99, p99.9,
+...}` (before 0.4 the median was written `p50`). inference-perf measures on the client's clock:
+TTFT from sending to the first streamed chunk, `time_per_output_token` as (last chunk - first
+chunk) / (chunks - 1), which is PerfHub's TPOT; a run that did not stream has neither.
+Throughputs are its totals over `benchmark_time_seconds` (first request sent to last answer).
+
+The report writes no wall-clock time (its clock is monotonic), so the run's date is asked of
+the importer, as for GenAI-Perf. A summary of several stages mixes their loads: it is read, but
+it names no rate or concurrency, so it joins no sweep; the stage files are the runs to import.
+inference-perf's engine-side report (`*_prometheus_metrics.json`, the serving engine's own
+histograms) has the same top-level keys and is refused with the name of the file to use.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    PERCENTILES,
+    Ctx,
+    Document,
+    FieldRecorder,
+    ParsedRun,
+    first_of,
+    mark_failed,
+    rate_label,
+    ratio_or_none,
+    single_object,
+)
+from .genai_perf import server_count_differs
+from .registry import LoadTestFormat, register
+
+FORMAT = "inference-perf"
+LATENCIES = {
+    "request_latency": "e2e",
+    "time_to_first_token": "ttft",
+    "time_per_output_token": "tpot",
+}
+# Kept for display: end-to-end time over output tokens, and the gaps between streamed chunks.
+OTHER_LATENCIES = ("normalized_time_per_output_token", "inter_token_latency")
+# PerfHub's percentile label -> inference-perf's keys, newest first.
+PERCENTILE_KEYS = {
+    "p50": ("median", "p50"),
+    "p90": ("p90",),
+    "p95": ("p95",),
+    "p99": ("p99",),
+    "p999": ("p99.9",),
+}
+STAT_KEYS = ("mean", "min", "max", "median", "p50", "p90", "p95", "p99", "p99.9")
+
+
+def looks_like(data: dict) -> bool:
+    return isinstance(data.get("load_summary"), dict) and isinstance(data.get("successes"), dict)
+
+
+def parse(documents: list[Document]) -> list[ParsedRun]:
+    data = single_object(FORMAT, documents)
+    ctx = Ctx(FORMAT)
+    successes = ctx.obj(data, "successes")
+    sctx = ctx.at("successes")
+    if "latency" not in successes and "request_latency" in successes:
+        raise sctx.error(
+            "this is inference-perf's engine-side report (*_prometheus_metrics.json, the "
+            "engine's histograms); import its lifecycle report "
+            "(stage_<N>_lifecycle_metrics.json), measured on the client's clock"
+        )
+    load = ctx.obj(data, "load_summary")
+    lctx = ctx.at("load_summary")
+    failures = ctx.obj(data, "failures", required=False) or {}
+    recorder = FieldRecorder()
+    fields, sources, put = recorder.fields, recorder.sources, recorder.put
+    notes: list[str] = []
+
+    count = sctx.integer(successes, "count", required=True)
+    put("request_count", count, "successes.count")
+    throughput = sctx.obj(successes, "throughput", required=False) or {}
+    tctx = sctx.at("throughput")
+    duration = ctx.num(data, "benchmark_time_seconds")
+    qps = tctx.num(throughput, "requests_per_sec")
+    if duration is not None:
+        put("duration_s", duration, "benchmark_time_seconds (first request sent to last answer)")
+    elif count is not None and qps:
+        duration = count / qps
+        put("duration_s", duration, "successes.count / throughput.requests_per_sec (derived)")
+    if qps is not None:
+        put("qps", qps, "successes.throughput.requests_per_sec")
+    else:
+        put("qps", ratio_or_none(count, duration), "successes.count / benchmark_time_seconds")
+    put(
+        "input_tps",
+        tctx.num(throughput, "input_tokens_per_sec"),
+        "successes.throughput.input_tokens_per_sec",
+    )
+
+    stats: dict[str, dict[str, float]] = {}
+    prompt_key = first_of(successes, ("prompt_tokens", "prompt_len"))
+    if prompt_key:
+        stats[prompt_key] = _stats(sctx, successes, prompt_key, scale=1.0)
+        put("prompt_tokens_mean", stats[prompt_key].get("mean"), f"successes.{prompt_key}.mean")
+    _output_tokens(sctx, successes, throughput, duration, recorder, stats, notes)
+
+    latency = sctx.obj(successes, "latency", required=False) or {}
+    latency_ctx = sctx.at("latency")
+    for key, metric in LATENCIES.items():
+        summary = _stats(latency_ctx, latency, key, scale=1000.0)
+        stats[key] = summary
+        for label in PERCENTILES:
+            found = next((k for k in PERCENTILE_KEYS[label] if k in summary), None)
+            if found is not None:
+                put(
+                    f"{metric}_{label}_ms",
+                    summary[found],
+                    f"successes.latency.{key}.{found} (s -> ms)",
+                )
+    for key in OTHER_LATENCIES:
+        stats[key] = _stats(latency_ctx, latency, key, scale=1000.0)
+    if count and not stats["time_to_first_token"]:
+        notes.append("no TTFT or TPOT: the run did not stream (api.streaming: false)")
+
+    concurrency = lctx.integer(load, "concurrency")
+    rate = None if concurrency is not None else lctx.num(load, "requested_rate")
+    # A `concurrent` stage is closed-loop: its requested_rate is an internal figure.
+    rate_inf = concurrency is not None
+    put("concurrency", concurrency, "load_summary.concurrency")
+    put("request_rate", rate, "load_summary.requested_rate")
+    if concurrency is None and rate is None:
+        notes.append(
+            "no load in the file: a summary of all stages (summary_lifecycle_metrics.json) "
+            "mixes their loads; import the stage_<N>_lifecycle_metrics.json files for a sweep"
+        )
+
+    errors = ctx.at("failures").integer(failures, "count")
+    if errors is not None:
+        sources["errors"] = "failures.count"
+    extra = {
+        "achieved_rate": lctx.num(load, "achieved_rate"),
+        "requests_sent": lctx.integer(load, "count"),
+        "failures_by_label": _failure_labels(failures),
+        "stats": {key: value for key, value in stats.items() if value},
+        "notes": notes,
+    }
+    run = ParsedRun(
+        format=FORMAT,
+        tool_version=None,  # inference-perf does not write its version into the report
+        label=f"inference-perf {rate_label(concurrency, rate, rate_inf) or 'all stages'}",
+        measured_at=None,
+        fields=fields,
+        request_rate_inf=rate_inf,
+        errors=errors,
+        samples={},
+        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        sources=sources,
+    )
+    return [mark_failed(run)]
+
+
+def _output_tokens(
+    ctx: Ctx,
+    successes: dict,
+    throughput: dict,
+    duration: float | None,
+    recorder: FieldRecorder,
+    stats: dict,
+    notes: list[str],
+) -> None:
+    """`output_len` is the tool's count (its tokenizer over the answer's text, unless run with
+    the server's count); `output_tokens` (0.7+) is the server's `usage`. Where they differ by
+    more than 10%, the server's count is used, as for AIPerf."""
+    put = recorder.put
+    client_key = first_of(successes, ("output_len",))
+    client = _stats(ctx, successes, client_key, scale=1.0) if client_key else {}
+    server = _stats(ctx, successes, "output_tokens", scale=1.0)
+    total = ctx.at("output_tokens").num(successes.get("output_tokens") or {}, "total")
+    stats.update(output_len=client, output_tokens=server)
+    if client.get("mean") is not None and server_count_differs(client["mean"], server.get("mean")):
+        put(
+            "output_tokens_mean",
+            server["mean"],
+            "successes.output_tokens.mean (the server's count)",
+        )
+        if total is not None and duration:
+            put(
+                "output_tps",
+                total / duration,
+                "successes.output_tokens.total / benchmark_time_seconds",
+            )
+        notes.append(
+            f"inference-perf counted {client['mean']:.4g} output tokens a request by "
+            f"re-tokenizing the answers' text, the server {server['mean']:.4g} (usage): output "
+            "tokens and throughput are the server's (report.request_lifecycle."
+            "use_server_output_tokens: true avoids it); TPOT is timed between streamed chunks, "
+            "so no count skews it"
+        )
+        return
+    mean = client.get("mean", server.get("mean"))
+    put(
+        "output_tokens_mean",
+        mean,
+        "successes.output_len.mean" if client else "successes.output_tokens.mean",
+    )
+    put(
+        "output_tps",
+        ctx.at("throughput").num(throughput, "output_tokens_per_sec"),
+        "successes.throughput.output_tokens_per_sec",
+    )
+
+
+def _stats(ctx: Ctx, data: dict, key: str, *, scale: float) -> dict[str, float]:
+    summary = ctx.obj(data, key, required=False)
+    if not summary:
+        return {}
+    sctx = ctx.at(key)
+    out = {}
+    for stat in STAT_KEYS:
+        value = sctx.num(summary, stat)
+        if value is not None:
+            out[stat] = value * scale
+    return out
+
+
+def _failure_labels(failures: dict) -> dict[str, int]:
+    """inference-perf 0.7+ groups failures by a label ("400 - Context Window"); the counts only,
+    since the messages echo server text."""
+    labels = failures.get("by_label")
+    if not isinstance(labels, dict):
+        return {}
+    out = {}
+    for label, entry in labels.items():
+        count = entry.get("count") if isinstance(entry, dict) else None
+        if isinstance(count, int) and not isinstance(count, bool):
+            out[str(label)[:200]] = count
+    return out
+
+
+register(
+    LoadTestFormat(
+        name=FORMAT,
+        priority=45,
+        label="inference-perf (kubernetes-sigs)",
+        parse=parse,
+        looks_like=looks_like,
+        required=("load_summary", "successes"),
+        signature=("load_summary", "successes", "failures", "benchmark_time_seconds"),
+        filename_hints=("lifecycle_metrics", "inference-perf", "inference_perf"),
+    )
+)
