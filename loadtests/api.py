@@ -36,10 +36,11 @@ from loadtests import formats
 from loadtests.gate import GateInputError, current_reference, reference_leavers, run_gate
 from loadtests.importing import (
     MAX_FILE_BYTES,
+    MAX_UPLOAD_FILES,
     LoadTestImportError,
     MeasuredAtError,
     check_measured_at_value,
-    import_loadtest_file,
+    import_loadtest_files,
 )
 from loadtests.models import CIToken, GateRun, LoadTest
 
@@ -111,7 +112,14 @@ class OptionsSerializer(serializers.Serializer):
 _FILE_BODY = {
     "multipart/form-data": {
         "type": "object",
-        "properties": {"file": {"type": "string", "format": "binary"}},
+        "properties": {
+            "file": {
+                "type": "array",
+                "items": {"type": "string", "format": "binary"},
+                "description": "One or more result files (a sweep's stages, one file each): "
+                "every run of every file is stored, or none.",
+            }
+        },
         "required": ["file"],
     },
     "application/json": OpenApiTypes.OBJECT,
@@ -207,6 +215,25 @@ class _FileEndpoint(APIView):
         options.is_valid(raise_exception=True)
         return content, filename, options.validated_data, None
 
+    @staticmethod
+    def every_file(
+        request, first: tuple[bytes, str | None], limit: int, what: str
+    ) -> tuple[list[tuple[bytes, str | None]], Response | None]:
+        """Every `file` part of a multipart request, at most `limit` (`first`, the one
+        `upload()` read, alone for a raw body); (files, error response)."""
+        if not request.content_type.startswith("multipart/form-data"):
+            return [first], None
+        uploads = request.FILES.getlist("file")
+        if len(uploads) > limit:
+            return [], Response({"file": [f"At most {limit} files {what}."]}, 400)
+        if any(upload.size > MAX_FILE_BYTES for upload in uploads):
+            return [], _too_large()
+        files = []
+        for upload in uploads:
+            upload.seek(0)  # `upload()` read one of them already
+            files.append((upload.read(), upload.name))
+        return files, None
+
 
 def _too_large() -> Response:
     return Response(
@@ -240,12 +267,15 @@ class LoadTestImportView(_FileEndpoint):
         promoting = bool(options["baseline"] or options.get("run"))
         if promoting:
             authorize(request, service, CIToken.Action.PROMOTE)
+        # Several `file` parts (a sweep's stage files) are one import: all stored or none.
+        files, error = self.every_file(request, (content, filename), MAX_UPLOAD_FILES, "per import")
+        if error is not None:
+            return error
         before = current_reference(service) if promoting else []
         try:
-            runs = import_loadtest_file(
+            runs = import_loadtest_files(
                 service=service,
-                content=content,
-                filename=filename,
+                files=files,
                 format=options.get("format"),
                 user=request.user,
                 baseline=options["baseline"],
@@ -327,19 +357,11 @@ class GateView(_FileEndpoint):
         if error is not None:
             return error
         # Several `file` parts are the repeats of one build, judged together.
-        files = [(content, filename)]
-        if request.content_type.startswith("multipart/form-data"):
-            uploads = request.FILES.getlist("file")
-            if len(uploads) > MAX_GATE_FILES:
-                return Response(
-                    {"file": [f"At most {MAX_GATE_FILES} files (repeats) per gate run."]}, 400
-                )
-            if any(upload.size > MAX_FILE_BYTES for upload in uploads):
-                return _too_large()
-            files = []
-            for upload in uploads:
-                upload.seek(0)  # `upload()` read one of them already
-                files.append((upload.read(), upload.name))
+        files, error = self.every_file(
+            request, (content, filename), MAX_GATE_FILES, "(repeats) per gate run"
+        )
+        if error is not None:
+            return error
         try:
             gate_run = run_gate(
                 service=service,

@@ -6,11 +6,34 @@ from django import forms
 
 from analysis import kvcache
 from loadtests import formats
-from loadtests.importing import MAX_FILE_BYTES, MeasuredAtError, check_measured_at_value
+from loadtests.importing import (
+    MAX_FILE_BYTES,
+    MAX_UPLOAD_FILES,
+    MeasuredAtError,
+    check_measured_at_value,
+)
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field, each cleaned as a FileField cleans one (Django's documented
+    pattern); the cleaned value is a list."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None) -> list:
+        files = list(data) if isinstance(data, list | tuple) else [data]
+        files = [f for f in files if f] or [None]  # none given: the one-file "required" error
+        return [super(MultipleFileField, self).clean(f, initial) for f in files]
 
 
 class LoadTestUploadForm(forms.Form):
-    file = forms.FileField()
+    file = MultipleFileField(label="Files")
     format = forms.ChoiceField(required=False)
     measured_at = forms.DateTimeField(
         label="Measured at",
@@ -33,9 +56,10 @@ class LoadTestUploadForm(forms.Form):
         self.fields["format"].choices = [("", "detect from the content"), *formats.choices()]
         labels = [fmt.label for fmt in formats.formats()]
         self.fields["file"].help_text = (
-            "A result file of " + ", ".join(labels) + " (GenAI-Perf's and AIPerf's CSV export "
+            "Result files of " + ", ".join(labels) + " (GenAI-Perf's and AIPerf's CSV export "
             "too), or a console log holding the summary vLLM's or SGLang's benchmark printed; "
-            "gzip-compressed (.gz) as well."
+            f"gzip-compressed (.gz) as well. Up to {MAX_UPLOAD_FILES} at once (a sweep's "
+            "stages, one file each): all are stored, or none."
         )
 
     def clean_measured_at(self):
@@ -45,10 +69,15 @@ class LoadTestUploadForm(forms.Form):
             raise forms.ValidationError(str(exc)) from exc
 
     def clean_file(self):
-        upload = self.cleaned_data["file"]
-        if upload.size > MAX_FILE_BYTES:
-            raise forms.ValidationError(f"The file is larger than {MAX_FILE_BYTES:,} bytes.")
-        return upload
+        uploads = self.cleaned_data["file"]
+        if len(uploads) > MAX_UPLOAD_FILES:
+            raise forms.ValidationError(f"At most {MAX_UPLOAD_FILES} files at once.")
+        for upload in uploads:
+            if upload.size > MAX_FILE_BYTES:
+                raise forms.ValidationError(
+                    f"{upload.name} is larger than {MAX_FILE_BYTES:,} bytes."
+                )
+        return uploads
 
 
 class CostForm(forms.Form):

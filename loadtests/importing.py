@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,6 +38,7 @@ from loadtests.models import CIToken, LoadTest, LoadTestSketch
 
 # Larger files are refused before parsing: even a long sweep with per-request arrays is smaller.
 MAX_FILE_BYTES = 50 * 1024 * 1024
+MAX_UPLOAD_FILES = 20  # files in one upload: the stages of a sweep, repeats of a build
 
 
 # A run measured before this is a typo, not a load test; one "measured" later than now is too.
@@ -326,6 +328,34 @@ def import_loadtest_file(
                 override_lint=override_lint,
                 promotion_batch=promotion_batch,
             )
+    return stored
+
+
+def import_loadtest_files(
+    *, service: Service, files: Sequence[tuple[bytes, str]], baseline: bool = False, **options
+) -> list[LoadTest]:
+    """Several files as one import (a sweep's stages, one file each; repeats of one build):
+    every run of every file, or none. With several files an error starts with the name of the
+    file at fault. With `baseline`, each file's run is promoted and the runs form one baseline
+    set (one promotion batch), as `import_loadtest` does with several files. `options` are
+    `import_loadtest_file`'s."""
+    batch = uuid.uuid4().hex if baseline and len(files) > 1 else ""
+    stored: list[LoadTest] = []
+    with transaction.atomic():
+        for content, name in files:
+            try:
+                stored += import_loadtest_file(
+                    service=service,
+                    content=content,
+                    filename=name,
+                    baseline=baseline,
+                    promotion_batch=batch,
+                    **options,
+                )
+            except LoadTestImportError as exc:
+                if len(files) == 1:
+                    raise
+                raise LoadTestImportError(f"{name}: {exc}") from exc
     return stored
 
 

@@ -25,7 +25,7 @@ from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     PromotionError,
-    import_loadtest_file,
+    import_loadtest_files,
     promote_load_test,
 )
 from loadtests.models import GateRun, LoadTest
@@ -55,12 +55,11 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
     service = service_for_editing(request.user, slug)
     form = LoadTestUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
+        uploads = form.cleaned_data["file"]
         try:
-            runs = import_loadtest_file(
+            runs = import_loadtest_files(
                 service=service,
-                content=upload.read(),
-                filename=upload.name,
+                files=[(upload.read(), upload.name) for upload in uploads],
                 format=form.cleaned_data["format"] or None,
                 user=request.user,
                 baseline=form.cleaned_data["baseline"],
@@ -72,9 +71,10 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
             form.add_error("file", str(exc))
         else:
             created = sum(1 for r in runs if r.just_created)
+            names = ", ".join(upload.name for upload in uploads)
             messages.success(
                 request,
-                f"Imported {created} new run{'s' if created != 1 else ''} from {upload.name}"
+                f"Imported {created} new run{'s' if created != 1 else ''} from {names}"
                 + (f" ({len(runs) - created} already imported)." if created < len(runs) else "."),
             )
             if len(runs) == 1:

@@ -44,6 +44,34 @@ def test_it_imports_a_multipart_file_with_201(api, service, c16):
     )
 
 
+def stage_files(*names: str) -> list[SimpleUploadedFile]:
+    folder = REAL / "inference-perf"
+    return [
+        SimpleUploadedFile(name, (folder / f"e2e-inference-perf-0.7.0-{name}").read_bytes())
+        for name in names
+    ]
+
+
+def test_several_file_parts_are_one_import_of_every_run(api, service):
+    stages = stage_files(
+        "rate-stage_0_lifecycle_metrics.json", "rate-stage_2_lifecycle_metrics.json"
+    )
+    response = api.post(URL, {"file": stages}, format="multipart")
+    assert (response.status_code, response.json()["created"]) == (201, 2)
+    assert [run["request_rate"] for run in response.json()["runs"]] == [1.0, 6.0]
+
+
+def test_a_bad_part_among_several_answers_400_naming_it_and_stores_none(api, service):
+    parts = [
+        *stage_files("rate-stage_0_lifecycle_metrics.json"),
+        SimpleUploadedFile("stage_7.json", b'{"load_summary": {}, "successes": {}}'),
+    ]
+    response = api.post(URL, {"file": parts}, format="multipart")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("stage_7.json: inference-perf: ")
+    assert not LoadTest.objects.exists()
+
+
 def test_it_imports_a_raw_json_body(api, service, fixtures_dir):
     body = (fixtures_dir / "loadtests" / "guidellm-sweep-benchmarks.json").read_bytes()
     response = api.post(URL, body, content_type="application/json")

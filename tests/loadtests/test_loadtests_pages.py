@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -9,7 +10,7 @@ from django.urls import reverse
 
 from dossiers.models import Baseline
 from loadtests.gate import run_gate
-from loadtests.importing import import_loadtest_file
+from loadtests.importing import MAX_UPLOAD_FILES, import_loadtest_file
 from loadtests.models import LoadTest
 
 pytestmark = pytest.mark.django_db
@@ -101,6 +102,53 @@ def test_an_upload_of_a_bad_file_shows_the_parsers_message(owner_client, service
     assert response.status_code == 200
     assert "guidellm: benchmarks" in str(response.context["form"].errors["file"])
     assert not LoadTest.objects.exists()
+
+
+REAL_IPERF = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "inference-perf"
+
+
+def stage_uploads(*stages: int) -> list[SimpleUploadedFile]:
+    names = [f"e2e-inference-perf-0.7.0-rate-stage_{n}_lifecycle_metrics.json" for n in stages]
+    return [SimpleUploadedFile(name, (REAL_IPERF / name).read_bytes()) for name in names]
+
+
+def test_an_owner_uploads_a_sweeps_stage_files_at_once(owner_client, service):
+    response = owner_client.post(
+        reverse("loadtests:upload", args=["chat-7b"]), {"file": stage_uploads(0, 1, 2)}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == reverse("loadtests:list", args=["chat-7b"])
+    rates = sorted(LoadTest.objects.values_list("request_rate", flat=True))
+    assert rates == [1.0, 3.0, 6.0]
+
+
+def test_one_bad_file_among_several_stores_none_and_names_it(owner_client, service):
+    bad = SimpleUploadedFile("stage_9_lifecycle_metrics.json", b'{"load_summary": {}}')
+    response = owner_client.post(
+        reverse("loadtests:upload", args=["chat-7b"]), {"file": [*stage_uploads(0, 1), bad]}
+    )
+    assert response.status_code == 200
+    errors = str(response.context["form"].errors["file"])
+    assert "stage_9_lifecycle_metrics.json: " in errors
+    assert not LoadTest.objects.exists()
+
+
+def test_an_upload_of_too_many_files_is_refused(owner_client, service, settings):
+    uploads = [SimpleUploadedFile(f"f{n}.json", b"{}") for n in range(MAX_UPLOAD_FILES + 1)]
+    response = owner_client.post(reverse("loadtests:upload", args=["chat-7b"]), {"file": uploads})
+    assert f"At most {MAX_UPLOAD_FILES} files" in str(response.context["form"].errors["file"])
+
+
+def test_several_files_uploaded_as_baseline_become_one_baseline_set(owner_client, service):
+    response = owner_client.post(
+        reverse("loadtests:upload", args=["chat-7b"]),
+        {"file": stage_uploads(1, 2), "baseline": "on"},
+    )
+    assert response.status_code == 302
+    runs = LoadTest.objects.filter(service=service)
+    assert all(run.promoted_to is not None for run in runs)
+    batches = {run.promotion_batch for run in runs}
+    assert len(batches) == 1 and batches != {""}
 
 
 def test_an_outsider_cannot_upload(outsider_client, service):

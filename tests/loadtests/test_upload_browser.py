@@ -1,0 +1,33 @@
+"""In headless Chromium: upload a sweep's stage files at once and find the sweep they make."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import browser_login
+
+pytestmark = pytest.mark.browser
+
+IPERF = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "inference-perf"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_owner_picks_three_stage_files_and_gets_their_sweep(
+    live_server, browser_page, owner, service
+):
+    service.slo_p99_e2e_ms = None
+    service.save(update_fields=["slo_p99_e2e_ms"])
+    stages = [
+        IPERF / f"e2e-inference-perf-0.7.0-rate-stage_{n}_lifecycle_metrics.json" for n in (0, 1, 2)
+    ]
+    page = browser_page
+    browser_login(page, live_server.url, "alice", "pw-alice-123")
+
+    page.goto(f"{live_server.url}/services/{service.slug}/loadtests/upload/")
+    page.set_input_files("#id_file", [str(path) for path in stages])
+    page.click("button:has-text('Import')")
+
+    assert "Imported 3 new runs" in page.locator(".messages").inner_text()
+    page.click("text=inference-perf rate sweep")
+    assert page.locator("h1").inner_text().startswith("inference-perf rate sweep")
+    assert page.problems == []
