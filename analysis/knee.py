@@ -98,7 +98,8 @@ def _judge(
         why = f"gain below {min_throughput_gain * 100:g}%"
     elif cost <= 1 + latency_tolerance:
         verdict = TAKEN
-        why = "latency barely moved"
+        # Lower load often has the worse P99 (a cold first request weighs more in fewer).
+        why = "latency fell" if cost < 1 - latency_tolerance else "latency barely moved"
     elif elasticity is not None and elasticity >= min_elasticity:
         verdict = TAKEN
         why = f"elasticity {elasticity:.2f} >= {min_elasticity:g}"

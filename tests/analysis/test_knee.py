@@ -133,6 +133,14 @@ def test_a_sweep_that_never_bends_names_its_last_point_and_says_so():
     assert "knee may lie beyond the sweep" in result.reason
 
 
+def test_a_step_whose_p99_fell_says_so_rather_than_barely_moved():
+    # Real low-load points often have the worst P99: a cold first request among few.
+    result = sweet_spot([SweepPoint(1, 30, 380), SweepPoint(3, 99, 231), SweepPoint(6, 193, 227)])
+    first, second = result.steps
+    assert first.reason.endswith("latency fell")
+    assert second.reason.endswith("latency barely moved")
+
+
 def test_a_single_point_is_its_own_sweet_spot():
     result = sweet_spot([SweepPoint(8, 500, 1200)])
     assert (result.best.x, result.index, result.steps) == (8, 0, ())
