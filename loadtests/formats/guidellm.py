@@ -164,6 +164,7 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
             if _mean(mctx, metrics, key) is not None
         },
         "latency_ms": latency_stats,
+        "notes": _tool_warnings(benchmark),
     }
     errored = totals.get("errored")
     if errored is not None:
@@ -183,6 +184,20 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
         sources=sources,
     )
+
+
+def _tool_warnings(benchmark: dict) -> list[str]:
+    """What guidellm (0.8+) itself warned about the benchmark ("the benchmark was likely
+    bottlenecked by the data generation"), as it worded it."""
+    warnings = benchmark.get("warnings")
+    if not isinstance(warnings, list):
+        return []
+    notes = []
+    for warning in warnings:
+        if isinstance(warning, dict) and isinstance(warning.get("message"), str):
+            note = warning.get("note") if isinstance(warning.get("note"), str) else ""
+            notes.append(f"guidellm warned: {warning['message']} {note}".strip()[:500])
+    return notes
 
 
 def _label(

@@ -151,6 +151,14 @@ def test_several_files_uploaded_as_baseline_become_one_baseline_set(owner_client
     assert len(batches) == 1 and batches != {""}
 
 
+def test_the_run_page_shows_what_the_parser_noted_about_its_numbers(owner_client, service):
+    (upload,) = stage_uploads(1)
+    (run,) = import_loadtest_file(service=service, content=upload.read(), filename=upload.name)
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    notes = page[page.index('id="file-notes"') :]
+    assert "the server 32.62 (usage): output tokens and throughput are the server" in notes
+
+
 def test_an_outsider_cannot_upload(outsider_client, service):
     assert outsider_client.get(reverse("loadtests:upload", args=["chat-7b"])).status_code == 403
 

@@ -391,6 +391,38 @@ def test_guidellm_05_counts_the_measured_window_not_warm_up_and_cool_down():
     )
 
 
+def gz_runs(relative: str):
+    path = REAL / relative
+    return parse_loadtest(content_of(path), filename=path.name.removesuffix(".gz"))
+
+
+def test_guidellm_08_concurrent_sweep_is_three_runs_at_their_streams():
+    runs = gz_runs("guidellm/e2e-guidellm-0.8.1-concurrent-sweep-benchmarks.json.gz")
+    assert [run.fields["concurrency"] for run in runs] == [1, 4, 8]
+    check(
+        runs[1],
+        tool_version="0.8.1",
+        request_count=60,
+        errors=0,
+        duration_s=4.167417526245117,
+        qps=60 / 4.167417526245117,
+        output_tps=1948.0 / 4.167417526245117,
+        e2e_p50_ms=0.29358482360839844 * 1000,
+        e2e_p99_ms=0.4604973793029785 * 1000,
+        ttft_p50_ms=23.282527923583984,
+        measured_at=datetime.fromtimestamp(1796516736.2070181, tz=UTC),
+    )
+
+
+def test_guidellm_08_constant_rate_run_counts_its_errors_and_keeps_the_tools_warning():
+    runs = gz_runs("guidellm/e2e-guidellm-0.8.1-constant-errors-benchmarks.json.gz")
+    check(runs[1], request_rate=5.0, request_count=31, errors=9, concurrency=None)
+    assert runs[1].fields["e2e_p90_ms"] == pytest.approx(0.3287630081176758 * 1000)
+    (note,) = runs[1].extra["notes"]
+    assert note.startswith("guidellm warned: mean generation delay was")
+    assert note.endswith("likely bottlenecked by the data generation.")
+
+
 # -- GenAI-Perf / AIPerf ------------------------------------------------------------------------
 
 
