@@ -412,6 +412,9 @@ EXPLAINED_REFUSALS = {
     "e2e-inference-perf-0.7.0-no-stream-context-errors-stage_0_lifecycle_metrics.json": {
         "failed_share"
     },
+    "e2e-inference-perf-0.7.0-no-stream-context-errors-summary_lifecycle_metrics.json": {
+        "failed_share"
+    },
     # Written to show a failed request: 1 of 5 failed.
     "written-here-benchmark_serving-0.4.0-with-failure.json": {"failed_share"},
 }

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db
 GENAI_PERF = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "genai-perf"
 GP_C2 = "e2e-genai-perf-0.0.8-c2-profile_export_genai_perf"
 AIPERF_C2 = "e2e-aiperf-0.13.0-c2-profile_export_aiperf"
+IPERF_ONE_STAGE = "e2e-inference-perf-0.7.0-no-stream-context-errors-"
 
 
 def fields(name: str) -> dict:
@@ -68,6 +69,18 @@ def test_the_json_after_its_csv_is_refused_too(service):
     assert LoadTest.objects.count() == 1
 
 
+def test_a_one_stage_inference_perf_summary_after_its_stage_file_is_refused(service):
+    # One stage: inference-perf's summary of the run and its stage report are the same requests.
+    folder = GENAI_PERF.parent / "inference-perf"
+    stage, summary = (
+        (folder / f"{IPERF_ONE_STAGE}{kind}_lifecycle_metrics.json").read_bytes()
+        for kind in ("stage_0", "summary")
+    )
+    (stored,) = import_loadtest_file(service=service, content=stage, filename="stage_0.json")
+    with pytest.raises(LoadTestImportError, match=f"already stored as run #{stored.pk}"):
+        import_loadtest_file(service=service, content=summary, filename="summary.json")
+
+
 def test_the_same_run_on_another_service_is_stored(service, make_service):
     store(service, f"{GP_C2}.json")
     (run,) = store(make_service("chat-13b"), f"{GP_C2}.csv")
@@ -102,6 +115,10 @@ KNOWN_PAIRS = {
     (f"{AIPERF_C2}.csv", f"{AIPERF_C2}.json"),
     (f"{GP_C2}.csv", f"{GP_C2}.json"),
     ("guidellm-repo-0.2-benchmarks_stripped.json", "guidellm-repo-0.2-benchmarks_stripped.yaml"),
+    (
+        f"{IPERF_ONE_STAGE}stage_0_lifecycle_metrics.json",
+        f"{IPERF_ONE_STAGE}summary_lifecycle_metrics.json",
+    ),
 }
 
 
