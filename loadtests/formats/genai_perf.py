@@ -87,7 +87,10 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     put("prompt_tokens_std", prompt.get("std"), "input_sequence_length.std")
     put("output_tokens_mean", output.get("avg"), "output_sequence_length.avg")
     put("output_tokens_std", output.get("std"), "output_sequence_length.std")
-    notes = ["tpot_* are GenAI-Perf's inter_token_latency (per-request TPOT)"]
+    notes = [
+        "TPOT is GenAI-Perf's inter_token_latency: per request, (end-to-end - TTFT) / "
+        "(output tokens - 1)"
+    ]
     notes.extend(_prefer_server_count(ctx, data, recorder, output, duration))
 
     if fields["input_tps"] is None and fields["qps"] is not None and prompt.get("avg") is not None:
@@ -220,7 +223,7 @@ def server_count_note(client: float, server: float) -> str:
     return (
         f"the tool counted {client:.4g} output tokens a request by re-tokenizing the text, "
         f"the server {server:.4g} (usage): output tokens and throughput are the server's; "
-        "inter_token_latency (tpot_*) divides by the tool's count, so it is skewed by as much "
+        "inter_token_latency (TPOT) divides by the tool's count, so it is skewed by as much "
         "(a tokenizer that does not match the served model's; --use-server-token-count avoids it)"
     )
 

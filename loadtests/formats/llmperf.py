@@ -118,7 +118,10 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
             "stddev": ctx.num(data, "stddev_output_tokens"),
         },
         "stats": {key: value for key, value in stats.items() if value},
-        "notes": ["tpot_* are llmperf's inter_token_latency (per-request time per token)"],
+        "notes": [
+            "TPOT is llmperf's inter_token_latency: each request's end-to-end time over its "
+            "output tokens, the first token's wait included (the nearest llmperf has to TPOT)"
+        ],
     }
     errors = ctx.integer(data, "results_number_errors")
     if errors is not None:
