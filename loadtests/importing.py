@@ -332,7 +332,11 @@ def import_loadtest_file(
 
 
 def import_loadtest_files(
-    *, service: Service, files: Sequence[tuple[bytes, str]], baseline: bool = False, **options
+    *,
+    service: Service,
+    files: Sequence[tuple[bytes, str | None]],
+    baseline: bool = False,
+    **options,
 ) -> list[LoadTest]:
     """Several files as one import (a sweep's stages, one file each; repeats of one build):
     every run of every file, or none. With several files an error starts with the name of the

@@ -187,6 +187,12 @@ def _output_tokens(
                 total / duration,
                 "successes.output_tokens.total / benchmark_time_seconds",
             )
+        elif recorder.fields["qps"] is not None:
+            put(
+                "output_tps",
+                server["mean"] * recorder.fields["qps"],
+                "successes.output_tokens.mean x requests per second (derived)",
+            )
         notes.append(
             f"inference-perf counted {client['mean']:.4g} output tokens a request by "
             f"re-tokenizing the answers' text, the server {server['mean']:.4g} (usage): output "

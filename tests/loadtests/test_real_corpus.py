@@ -675,6 +675,13 @@ def test_inference_perf_output_tokens_are_the_servers_when_its_own_count_differs
     assert "use_server_output_tokens" in run.extra["notes"][0]
 
 
+def test_inference_perf_without_the_servers_total_derives_its_throughput_from_the_mean():
+    data = json.loads((REAL / (IPERF + "rate-stage_1_lifecycle_metrics.json")).read_text())
+    del data["successes"]["output_tokens"]["total"]
+    (run,) = parse_loadtest(json.dumps(data).encode())
+    assert run.fields["output_tps"] == pytest.approx(32.61666666666667 * 3.026367339539791)
+
+
 def test_inference_perf_concurrent_stage_is_closed_loop_at_its_concurrency():
     run = only(IPERF + "concurrent-stage_1_lifecycle_metrics.json")
     # load_summary.requested_rate (60.0) is the stage's internal figure, not an arrival rate.
