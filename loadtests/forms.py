@@ -58,8 +58,9 @@ class LoadTestUploadForm(forms.Form):
         self.fields["file"].help_text = (
             "Result files of " + ", ".join(labels) + " (GenAI-Perf's and AIPerf's CSV export "
             "too), or a console log holding the summary vLLM's or SGLang's benchmark printed; "
-            f"gzip-compressed (.gz) as well. Up to {MAX_UPLOAD_FILES} at once (a sweep's "
-            "stages, one file each): all are stored, or none."
+            "gzip-compressed (.gz) as well, or a results folder as .zip or .tar.gz. Up to "
+            f"{MAX_UPLOAD_FILES} at once (a sweep's stages, one file each): all are stored, "
+            "or none."
         )
 
     def clean_measured_at(self):

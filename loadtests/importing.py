@@ -27,7 +27,9 @@ from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
 from loadtests.formats import (
     LoadTestFormatError,
     ParsedRun,
+    archives,
     decode,
+    evalscope,
     load_documents,
     parse_loadtest,
 )
@@ -343,6 +345,7 @@ def import_loadtest_files(
     file at fault. With `baseline`, each file's run is promoted and the runs form one baseline
     set (one promotion batch), as `import_loadtest` does with several files. `options` are
     `import_loadtest_file`'s."""
+    files = prepare_files(files)
     batch = uuid.uuid4().hex if baseline and len(files) > 1 else ""
     stored: list[LoadTest] = []
     with transaction.atomic():
@@ -361,6 +364,38 @@ def import_loadtest_files(
                     raise
                 raise LoadTestImportError(f"{name}: {exc}") from exc
     return stored
+
+
+def prepare_files(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[bytes, str | None]]:
+    """The files an upload's files stand for: an archive (.zip, .tar, .tar.gz) is its members,
+    named `archive/path`, without the files that are never results (`archives.skipped`); a run
+    folder of a tool that writes one run to several files (evalscope) is one document
+    (`evalscope.join_run_folder`). Raises LoadTestImportError for a damaged or oversized
+    archive, naming it, and when nothing is left to import."""
+    expanded: list[tuple[bytes, str | None]] = []
+    for content, name in files:
+        if not archives.is_archive(content):
+            expanded.append((content, name))
+            continue
+        try:
+            members = archives.expand(content, name, limit=MAX_FILE_BYTES)
+        except LoadTestFormatError as exc:
+            raise LoadTestImportError(str(exc)) from exc
+        if not members:
+            raise LoadTestImportError(f"{name or 'the archive'}: holds no load-test file")
+        root = name or "archive"
+        expanded += [(data, f"{root}/{path}") for data, path in members]
+    try:
+        prepared = evalscope.join_run_folder(expanded)
+    except LoadTestFormatError as exc:
+        raise LoadTestImportError(str(exc)) from exc
+    if not prepared:
+        names = ", ".join(str(name) for _, name in expanded[:5])
+        raise LoadTestImportError(
+            f"no load-test file to import: {names} are a tool's side files (logs, arguments, "
+            "timelines), not results"
+        )
+    return prepared
 
 
 def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str) -> None:

@@ -14,6 +14,7 @@ from loadtests.gate.stored_runs import fingerprint_of, run_data
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
+    prepare_files,
 )
 from loadtests.models import CIToken, GateRun, LoadTest, source_run
 
@@ -58,7 +59,7 @@ def run_gate(
     if candidate is not None:
         per_file = [[candidate]]
     else:
-        uploads = files or [(candidate_content, filename)]
+        uploads = prepare_files(files or [(candidate_content, filename)])
         per_file = []
         for number, (content, name) in enumerate(uploads, start=1):
             try:

@@ -11,9 +11,14 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from analysis.twins import same_measurement
-from loadtests.importing import LoadTestImportError, import_loadtest_file, parse_file
+from loadtests.importing import (
+    LoadTestImportError,
+    import_loadtest_file,
+    parse_file,
+    prepare_files,
+)
 from loadtests.models import LoadTest
-from tests.loadtests.test_real_corpus import LOADTEST_FILES, REFUSED, content_of
+from tests.loadtests.test_real_corpus import LOADTEST_FILES, REAL, REFUSED, content_of
 
 pytestmark = pytest.mark.django_db
 
@@ -132,10 +137,17 @@ def test_across_the_real_corpus_only_files_of_one_run_are_one_measurement():
         for parsed in parse_file(content_of(path), filename=name):
             if not parsed.failed:
                 runs.append((name, parsed))
+    # Formats whose run is a folder: evalscope's, as archives and as folders.
+    folder = REAL / "evalscope"
+    uploads = [(p.read_bytes(), p.name) for p in folder.iterdir() if p.is_file()]
+    uploads += [(f.read_bytes(), f"{f.parent.name}/{f.name}") for f in folder.glob("*/*.json")]
+    for content, name in prepare_files(uploads):
+        runs += [(name, parsed) for parsed in parse_file(content, filename=name)]
     matched = {
         tuple(sorted((a_name, b_name)))
         for (a_name, a), (b_name, b) in itertools.combinations(runs, 2)
         if a_name != b_name and same_measurement(a.fields, b.fields, a.measured_at, b.measured_at)
     }
     assert len(runs) >= 60  # the corpus, not an empty glob
+    assert sum(parsed.format == "evalscope" for _, parsed in runs) == 7
     assert matched == KNOWN_PAIRS

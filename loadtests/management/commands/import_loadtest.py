@@ -1,6 +1,9 @@
 """manage.py import_loadtest FILE [FILE ...] --service S [--baseline [--run N]] [--format F]
 [--measured-at TIME] [--strict] [--override-lint REASON]
 
+A FILE may be a results folder, or a .zip or .tar.gz of one: its files are imported (without
+logs, pages and the like), a tool's run folder (evalscope) as one run.
+
 Exit 0 after printing what was imported; exit 2 with a one-line message on a bad file, an
 unknown service, a bad --measured-at, a failed run asked to be the baseline or an ambiguous
 --baseline. With several runs in one file, --baseline needs --run N (1-based): promoting "the
@@ -24,13 +27,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from dossiers.models import Service
-from loadtests.formats import format_names
+from loadtests.formats import archives, format_names
 from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
     parse_file_timezone,
     parse_measured_at,
+    prepare_files,
 )
 from loadtests.models import LoadTest
 
@@ -40,6 +44,22 @@ def read_file(path: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}", returncode=2) from exc
+
+
+def read_paths(paths: list[str]) -> list[tuple[bytes, str]]:
+    """(content, path) of each FILE; a directory stands for the files under it (a tool's results
+    folder, as its archive would), without those that are never results."""
+    files = []
+    for path in paths:
+        folder = Path(path)
+        if not folder.is_dir():
+            files.append((read_file(path), path))
+            continue
+        for child in sorted(p for p in folder.rglob("*") if p.is_file()):
+            relative = child.relative_to(folder).as_posix()
+            if not archives.skipped(relative):
+                files.append((read_file(str(child)), str(child)))
+    return files
 
 
 def service_named(slug: str) -> Service:
@@ -97,11 +117,16 @@ class Command(BaseCommand):
         refusing = 0
         promoting = options["baseline"] or options["run"] is not None
         before = current_reference(service) if promoting else []
+        try:
+            files = prepare_files(read_paths(options["files"]))
+        except LoadTestImportError as exc:
+            raise CommandError(one_line(str(exc)), returncode=2) from exc
+        options["several"] = len(files) > 1
         # Several files promoted in one command are one baseline set (repeats of one build).
-        options["promotion_batch"] = uuid.uuid4().hex if len(options["files"]) > 1 else ""
+        options["promotion_batch"] = uuid.uuid4().hex if options["several"] else ""
         with transaction.atomic():  # several files: all of them or none
-            for path in options["files"]:
-                refusing += self._import(service, path, options)
+            for content, path in files:
+                refusing += self._import(service, content, path, options)
             if options["strict"] and refusing:
                 transaction.set_rollback(True)
                 raise CommandError(
@@ -112,9 +137,8 @@ class Command(BaseCommand):
         if promoting and (leavers := reference_leavers(service, before)):
             self.stdout.write(leavers)
 
-    def _import(self, service: Service, path: str, options: dict) -> int:
+    def _import(self, service: Service, content: bytes, path: str, options: dict) -> int:
         """Import one file and print its runs and their findings; the refusing findings' count."""
-        content = read_file(path)
         try:
             measured_at = (
                 parse_measured_at(options["measured_at"]) if options["measured_at"] else None
@@ -134,7 +158,7 @@ class Command(BaseCommand):
                 promotion_batch=options["promotion_batch"] if options["baseline"] else "",
             )
         except LoadTestImportError as exc:
-            message = f"{path}: {exc}" if len(options["files"]) > 1 else str(exc)
+            message = f"{path}: {exc}" if options["several"] else str(exc)
             raise CommandError(one_line(message), returncode=2) from exc
         created = sum(1 for r in runs if r.just_created)
         self.stdout.write(

@@ -1,0 +1,149 @@
+"""A results folder uploaded as one archive (.zip, .tar, .tar.gz): its files, read in memory.
+
+Tools that write a folder per run (evalscope's `parallel_4_number_40/`, inference-perf's
+stages, one `vllm bench serve` file per concurrency) are easiest to bring whole. An archive is
+read with the standard library's `zipfile` and `tarfile`, nothing is written to disk, and its
+size is bounded twice: the members' count, and the bytes they expand to (checked while reading,
+so a small archive that would expand past the limit is refused as soon as it passes it).
+Directories, links, hidden files and files that are never load-test results (logs, pages,
+images, databases) are skipped; every other member is a file to import, named by its path.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import tarfile
+import zipfile
+import zlib
+
+from .base import LoadTestFormatError
+from .packing import GZIP_MAGIC, unpacked
+
+MAX_MEMBERS = 500
+# Never a load-test result; what result folders hold beside them.
+SKIPPED_SUFFIXES = (
+    ".log",
+    ".html",
+    ".htm",
+    ".db",
+    ".sqlite",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".svg",
+    ".pdf",
+    ".md",
+)
+_STEP = 1 << 20
+
+
+def is_archive(content: bytes) -> bool:
+    """A zip file, or a tar file (plain or gzip-compressed)."""
+    return (
+        content.startswith((b"PK\x03\x04", b"PK\x05\x06"))
+        or _is_tar(content)
+        or (content.startswith(GZIP_MAGIC) and _is_tar(_head_of_gzip(content)))
+    )
+
+
+def expand(content: bytes, name: str | None, *, limit: int) -> list[tuple[bytes, str]]:
+    """The archive's files as (bytes, path inside the archive), in archive order. Raises
+    LoadTestFormatError for a damaged archive, an encrypted member, more than MAX_MEMBERS files
+    or more than `limit` bytes in all."""
+    label = name or "the archive"
+    if content.startswith(GZIP_MAGIC):
+        try:
+            content, _ = unpacked(content, name, limit=limit)
+        except LoadTestFormatError as exc:
+            raise LoadTestFormatError(f"{label}: {exc}") from None
+    if content.startswith(b"PK"):
+        return _zip_members(content, label, limit)
+    return _tar_members(content, label, limit)
+
+
+def skipped(path: str) -> bool:
+    """Whether an archive member is not a file to import."""
+    parts = [part for part in path.split("/") if part]
+    if not parts or any(part.startswith(".") or part == "__MACOSX" for part in parts):
+        return True
+    return posixpath.basename(path).lower().endswith(SKIPPED_SUFFIXES)
+
+
+def _zip_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, str]]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(content))
+        infos = [info for info in archive.infolist() if not info.is_dir()]
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise LoadTestFormatError(f"{label}: not a readable zip file ({exc})") from None
+    members, total = [], 0
+    for info in infos:
+        path = info.filename.replace("\\", "/")
+        if skipped(path):
+            continue
+        _check_count(len(members) + 1, label)
+        if info.flag_bits & 0x1:
+            raise LoadTestFormatError(f"{label}: {path} is encrypted")
+        try:
+            with archive.open(info) as stream:
+                data = _read_bounded(stream, limit - total, label, limit)
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
+            raise LoadTestFormatError(f"{label}: {path}: cannot be read ({exc})") from None
+        total += len(data)
+        members.append((data, path))
+    return members
+
+
+def _tar_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, str]]:
+    members, total = [], 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(content), mode="r:") as archive:
+            for info in archive:
+                path = info.name.removeprefix("./")
+                if not info.isfile() or skipped(path):
+                    continue
+                _check_count(len(members) + 1, label)
+                if info.size > limit - total:
+                    raise _too_large(label, limit)
+                stream = archive.extractfile(info)
+                data = stream.read() if stream is not None else b""
+                total += len(data)
+                members.append((data, path))
+    except tarfile.TarError as exc:
+        raise LoadTestFormatError(f"{label}: not a readable tar file ({exc})") from None
+    return members
+
+
+def _read_bounded(stream, room: int, label: str, limit: int) -> bytes:
+    chunks, size = [], 0
+    while chunk := stream.read(_STEP):
+        size += len(chunk)
+        if size > room:
+            raise _too_large(label, limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_count(count: int, label: str) -> None:
+    if count > MAX_MEMBERS:
+        raise LoadTestFormatError(
+            f"{label}: more than {MAX_MEMBERS} files; archive the results folder alone"
+        )
+
+
+def _too_large(label: str, limit: int) -> LoadTestFormatError:
+    return LoadTestFormatError(
+        f"{label}: its files expand past {limit:,} bytes, the limit for an archive"
+    )
+
+
+def _is_tar(content: bytes) -> bool:
+    return content[257:262] == b"ustar"
+
+
+def _head_of_gzip(content: bytes) -> bytes:
+    """The first 512 bytes the gzip file holds (enough for a tar header), b"" when damaged."""
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(content, 512)
+    except zlib.error:
+        return b""

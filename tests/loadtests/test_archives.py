@@ -1,0 +1,107 @@
+"""A results folder uploaded as an archive: its files are the upload's, read in memory and
+bounded (loadtests.formats.archives, importing.prepare_files)."""
+
+import gzip
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from loadtests.formats import archives
+from loadtests.importing import LoadTestImportError, prepare_files
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+STAGE = REAL / "inference-perf" / "e2e-inference-perf-0.7.0-rate-stage_0_lifecycle_metrics.json"
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def tarred(members: dict[str, bytes], *, gz: bool = False) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return gzip.compress(buf.getvalue()) if gz else buf.getvalue()
+
+
+def names(files) -> list[str]:
+    return [name for _, name in files]
+
+
+@pytest.mark.parametrize("pack", [zipped, tarred, lambda m: tarred(m, gz=True)])
+def test_each_kind_of_archive_is_its_files_named_by_path(pack):
+    content = pack({"run/stage_0_lifecycle_metrics.json": STAGE.read_bytes()})
+    files = prepare_files([(content, "results.archive")])
+    assert names(files) == ["results.archive/run/stage_0_lifecycle_metrics.json"]
+    assert files[0][0] == STAGE.read_bytes()
+
+
+def test_logs_pages_images_and_hidden_files_are_skipped():
+    content = zipped(
+        {
+            "run/stage_0_lifecycle_metrics.json": STAGE.read_bytes(),
+            "run/server.log": b"INFO started",
+            "run/report.html": b"<html></html>",
+            "run/.DS_Store": b"\x00",
+            "__MACOSX/run/._stage_0_lifecycle_metrics.json": b"\x00",
+        }
+    )
+    assert names(prepare_files([(content, "r.zip")])) == [
+        "r.zip/run/stage_0_lifecycle_metrics.json"
+    ]
+
+
+def test_a_small_archive_expanding_past_the_limit_is_refused(monkeypatch):
+    monkeypatch.setattr("loadtests.importing.MAX_FILE_BYTES", 1_000_000)
+    content = zipped({"big.json": b" " * 2_000_000})
+    assert len(content) < 10_000
+    with pytest.raises(LoadTestImportError, match=r"expand past 1,000,000 bytes"):
+        prepare_files([(content, "bomb.zip")])
+
+
+def test_a_tar_whose_members_pass_the_limit_together_is_refused(monkeypatch):
+    monkeypatch.setattr("loadtests.importing.MAX_FILE_BYTES", 1_000_000)
+    content = tarred({f"part{i}.json": b" " * 400_000 for i in range(3)})
+    with pytest.raises(LoadTestImportError, match=r"^parts\.tar: its files expand past"):
+        prepare_files([(content, "parts.tar")])
+
+
+def test_a_gzipped_tar_expanding_past_the_limit_is_refused_naming_it(monkeypatch):
+    monkeypatch.setattr("loadtests.importing.MAX_FILE_BYTES", 1_000_000)
+    content = tarred({"big.json": b" " * 2_000_000}, gz=True)
+    with pytest.raises(LoadTestImportError, match=r"^big\.tar\.gz: the gzip file holds more"):
+        prepare_files([(content, "big.tar.gz")])
+
+
+def test_an_archive_of_too_many_files_is_refused(monkeypatch):
+    monkeypatch.setattr(archives, "MAX_MEMBERS", 3)
+    content = zipped({f"{i}.json": b"{}" for i in range(4)})
+    with pytest.raises(LoadTestImportError, match=r"more than 3 files"):
+        prepare_files([(content, "many.zip")])
+
+
+def test_a_damaged_zip_is_refused_naming_it():
+    content = zipped({"a.json": STAGE.read_bytes()})
+    with pytest.raises(LoadTestImportError, match=r"^broken\.zip: "):
+        prepare_files([(content[: len(content) // 2], "broken.zip")])
+
+
+def test_an_archive_with_only_side_files_is_refused():
+    content = zipped({"run/server.log": b"INFO", "run/report.html": b"<html/>"})
+    with pytest.raises(LoadTestImportError, match=r"^logs\.zip: holds no load-test file"):
+        prepare_files([(content, "logs.zip")])
+
+
+def test_a_plain_file_is_not_taken_for_an_archive():
+    assert not archives.is_archive(STAGE.read_bytes())
+    assert not archives.is_archive(gzip.compress(STAGE.read_bytes()))

@@ -1,0 +1,289 @@
+"""evalscope perf: a run is a folder of files (tests/fixtures/real/evalscope, made here with
+evalscope 1.14.1 against the CPU vLLM; SOURCES.md). Expected values are read by hand from the
+files' keys; latencies in ms."""
+
+import io
+import json
+import math
+import tarfile
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loadtests.formats import LoadTestFormatError, parse_loadtest
+from loadtests.importing import (
+    LoadTestImportError,
+    PromotionError,
+    import_loadtest_files,
+    parse_file,
+    prepare_files,
+)
+from loadtests.models import LoadTest
+from loadtests.sweeps import sweeps_for_service
+
+FOLDER = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "evalscope"
+CLOSED = FOLDER / "e2e-evalscope-1.14.1-closed-sweep.tar.gz"
+OPEN = FOLDER / "e2e-evalscope-1.14.1-open-loop.zip"
+TOO_LONG = FOLDER / "e2e-evalscope-1.14.1-too-long-c4"
+NO_STREAM = FOLDER / "e2e-evalscope-1.14.1-no-stream-c2"
+RUN_FILES = ("benchmark_summary.json", "benchmark_percentile.json", "benchmark_args.json")
+
+
+def folder_files(folder: Path, names=RUN_FILES) -> list[tuple[bytes, str]]:
+    """The run files as a browser uploads them: names without their folder."""
+    return [((folder / name).read_bytes(), name) for name in names]
+
+
+def runs_in(files) -> list:
+    return [
+        run for content, name in prepare_files(files) for run in parse_file(content, filename=name)
+    ]
+
+
+def by_concurrency(runs) -> dict:
+    return {run.fields["concurrency"]: run for run in runs}
+
+
+def test_a_closed_loop_sweep_archive_is_one_run_per_concurrency():
+    runs = runs_in([(CLOSED.read_bytes(), CLOSED.name)])
+    assert sorted(by_concurrency(runs)) == [1, 4, 8]
+    assert all(run.request_rate_inf and run.fields["request_rate"] is None for run in runs)
+
+
+def test_a_runs_figures_are_its_summary_and_percentile_rows():
+    c8 = by_concurrency(runs_in([(CLOSED.read_bytes(), CLOSED.name)]))[8]
+    fields = c8.fields
+    assert (fields["request_count"], c8.errors) == (80, 0)
+    assert fields["qps"] == pytest.approx(52.0886)
+    assert fields["output_tps"] == pytest.approx(1666.835)
+    assert fields["input_tps"] == pytest.approx(5805.9248 - 1666.835)  # total - output
+    assert fields["e2e_p50_ms"] == pytest.approx(144.1)  # 0.1441 s
+    assert fields["e2e_p99_ms"] == pytest.approx(271.7)
+    assert fields["ttft_p99_ms"] == pytest.approx(185.2945)
+    assert fields["tpot_p95_ms"] == pytest.approx(7.1021)
+    assert fields["e2e_p999_ms"] is None  # evalscope computes no P99.9
+
+
+def test_ttft_rows_of_zero_are_left_out_and_said():
+    c8 = by_concurrency(runs_in([(CLOSED.read_bytes(), CLOSED.name)]))[8]
+    assert c8.fields["ttft_p50_ms"] == pytest.approx(40.87)
+    (note,) = c8.extra["notes"]
+    assert "TTFT of 0" in note and "up to P10" in note
+
+
+def test_an_open_loop_zip_is_one_run_per_rate():
+    runs = runs_in([(OPEN.read_bytes(), OPEN.name)])
+    assert sorted(run.fields["request_rate"] for run in runs) == [5.0, 20.0]
+    assert all(run.fields["concurrency"] is None and not run.request_rate_inf for run in runs)
+    assert sorted(run.label for run in runs) == ["evalscope 20 req/s", "evalscope 5 req/s"]
+
+
+def test_failed_requests_are_errors_and_the_successes_are_the_count():
+    (run,) = runs_in(folder_files(TOO_LONG))
+    assert (run.fields["request_count"], run.errors) == (9, 11)
+    assert run.extra["requests_sent"] == 20
+
+
+def test_a_run_that_did_not_stream_has_no_ttft_or_tpot():
+    (run,) = runs_in(folder_files(NO_STREAM))
+    assert run.fields["e2e_p99_ms"] == pytest.approx(92.1)
+    assert run.fields["ttft_p50_ms"] is None  # evalscope wrote the whole latency there
+    assert run.fields["tpot_p99_ms"] is None
+    assert "did not stream" in run.extra["notes"][0]
+
+
+def test_the_summary_alone_is_refused_naming_the_file_to_add():
+    with pytest.raises(LoadTestImportError, match=r"together with benchmark_percentile\.json"):
+        parse_file((TOO_LONG / "benchmark_summary.json").read_bytes())
+
+
+def test_the_percentile_table_alone_is_refused_naming_the_file_to_add():
+    with pytest.raises(LoadTestImportError, match=r"together with benchmark_summary\.json"):
+        parse_file((TOO_LONG / "benchmark_percentile.json").read_bytes())
+
+
+def test_a_folder_is_the_same_file_however_it_arrives():
+    """Joined to canonical JSON: an archive's folder and the same files uploaded alone are one
+    digest, so the second import finds the first."""
+    (from_upload,) = prepare_files(folder_files(TOO_LONG))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        archive.add(TOO_LONG, arcname="too-long/parallel_4_number_20")
+    (from_archive,) = prepare_files([(buf.getvalue(), "too-long.tar")])
+    assert from_upload[0] == from_archive[0]
+    assert from_archive[1] == "too-long.tar/too-long/parallel_4_number_20"
+
+
+def test_summary_keys_before_1_5_are_read(tmp_path):
+    """evalscope before 1.5 named the summary's keys in words and its TTFT and TPOT in seconds
+    (its Metrics and PercentileMetrics then); the same run written that way reads the same."""
+    renamed = {
+        "Test Duration (s)": "Time taken for tests (s)",
+        "Concurrency": "Number of concurrency",
+        "Success Requests": "Succeed requests",
+        "Failed Requests": "Failed requests",
+        "Total Requests": "Total requests",
+        "Req Throughput (req/s)": "Request throughput (req/s)",
+        "Output Throughput (tok/s)": "Output token throughput (tok/s)",
+        "Total Throughput (tok/s)": "Total token throughput (tok/s)",
+    }
+    summary = json.loads((TOO_LONG / "benchmark_summary.json").read_text())
+    old_summary = {renamed[k]: v for k, v in summary.items() if k in renamed}
+    rows = json.loads((TOO_LONG / "benchmark_percentile.json").read_text())
+    old_rows = [
+        {
+            "Percentiles": row["Percentiles"],
+            "Latency (s)": row["Latency (s)"],
+            "TTFT (s)": row["TTFT (ms)"] / 1000,
+            "TPOT (s)": row["TPOT (ms)"] / 1000,
+        }
+        for row in rows
+        if row["Percentiles"].endswith("%")
+    ]
+    files = [
+        (json.dumps(old_summary).encode(), "benchmark_summary.json"),
+        (json.dumps(old_rows).encode(), "benchmark_percentile.json"),
+    ]
+    (old,) = runs_in(files)
+    (new,) = runs_in(folder_files(TOO_LONG))
+    for name in ("request_count", "concurrency", "qps", "output_tps", "e2e_p99_ms"):
+        assert old.fields[name] == pytest.approx(new.fields[name]), name
+    assert old.fields["ttft_p99_ms"] == pytest.approx(new.fields["ttft_p99_ms"])
+    assert old.errors == new.errors == 11
+
+
+def test_a_bad_percentile_cell_is_named():
+    rows = json.loads((TOO_LONG / "benchmark_percentile.json").read_text())
+    rows[6]["Latency (s)"] = "slow"
+    files = [
+        ((TOO_LONG / "benchmark_summary.json").read_bytes(), "benchmark_summary.json"),
+        (json.dumps(rows).encode(), "benchmark_percentile.json"),
+    ]
+    with pytest.raises(LoadTestImportError) as caught:
+        runs_in(files)
+    assert str(caught.value).startswith(
+        "evalscope: benchmark_percentile.json: [6].Latency (s): expected a number"
+    )
+
+
+def test_a_folders_side_files_alone_are_nothing_to_import():
+    with pytest.raises(LoadTestImportError, match=r"no load-test file to import"):
+        prepare_files(folder_files(TOO_LONG, ("benchmark_args.json",)))
+
+
+def test_detection_reads_a_joined_folder_as_evalscope():
+    ((content, _),) = prepare_files(folder_files(NO_STREAM))
+    assert parse_loadtest(content)[0].format == "evalscope"
+
+
+# -- stored ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_imported_sweep_archive_makes_a_sweep(service):
+    runs = import_loadtest_files(service=service, files=[(CLOSED.read_bytes(), CLOSED.name)])
+    assert len(runs) == 3
+    (sweep,) = sweeps_for_service(service)
+    assert (sweep.format, sweep.axis) == ("evalscope", "concurrency")
+    assert [run.concurrency for run in sweep.runs] == [1, 4, 8]
+
+
+@pytest.mark.django_db
+def test_importing_the_folder_again_from_another_archive_stores_nothing(service):
+    import_loadtest_files(service=service, files=[(CLOSED.read_bytes(), CLOSED.name)])
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive, tarfile.open(CLOSED) as original:
+        for member in original:
+            data = original.extractfile(member) if member.isfile() else None
+            member.name = f"renamed/{member.name}"
+            archive.addfile(member, data)
+    again = import_loadtest_files(service=service, files=[(buf.getvalue(), "copy.tar")])
+    assert [run.just_created for run in again] == [False, False, False]
+    assert LoadTest.objects.count() == 3
+
+
+@pytest.mark.django_db
+def test_an_owner_uploads_a_runs_two_files_on_the_page(owner_client, service):
+    uploads = [SimpleUploadedFile(name, data) for data, name in folder_files(TOO_LONG)]
+    response = owner_client.post(reverse("loadtests:upload", args=["chat-7b"]), {"file": uploads})
+    assert response.status_code == 302
+    run = LoadTest.objects.get()
+    assert (run.format, run.concurrency, run.errors) == ("evalscope", 4, 11)
+
+
+@pytest.mark.django_db
+def test_the_api_imports_a_zipped_folder(owner, service):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_login(owner)
+    upload = SimpleUploadedFile(OPEN.name, OPEN.read_bytes())
+    response = client.post(
+        "/api/v1/services/chat-7b/loadtests/", {"file": upload}, format="multipart"
+    )
+    assert (response.status_code, response.json()["created"]) == (201, 2)
+
+
+@pytest.mark.django_db
+def test_the_command_imports_a_results_folder(service, tmp_path, capsys):
+    with tarfile.open(CLOSED) as archive:
+        archive.extractall(tmp_path, filter="data")
+    call_command("import_loadtest", str(tmp_path / "closed-sweep"), "--service", "chat-7b")
+    assert sorted(LoadTest.objects.values_list("concurrency", flat=True)) == [1, 4, 8]
+
+
+@pytest.mark.django_db
+def test_the_command_refuses_a_lone_summary_with_exit_2(service):
+    with pytest.raises(CommandError, match=r"benchmark_percentile\.json") as caught:
+        call_command(
+            "import_loadtest", str(TOO_LONG / "benchmark_summary.json"), "--service", "chat-7b"
+        )
+    assert caught.value.returncode == 2
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def joined(folder: Path) -> dict:
+    ((content, _),) = prepare_files(folder_files(folder))
+    return json.loads(content)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_value_of_a_real_run_replaced_is_read_or_refused_saying_why(data):
+    document = joined(data.draw(st.sampled_from([TOO_LONG, NO_STREAM])))
+    run = document["evalscope_perf_run"]
+    part = data.draw(st.sampled_from(["summary", "percentiles", "args"]))
+    if part == "percentiles":
+        row = data.draw(st.sampled_from(run["percentiles"]))
+        row[data.draw(st.sampled_from(sorted(row)))] = data.draw(json_values)
+    else:
+        run[part][data.draw(st.sampled_from(sorted(run[part])))] = data.draw(json_values)
+    try:
+        (parsed,) = parse_loadtest(json.dumps(document))
+    except LoadTestFormatError as exc:
+        assert str(exc).startswith("evalscope: ")
+        return
+    json.dumps(parsed.extra, allow_nan=False)  # storable as jsonb
+    assert all(v is None or math.isfinite(v) for v in parsed.fields.values())
+
+
+@pytest.mark.django_db
+def test_a_run_where_most_requests_failed_is_not_made_a_baseline(service):
+    with pytest.raises(PromotionError, match="failed_share"):
+        import_loadtest_files(service=service, files=folder_files(TOO_LONG), baseline=True)
+    assert not LoadTest.objects.exists()
