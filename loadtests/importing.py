@@ -368,7 +368,7 @@ def import_loadtest_files(
 
 def prepare_files(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[bytes, str | None]]:
     """The files an upload's files stand for: an archive (.zip, .tar, .tar.gz) is its members,
-    named `archive/path`, without the files that are never results (`archives.skipped`); a run
+    named `archive/path`, without the files that are not runs (`archives.skipped`); a run
     folder of a tool that writes one run to several files (evalscope) is one document
     (`evalscope.join_run_folder`). Raises LoadTestImportError for a damaged or oversized
     archive, naming it, and when nothing is left to import."""
@@ -390,11 +390,7 @@ def prepare_files(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[bytes
     except LoadTestFormatError as exc:
         raise LoadTestImportError(str(exc)) from exc
     if not prepared:
-        names = ", ".join(str(name) for _, name in expanded[:5])
-        raise LoadTestImportError(
-            f"no load-test file to import: {names} are a tool's side files (logs, arguments, "
-            "timelines), not results"
-        )
+        raise LoadTestImportError("no load-test file to import")
     return prepared
 
 

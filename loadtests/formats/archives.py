@@ -16,9 +16,11 @@ import posixpath
 import tarfile
 import zipfile
 import zlib
+from fnmatch import fnmatchcase
 
 from .base import LoadTestFormatError
 from .packing import GZIP_MAGIC, unpacked
+from .registry import formats
 
 MAX_MEMBERS = 500
 # Never a load-test result; what result folders hold beside them.
@@ -48,7 +50,8 @@ def is_archive(content: bytes) -> bool:
 
 
 def expand(content: bytes, name: str | None, *, limit: int) -> list[tuple[bytes, str]]:
-    """The archive's files as (bytes, path inside the archive), in archive order. Raises
+    """The archive's files as (bytes, path inside the archive), in archive order, without those
+    `skipped`, and `arranged`. Raises
     LoadTestFormatError for a damaged archive, an encrypted member, more than MAX_MEMBERS files
     or more than `limit` bytes in all."""
     label = name or "the archive"
@@ -58,16 +61,28 @@ def expand(content: bytes, name: str | None, *, limit: int) -> list[tuple[bytes,
         except LoadTestFormatError as exc:
             raise LoadTestFormatError(f"{label}: {exc}") from None
     if content.startswith(b"PK"):
-        return _zip_members(content, label, limit)
-    return _tar_members(content, label, limit)
+        return arranged(_zip_members(content, label, limit))
+    return arranged(_tar_members(content, label, limit))
 
 
 def skipped(path: str) -> bool:
-    """Whether an archive member is not a file to import."""
+    """Whether a file of a results folder is not one to import: hidden, never a result
+    (SKIPPED_SUFFIXES), or a side file a format names (`LoadTestFormat.side_files`)."""
     parts = [part for part in path.split("/") if part]
     if not parts or any(part.startswith(".") or part == "__MACOSX" for part in parts):
         return True
-    return posixpath.basename(path).lower().endswith(SKIPPED_SUFFIXES)
+    name = posixpath.basename(path)
+    if name.lower().endswith(SKIPPED_SUFFIXES):
+        return True
+    return any(fnmatchcase(name, pattern) for fmt in formats() for pattern in fmt.side_files)
+
+
+def arranged(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+    """A results folder's files (those `skipped` left) as each format wants them imported."""
+    for fmt in formats():
+        if fmt.arrange_folder is not None:
+            files = fmt.arrange_folder(files)
+    return files
 
 
 def _zip_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, str]]:

@@ -42,18 +42,17 @@ RUN_KEY = "evalscope_perf_run"  # the joined document: {RUN_KEY: {summary, perce
 SUMMARY_FILE = "benchmark_summary.json"
 PERCENTILE_FILE = "benchmark_percentile.json"
 ARGS_FILE = "benchmark_args.json"
-# A run folder's other files: per-request SQLite (pickled responses), timelines, reports, logs.
-SIDE_FILES = frozenset(
-    {
-        "benchmark_data.db",
-        "workload_throughput.json",
-        "workload_timeline.json",
-        "trace_summary.json",
-        "speed_benchmark.json",
-        "performance_summary.txt",
-        "perf_report.html",
-        "benchmark.log",
-    }
+# A run folder's other files: per-request SQLite (pickled responses), timelines, reports, logs;
+# the arguments alone (a folder whose run failed writes no summary).
+SIDE_FILES = (
+    "benchmark_data.db",
+    "workload_throughput.json",
+    "workload_timeline.json",
+    "trace_summary.json",
+    "speed_benchmark.json",
+    "performance_summary.txt",
+    "perf_report.html",
+    "benchmark.log",
 )
 
 # PerfHub's name -> evalscope's summary keys, newest first.
@@ -82,7 +81,7 @@ _LABEL = re.compile(r"^(\d+(?:\.\d+)?)%$")
 
 
 def looks_like(data: dict) -> bool:
-    if RUN_KEY in data:
+    if RUN_KEY in data or _is_arguments(data):
         return True
     if "Percentiles" in data and any(column in data for column in ("Latency (s)", "TTFT (ms)")):
         return True
@@ -100,6 +99,11 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
             "folder as .zip or .tar.gz)"
         )
     data = single_object(FORMAT, documents)
+    if _is_arguments(data):
+        raise LoadTestFormatError(
+            f"{FORMAT}: this is {ARGS_FILE}, the run's arguments: import the folder's "
+            f"{SUMMARY_FILE} and {PERCENTILE_FILE} (with it, or without)"
+        )
     if RUN_KEY not in data:
         raise LoadTestFormatError(
             f"{FORMAT}: this is {SUMMARY_FILE}, which holds means only: import it together "
@@ -237,6 +241,10 @@ def _run(summary: dict, rows: list, args: dict) -> ParsedRun:
     return mark_failed(parsed)
 
 
+def _is_arguments(data: dict) -> bool:
+    return all(key in data for key in ("parallel", "number", "api", "url", "dataset"))
+
+
 def _percentile_table(ctx: Ctx, rows: list) -> dict[str, dict[str, float]]:
     """column -> {"50%": value, ...}: the rows' numbers, validated; "min"/"max" kept by name."""
     table: dict[str, dict[str, float]] = {}
@@ -275,9 +283,9 @@ def _percent(label: str) -> float:
 
 def join_run_folder(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[bytes, str | None]]:
     """`files` with each folder's `benchmark_summary.json` and `benchmark_percentile.json` (and
-    `benchmark_args.json`) made into one document named after the folder, which `parse` reads;
-    a folder's side files (`SIDE_FILES`, and the arguments without the pair) are dropped. Files
-    named with no folder (a browser's upload) are one folder. Other files pass unchanged.
+    `benchmark_args.json`) made into one document named after the folder, which `parse` reads.
+    Files named with no folder (a browser's upload) are one folder. Other files pass unchanged
+    (a results folder's side files were skipped before: `SIDE_FILES`).
     The joined document is canonical JSON, so a folder imported twice, from any archive, is
     one file (one digest)."""
     folders: dict[str, dict[str, tuple[bytes, str | None]]] = {}
@@ -301,13 +309,7 @@ def join_run_folder(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[byt
         label = folder or f"{SUMMARY_FILE} + {PERCENTILE_FILE}"
         out.append((content, label))
         joined.update(name for _, name in found.values() if name is not None)
-    for content, name in files:
-        if name in joined:
-            continue
-        base = posixpath.basename(name or "")
-        if base in SIDE_FILES or (base == ARGS_FILE and posixpath.dirname(name or "") in folders):
-            continue
-        out.append((content, name))
+    out += [(content, name) for content, name in files if name is None or name not in joined]
     return out
 
 
@@ -335,5 +337,6 @@ register(
             "Succeed requests",
         ),
         filename_hints=("benchmark_summary", "benchmark_percentile", "evalscope"),
+        side_files=SIDE_FILES,
     )
 )

@@ -18,6 +18,9 @@ histograms) has the same top-level keys and is refused with the name of the file
 
 from __future__ import annotations
 
+import posixpath
+from fnmatch import fnmatchcase
+
 from .base import (
     PERCENTILES,
     Ctx,
@@ -241,6 +244,36 @@ def _failure_labels(failures: dict) -> dict[str, int]:
     return out
 
 
+# A results folder's files that are not runs: the config, the per-request dump, the engine-side
+# reports, per-adapter and per-session cuts of the stages' requests (they would count twice).
+SIDE_FILES = (
+    "*config.yaml",
+    "*per_request_lifecycle_metrics.json",
+    "*_prometheus_metrics.json",
+    "*adapter_*_lifecycle_metrics.json",
+    "*session_lifecycle_metrics.json",
+    "*.partial.*.yaml",
+)
+
+
+def arrange_folder(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+    """A folder's summary is dropped where the folder holds its stage files: it sums their
+    requests (for one stage, the same ones), so the stages are the runs to import."""
+    staged = {
+        posixpath.dirname(name)
+        for _, name in files
+        if fnmatchcase(posixpath.basename(name), "*stage_*_lifecycle_metrics.json")
+    }
+    return [
+        (content, name)
+        for content, name in files
+        if not (
+            posixpath.dirname(name) in staged
+            and fnmatchcase(posixpath.basename(name), "*summary_lifecycle_metrics.json")
+        )
+    ]
+
+
 register(
     LoadTestFormat(
         name=FORMAT,
@@ -251,5 +284,7 @@ register(
         required=("load_summary", "successes"),
         signature=("load_summary", "successes", "failures", "benchmark_time_seconds"),
         filename_hints=("lifecycle_metrics", "inference-perf", "inference_perf"),
+        side_files=SIDE_FILES,
+        arrange_folder=arrange_folder,
     )
 )

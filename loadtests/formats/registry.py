@@ -36,6 +36,12 @@ class LoadTestFormat:
     filename_hints: tuple[str, ...] = ()
     # Detection order: lower first, then by name (built-ins 10-40).
     priority: int = 100
+    # The tool's files that are not runs (fnmatch patterns on the file name): skipped when they
+    # come in a results folder or its archive (a config, per-request dumps, engine-side reports).
+    side_files: tuple[str, ...] = ()
+    # A results folder's files as the format wants them imported: (files) -> files, each
+    # (content, path); e.g. a summary dropped where the folder holds the stages it sums.
+    arrange_folder: Callable[[list[tuple[bytes, str]]], list[tuple[bytes, str]]] | None = None
 
     def score(self, data: dict) -> float:
         """Share of the signature keys the object has, 0 to 1."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loadtests.formats import archives
-from loadtests.importing import LoadTestImportError, prepare_files
+from loadtests.importing import LoadTestImportError, import_loadtest_files, prepare_files
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 STAGE = REAL / "inference-perf" / "e2e-inference-perf-0.7.0-rate-stage_0_lifecycle_metrics.json"
@@ -105,3 +105,39 @@ def test_an_archive_with_only_side_files_is_refused():
 def test_a_plain_file_is_not_taken_for_an_archive():
     assert not archives.is_archive(STAGE.read_bytes())
     assert not archives.is_archive(gzip.compress(STAGE.read_bytes()))
+
+
+IPERF = REAL / "inference-perf"
+
+
+def iperf_folder(run: str, stages: int) -> dict[str, bytes]:
+    """An inference-perf results folder as the tool leaves it: the run's real reports under
+    their own names, beside its config and the reports PerfHub does not import."""
+    prefix = f"e2e-inference-perf-0.7.0-{run}-"
+    folder = {
+        f"out/stage_{n}_lifecycle_metrics.json": (
+            IPERF / f"{prefix}stage_{n}_lifecycle_metrics.json"
+        ).read_bytes()
+        for n in range(stages)
+    }
+    folder["out/summary_lifecycle_metrics.json"] = (
+        IPERF / f"{prefix}summary_lifecycle_metrics.json"
+    ).read_bytes()
+    folder["out/config.yaml"] = b"load:\n  type: constant\n"
+    folder["out/per_request_lifecycle_metrics.json"] = b"[]"
+    folder["out/summary_prometheus_metrics.json"] = b"{}"
+    return folder
+
+
+def test_an_inference_perf_folder_imports_its_stages_without_their_summary():
+    files = prepare_files([(zipped(iperf_folder("rate", 3)), "iperf.zip")])
+    assert names(files) == [f"iperf.zip/out/stage_{n}_lifecycle_metrics.json" for n in range(3)]
+
+
+@pytest.mark.django_db
+def test_a_one_stage_inference_perf_folder_stores_its_run_once(service):
+    """Its summary holds the stage's requests: imported beside it, it would be refused as the
+    run already stored, and the whole folder with it."""
+    archive = tarred(iperf_folder("no-stream-context-errors", 1), gz=True)
+    (run,) = import_loadtest_files(service=service, files=[(archive, "one.tar.gz")])
+    assert run.source_name == "one.tar.gz/out/stage_0_lifecycle_metrics.json"

@@ -39,6 +39,10 @@ def folder_files(folder: Path, names=RUN_FILES) -> list[tuple[bytes, str]]:
     return [((folder / name).read_bytes(), name) for name in names]
 
 
+def names_of(files) -> list[str]:
+    return [name for _, name in files]
+
+
 def runs_in(files) -> list:
     return [
         run for content, name in prepare_files(files) for run in parse_file(content, filename=name)
@@ -171,9 +175,22 @@ def test_a_bad_percentile_cell_is_named():
     )
 
 
-def test_a_folders_side_files_alone_are_nothing_to_import():
-    with pytest.raises(LoadTestImportError, match=r"no load-test file to import"):
-        prepare_files(folder_files(TOO_LONG, ("benchmark_args.json",)))
+def test_the_arguments_alone_are_refused_naming_the_files_to_import():
+    ((content, name),) = prepare_files(folder_files(TOO_LONG, ("benchmark_args.json",)))
+    with pytest.raises(LoadTestImportError, match=r"this is benchmark_args\.json"):
+        parse_file(content, filename=name)
+
+
+def test_a_folders_side_files_are_skipped_in_its_archive():
+    with tarfile.open(CLOSED) as archive:
+        inside = [m.name for m in archive if m.isfile()]
+    assert "closed-sweep/benchmark.log" in inside
+    assert "closed-sweep/parallel_1_number_10/workload_timeline.json" in inside
+    assert names_of(prepare_files([(CLOSED.read_bytes(), "s.tgz")])) == [
+        "s.tgz/closed-sweep/parallel_1_number_10",
+        "s.tgz/closed-sweep/parallel_4_number_40",
+        "s.tgz/closed-sweep/parallel_8_number_80",
+    ]
 
 
 def test_detection_reads_a_joined_folder_as_evalscope():

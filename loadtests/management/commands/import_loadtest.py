@@ -48,17 +48,19 @@ def read_file(path: str) -> bytes:
 
 def read_paths(paths: list[str]) -> list[tuple[bytes, str]]:
     """(content, path) of each FILE; a directory stands for the files under it (a tool's results
-    folder, as its archive would), without those that are never results."""
+    folder, as its archive would), without those that are not runs (`archives.skipped`)."""
     files = []
     for path in paths:
         folder = Path(path)
         if not folder.is_dir():
             files.append((read_file(path), path))
             continue
-        for child in sorted(p for p in folder.rglob("*") if p.is_file()):
-            relative = child.relative_to(folder).as_posix()
-            if not archives.skipped(relative):
-                files.append((read_file(str(child)), str(child)))
+        members = [
+            (read_file(str(child)), str(child))
+            for child in sorted(p for p in folder.rglob("*") if p.is_file())
+            if not archives.skipped(child.relative_to(folder).as_posix())
+        ]
+        files += archives.arranged(members)
     return files
 
 
