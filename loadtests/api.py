@@ -116,8 +116,9 @@ _FILE_BODY = {
             "file": {
                 "type": "array",
                 "items": {"type": "string", "format": "binary"},
-                "description": "One or more result files (a sweep's stages, one file each): "
-                "every run of every file is stored, or none.",
+                "description": "One or more result files (a sweep's stages, one file each), "
+                "or a results folder as .zip or .tar.gz: every run of every file is stored, "
+                "or none.",
             }
         },
         "required": ["file"],

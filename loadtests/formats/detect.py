@@ -67,6 +67,12 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
+def parse_json(text: str) -> object:
+    """One JSON value, refused (LoadTestFormatError) past MAX_DEPTH levels before it is parsed;
+    json.JSONDecodeError when it is not JSON."""
+    return _loads(text, "")
+
+
 def _loads(text: str, prefix: str) -> object:
     if _nesting_depth(text) > MAX_DEPTH:
         raise LoadTestFormatError(f"{prefix}the JSON is nested more than {MAX_DEPTH} levels deep")

@@ -35,6 +35,7 @@ from .base import (
     ratio_or_none,
     single_object,
 )
+from .detect import decode, parse_json
 from .registry import LoadTestFormat, register
 
 FORMAT = "evalscope"
@@ -316,8 +317,8 @@ def join_run_folder(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[byt
 def _json(file: tuple[bytes, str | None]) -> object:
     content, name = file
     try:
-        return json.loads(content.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return parse_json(decode(content))
+    except (LoadTestFormatError, ValueError) as exc:
         raise LoadTestFormatError(f"{FORMAT}: {name}: not valid JSON ({exc})") from None
 
 

@@ -304,3 +304,9 @@ def test_a_run_where_most_requests_failed_is_not_made_a_baseline(service):
     with pytest.raises(PromotionError, match="failed_share"):
         import_loadtest_files(service=service, files=folder_files(TOO_LONG), baseline=True)
     assert not LoadTest.objects.exists()
+
+
+def test_a_deeply_nested_file_of_a_pair_is_refused_before_it_is_parsed():
+    files = [(b"[" * 100_000, "benchmark_summary.json"), (b"[]", "benchmark_percentile.json")]
+    with pytest.raises(LoadTestImportError, match=r"nested more than 64 levels"):
+        prepare_files(files)
