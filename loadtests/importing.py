@@ -212,7 +212,7 @@ def _store_run(
         label=json_safe(parsed.label or f"run {index + 1}")[:200],
         format=parsed.format,
         tool_version=json_safe(parsed.tool_version or "")[:40],
-        source_name=json_safe(filename or "")[:255],
+        source_name=_fit_name(json_safe(filename or "")),
         content_sha256=digest,
         run_index=index,
         origin=origin,
@@ -253,6 +253,11 @@ def _store_run(
     ]
     LoadTestSketch.objects.bulk_create(sketch_rows)
     return run
+
+
+def _fit_name(name: str, limit: int = 255) -> str:
+    """A file's name as stored: a long path (an archive's member) keeps its end, the file."""
+    return name if len(name) <= limit else "…" + name[-(limit - 1) :]
 
 
 def import_loadtest_file(

@@ -18,7 +18,9 @@ The full key-by-key mapping is docs/loadtest-formats.md.
 from __future__ import annotations
 
 import math
+import posixpath
 from datetime import UTC, datetime
+from fnmatch import fnmatchcase
 
 import numpy as np
 
@@ -390,6 +392,22 @@ def _date(ctx: Ctx, data: dict) -> datetime | None:
     raise ctx.at("date").error(f"expected YYYYMMDD-HHMMSS, got {value!r}")
 
 
+def arrange_folder(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+    """`vllm bench sweep` writes each repeat of a parameter combination as `run=<N>.json` and
+    all of them again as the folder's `summary.json`: where the runs are beside it, the summary
+    is dropped, or every repeat would be imported twice."""
+    with_runs = {
+        posixpath.dirname(name)
+        for _, name in files
+        if fnmatchcase(posixpath.basename(name), "run=*.json")
+    }
+    return [
+        (content, name)
+        for content, name in files
+        if not (posixpath.basename(name) == "summary.json" and posixpath.dirname(name) in with_runs)
+    ]
+
+
 register(
     LoadTestFormat(
         name=FORMAT,
@@ -419,5 +437,6 @@ register(
             "date",
         ),
         filename_hints=("vllm", ".jsonl"),
+        arrange_folder=arrange_folder,
     )
 )

@@ -3,6 +3,7 @@ bounded (loadtests.formats.archives, importing.prepare_files)."""
 
 import gzip
 import io
+import posixpath
 import tarfile
 import zipfile
 from pathlib import Path
@@ -141,3 +142,25 @@ def test_a_one_stage_inference_perf_folder_stores_its_run_once(service):
     archive = tarred(iperf_folder("no-stream-context-errors", 1), gz=True)
     (run,) = import_loadtest_files(service=service, files=[(archive, "one.tar.gz")])
     assert run.source_name == "one.tar.gz/out/stage_0_lifecycle_metrics.json"
+
+
+SWEEP = REAL / "vllm-bench" / "er0080-sweep-v0.25.1-folder.tar.gz"
+
+
+@pytest.mark.django_db
+def test_a_vllm_bench_sweep_folder_stores_each_repeat_once(service):
+    """Its `summary.json` lists the `run=<N>.json` beside it again; imported too, each repeat
+    would be refused as the run already stored, and the whole folder with it."""
+    runs = import_loadtest_files(service=service, files=[(SWEEP.read_bytes(), SWEEP.name)])
+    names = sorted(posixpath.basename(run.source_name) for run in runs)
+    assert names == ["run=0.json", "run=0.json", "run=1.json", "run=1.json"]
+
+
+@pytest.mark.django_db
+def test_a_member_deep_in_an_archive_keeps_its_file_name(service):
+    deep = "/".join(["level"] * 60) + "/stage_0_lifecycle_metrics.json"
+    (run,) = import_loadtest_files(
+        service=service, files=[(zipped({deep: STAGE.read_bytes()}), "r.zip")]
+    )
+    assert len(run.source_name) == 255
+    assert run.source_name.endswith("/stage_0_lifecycle_metrics.json")
