@@ -36,6 +36,7 @@ SKIPPED_SUFFIXES = (
     ".svg",
     ".pdf",
     ".md",
+    ".parquet",
 )
 _STEP = 1 << 20
 

@@ -12,6 +12,7 @@ AIPerf adds `benchmark_duration`, token totals and `min_request_timestamp`, whic
 
 from __future__ import annotations
 
+import posixpath
 from datetime import UTC, datetime
 
 from .base import (
@@ -415,6 +416,46 @@ def _model(config: dict) -> str | None:
     return None if model is None else str(model)
 
 
+# An artifacts folder's files that are not runs: the prompts sent (`inputs.json`; GenAI-Perf's
+# early `llm_inputs.json`), and AIPerf's raw payloads, time slices, GPU telemetry, server
+# scrapes and the aggregate of several profile runs (each run is in the folder too).
+SIDE_FILES = (
+    "inputs.json",
+    "llm_inputs.json",
+    "*_raw.jsonl",
+    "*_timeslices.*",
+    "*_gpu_telemetry.jsonl",
+    "*_server_metrics.*",
+    "*_aggregate.*",
+)
+
+
+def _same_run(summary: str) -> tuple[str, ...]:
+    """The files holding the run of summary export `summary` again: its CSV twin and the
+    per-request file it was computed from. GenAI-Perf names them after the per-request file
+    (`<stem>.json` -> `<stem>_genai_perf.json`, `.csv`); AIPerf's are fixed names."""
+    if summary.endswith("_genai_perf.json"):
+        stem = summary.removesuffix("_genai_perf.json")
+        return (f"{stem}_genai_perf.csv", f"{stem}.json")
+    if summary == "profile_export_aiperf.json":
+        return ("profile_export_aiperf.csv", "profile_export.jsonl")
+    return ()
+
+
+def arrange_folder(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+    """One run per artifacts folder: its summary JSON, without the CSV and per-request files that
+    hold the same requests (imported as well, the run would count twice, or be refused)."""
+    dropped: set[tuple[str, str]] = set()
+    for _, name in files:
+        folder, base = posixpath.dirname(name), posixpath.basename(name)
+        dropped.update((folder, twin) for twin in _same_run(base))
+    return [
+        (content, name)
+        for content, name in files
+        if (posixpath.dirname(name), posixpath.basename(name)) not in dropped
+    ]
+
+
 register(
     LoadTestFormat(
         name=FORMAT,
@@ -434,5 +475,7 @@ register(
             "input_config",
         ),
         filename_hints=("genai", "profile_export", "aiperf"),
+        side_files=SIDE_FILES,
+        arrange_folder=arrange_folder,
     )
 )

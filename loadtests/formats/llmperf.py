@@ -180,5 +180,7 @@ register(
             "mean_input_tokens",
         ),
         filename_hints=("llmperf", "_summary"),
+        # Beside each summary, llmperf writes every request's record (and its text): not a run.
+        side_files=("*_individual_responses.json",),
     )
 )

@@ -164,3 +164,48 @@ def test_a_member_deep_in_an_archive_keeps_its_file_name(service):
     )
     assert len(run.source_name) == 255
     assert run.source_name.endswith("/stage_0_lifecycle_metrics.json")
+
+
+GENAI = REAL / "genai-perf"
+
+
+@pytest.mark.django_db
+def test_an_aiperf_artifacts_folder_stores_its_run_once(service):
+    """The JSON and CSV exports are one run, and so is the per-request file they summarize;
+    the prompts sent and the raw payloads are not runs."""
+    folder = {
+        f"artifacts/profile_export_aiperf.{ext}": (
+            GENAI / f"e2e-aiperf-0.13.0-c2-profile_export_aiperf.{ext}"
+        ).read_bytes()
+        for ext in ("json", "csv")
+    }
+    folder["artifacts/profile_export.jsonl"] = b'{"metadata": {}, "metrics": {}, "error": null}\n'
+    folder["artifacts/profile_export_raw.jsonl"] = b"{}\n"
+    folder["artifacts/inputs.json"] = b'{"data": []}'
+    folder["artifacts/logs/aiperf.log"] = b"INFO done"
+    (run,) = import_loadtest_files(service=service, files=[(zipped(folder), "aiperf.zip")])
+    assert run.source_name == "aiperf.zip/artifacts/profile_export_aiperf.json"
+
+
+def test_a_genai_perf_csv_without_its_json_is_kept():
+    name = "e2e-genai-perf-0.0.8-c2-profile_export_genai_perf.csv"
+    content = zipped({f"c2/{name}": (GENAI / name).read_bytes()})
+    assert names(prepare_files([(content, "gp.zip")])) == [f"gp.zip/c2/{name}"]
+
+
+def test_a_genai_perf_folder_keeps_the_summary_of_its_per_request_file():
+    stem = "e2e-genai-perf-0.0.8-c1-profile_export"
+    folder = {
+        f"run/{stem}_genai_perf.json": (GENAI / f"{stem}_genai_perf.json").read_bytes(),
+        f"run/{stem}.json": gzip.decompress((GENAI / f"{stem}.json.gz").read_bytes()),
+        "run/llm_inputs.json": b"{}",
+    }
+    assert names(prepare_files([(zipped(folder), "gp.zip")])) == [
+        f"gp.zip/run/{stem}_genai_perf.json"
+    ]
+
+
+def test_an_llmperf_results_folder_imports_its_summary_only():
+    summary = (REAL / "llmperf" / "leaderboard-bedrock_70b.json").read_bytes()
+    folder = {"results/x_summary.json": summary, "results/x_individual_responses.json": b"[{}]"}
+    assert names(prepare_files([(zipped(folder), "l.zip")])) == ["l.zip/results/x_summary.json"]
