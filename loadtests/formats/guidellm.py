@@ -17,6 +17,8 @@ off by orders of magnitude, so they are kept for display only.
 
 from __future__ import annotations
 
+import posixpath
+
 from .base import (
     PERCENTILES,
     Ctx,
@@ -290,6 +292,22 @@ def _request_totals(ctx: Ctx, benchmark: dict, metrics: dict) -> tuple[dict[str,
     return {}, ""
 
 
+def arrange_folder(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+    """guidellm writes one report in every format asked (`--outputs json,yaml,csv,html`): where
+    a folder holds the JSON, its YAML and CSV copies are the same runs."""
+    with_json = {
+        posixpath.dirname(name)
+        for _, name in files
+        if posixpath.basename(name) == "benchmarks.json"
+    }
+    copies = {"benchmarks.yaml", "benchmarks.yml", "benchmarks.csv"}
+    return [
+        (content, name)
+        for content, name in files
+        if not (posixpath.dirname(name) in with_json and posixpath.basename(name) in copies)
+    ]
+
+
 register(
     LoadTestFormat(
         name=FORMAT,
@@ -300,5 +318,6 @@ register(
         required=("benchmarks",),
         signature=("benchmarks", "metadata", "args", "config"),
         filename_hints=("guidellm", "benchmarks"),
+        arrange_folder=arrange_folder,
     )
 )

@@ -209,3 +209,14 @@ def test_an_llmperf_results_folder_imports_its_summary_only():
     summary = (REAL / "llmperf" / "leaderboard-bedrock_70b.json").read_bytes()
     folder = {"results/x_summary.json": summary, "results/x_individual_responses.json": b"[{}]"}
     assert names(prepare_files([(zipped(folder), "l.zip")])) == ["l.zip/results/x_summary.json"]
+
+
+def test_a_guidellm_folder_imports_its_json_report_not_its_copies():
+    report = (REAL / "guidellm" / "guidellm-repo-0.2-benchmarks_stripped.json").read_bytes()
+    folder = {
+        "out/benchmarks.json": report,
+        "out/benchmarks.yaml": b"benchmarks: []\n",
+        "out/benchmarks.csv": b"a,b\n1,2\n",
+        "out/benchmarks.html": b"<html/>",
+    }
+    assert names(prepare_files([(zipped(folder), "g.zip")])) == ["g.zip/out/benchmarks.json"]
