@@ -12,6 +12,7 @@ images, databases) are skipped; every other member is a file to import, named by
 from __future__ import annotations
 
 import io
+import lzma
 import posixpath
 import tarfile
 import zipfile
@@ -23,6 +24,16 @@ from .packing import GZIP_MAGIC, unpacked
 from .registry import formats
 
 MAX_MEMBERS = 500
+# What reading a damaged member raises: its container, or the codec of its compression method.
+_DAMAGED = (
+    zipfile.BadZipFile,
+    OSError,
+    ValueError,
+    EOFError,
+    NotImplementedError,
+    zlib.error,
+    lzma.LZMAError,
+)
 # Never a load-test result; what result folders hold beside them.
 SKIPPED_SUFFIXES = (
     ".log",
@@ -90,7 +101,7 @@ def _zip_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, st
     try:
         archive = zipfile.ZipFile(io.BytesIO(content))
         infos = [info for info in archive.infolist() if not info.is_dir()]
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except _DAMAGED as exc:
         raise LoadTestFormatError(f"{label}: not a readable zip file ({exc})") from None
     members, total = [], 0
     for info in infos:
@@ -103,7 +114,9 @@ def _zip_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, st
         try:
             with archive.open(info) as stream:
                 data = _read_bounded(stream, limit - total, label, limit)
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
+        except LoadTestFormatError:
+            raise
+        except _DAMAGED as exc:
             raise LoadTestFormatError(f"{label}: {path}: cannot be read ({exc})") from None
         total += len(data)
         members.append((data, path))
@@ -125,7 +138,9 @@ def _tar_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, st
                 data = stream.read() if stream is not None else b""
                 total += len(data)
                 members.append((data, path))
-    except tarfile.TarError as exc:
+    except LoadTestFormatError:
+        raise
+    except (tarfile.TarError, *_DAMAGED) as exc:
         raise LoadTestFormatError(f"{label}: not a readable tar file ({exc})") from None
     return members
 

@@ -9,6 +9,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loadtests.formats import archives
 from loadtests.importing import LoadTestImportError, import_loadtest_files, prepare_files
@@ -66,7 +68,7 @@ def test_a_small_archive_expanding_past_the_limit_is_refused(monkeypatch):
     monkeypatch.setattr("loadtests.importing.MAX_FILE_BYTES", 1_000_000)
     content = zipped({"big.json": b" " * 2_000_000})
     assert len(content) < 10_000
-    with pytest.raises(LoadTestImportError, match=r"expand past 1,000,000 bytes"):
+    with pytest.raises(LoadTestImportError, match=r"^bomb\.zip: its files expand past 1,000,000"):
         prepare_files([(content, "bomb.zip")])
 
 
@@ -220,3 +222,37 @@ def test_a_guidellm_folder_imports_its_json_report_not_its_copies():
         "out/benchmarks.html": b"<html/>",
     }
     assert names(prepare_files([(zipped(folder), "g.zip")])) == ["g.zip/out/benchmarks.json"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_damaged_archive_is_refused_saying_why_never_crashes(data):
+    """Any bytes cut from or flipped in a real archive: files, or LoadTestImportError."""
+    original = data.draw(
+        st.sampled_from(
+            [
+                zipped({"run/a.json": STAGE.read_bytes()}),
+                tarred({"run/a.json": STAGE.read_bytes()}),
+                tarred({"run/a.json": STAGE.read_bytes()}, gz=True),
+            ]
+        )
+    )
+    content = bytearray(original)
+    for _ in range(data.draw(st.integers(0, 4))):
+        # Half the time in the first member's header and compressed data.
+        end = data.draw(st.sampled_from([len(content), min(len(content), 300)]))
+        index = data.draw(st.integers(0, end - 1))
+        content[index] = data.draw(st.integers(0, 255))
+    content = bytes(content[: data.draw(st.integers(1, len(content)))])
+    try:
+        prepare_files([(content, "fuzzed")])
+    except LoadTestImportError as exc:
+        assert str(exc)
+
+
+def test_a_zip_whose_compressed_data_is_damaged_is_refused_naming_the_member():
+    content = bytearray(zipped({"run/a.json": STAGE.read_bytes()}))
+    data_start = 30 + len("run/a.json")  # after the local file header
+    content[data_start : data_start + 8] = b"\xff" * 8
+    with pytest.raises(LoadTestImportError, match=r"^d\.zip: run/a\.json: cannot be read"):
+        prepare_files([(bytes(content), "d.zip")])
