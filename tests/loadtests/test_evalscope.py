@@ -14,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rest_framework.test import APIClient
 
 from loadtests.formats import LoadTestFormatError, parse_loadtest
 from loadtests.importing import (
@@ -235,8 +236,6 @@ def test_an_owner_uploads_a_runs_two_files_on_the_page(owner_client, service):
 
 @pytest.mark.django_db
 def test_the_api_imports_a_zipped_folder(owner, service):
-    from rest_framework.test import APIClient
-
     client = APIClient()
     client.force_login(owner)
     upload = SimpleUploadedFile(OPEN.name, OPEN.read_bytes())
@@ -310,3 +309,16 @@ def test_a_deeply_nested_file_of_a_pair_is_refused_before_it_is_parsed():
     files = [(b"[" * 100_000, "benchmark_summary.json"), (b"[]", "benchmark_percentile.json")]
     with pytest.raises(LoadTestImportError, match=r"nested more than 64 levels"):
         prepare_files(files)
+
+
+@pytest.mark.django_db
+def test_the_api_imports_a_folder_sent_as_the_raw_body(owner, service):
+    client = APIClient()
+    client.force_login(owner)
+    response = client.post(
+        "/api/v1/services/chat-7b/loadtests/?measured_at=2026-12-06T01:48:00Z",
+        data=CLOSED.read_bytes(),
+        content_type="application/gzip",
+    )
+    assert (response.status_code, response.json()["created"]) == (201, 3)
+    assert all(run["measured_at"].startswith("2026-12-06T01:48") for run in response.json()["runs"])
