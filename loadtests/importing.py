@@ -346,15 +346,16 @@ def import_loadtest_files(
     **options,
 ) -> list[LoadTest]:
     """Several files as one import (a sweep's stages, one file each; repeats of one build):
-    every run of every file, or none. With several files an error starts with the name of the
-    file at fault. With `baseline`, each file's run is promoted and the runs form one baseline
-    set (one promotion batch), as `import_loadtest` does with several files. `options` are
+    every run of every file, or none (`prepare_files`: an archive is its files). With several
+    files, or one from an archive, an error starts with the name of the file at fault. With
+    `baseline`, each file's run is promoted and the runs form one baseline set (one promotion
+    batch), as `import_loadtest` does with several files. `options` are
     `import_loadtest_file`'s."""
-    files = prepare_files(files)
-    batch = uuid.uuid4().hex if baseline and len(files) > 1 else ""
+    prepared = prepare_files(files)
+    batch = uuid.uuid4().hex if baseline and len(prepared) > 1 else ""
     stored: list[LoadTest] = []
     with transaction.atomic():
-        for content, name in files:
+        for content, name in prepared:
             try:
                 stored += import_loadtest_file(
                     service=service,
@@ -365,10 +366,18 @@ def import_loadtest_files(
                     **options,
                 )
             except LoadTestImportError as exc:
-                if len(files) == 1:
+                if not names_each_file(files, prepared):
                     raise
-                raise LoadTestImportError(f"{name}: {exc}") from exc
+                raise type(exc)(f"{name}: {exc}") from exc  # a PromotionError stays one
     return stored
+
+
+def names_each_file(
+    uploaded: Sequence[tuple[bytes, str | None]], prepared: Sequence[tuple[bytes, str | None]]
+) -> bool:
+    """Whether an error must name the file at fault: several files, or a file the upload did
+    not name itself (an archive's member, a joined run folder)."""
+    return len(prepared) > 1 or [n for _, n in prepared] != [n for _, n in uploaded]
 
 
 def prepare_files(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[bytes, str | None]]:

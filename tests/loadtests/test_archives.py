@@ -256,3 +256,12 @@ def test_a_zip_whose_compressed_data_is_damaged_is_refused_naming_the_member():
     content[data_start : data_start + 8] = b"\xff" * 8
     with pytest.raises(LoadTestImportError, match=r"^d\.zip: run/a\.json: cannot be read"):
         prepare_files([(bytes(content), "d.zip")])
+
+
+@pytest.mark.django_db
+def test_an_error_in_an_archive_of_one_file_names_that_file(service):
+    content = zipped({"run/stage_9_lifecycle_metrics.json": b'{"load_summary": {}}'})
+    with pytest.raises(
+        LoadTestImportError, match=r"^one\.zip/run/stage_9_lifecycle_metrics\.json: "
+    ):
+        import_loadtest_files(service=service, files=[(content, "one.zip")])

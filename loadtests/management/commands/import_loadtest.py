@@ -32,6 +32,7 @@ from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
+    names_each_file,
     parse_file_timezone,
     parse_measured_at,
     prepare_files,
@@ -119,13 +120,14 @@ class Command(BaseCommand):
         refusing = 0
         promoting = options["baseline"] or options["run"] is not None
         before = current_reference(service) if promoting else []
+        read = read_paths(options["files"])
         try:
-            files = prepare_files(read_paths(options["files"]))
+            files = prepare_files(read)
         except LoadTestImportError as exc:
             raise CommandError(one_line(str(exc)), returncode=2) from exc
-        options["several"] = len(files) > 1
+        options["several"] = names_each_file(read, files)
         # Several files promoted in one command are one baseline set (repeats of one build).
-        options["promotion_batch"] = uuid.uuid4().hex if options["several"] else ""
+        options["promotion_batch"] = uuid.uuid4().hex if len(files) > 1 else ""
         with transaction.atomic():  # several files: all of them or none
             for content, path in files:
                 refusing += self._import(service, content, path, options)
