@@ -23,6 +23,7 @@ import json
 import posixpath
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from .base import (
     Ctx,
@@ -79,6 +80,8 @@ LATENCY_COLUMNS = {
 }
 PERCENTILE_ROWS = {"p50": "50%", "p90": "90%", "p95": "95%", "p99": "99%"}
 _LABEL = re.compile(r"^(\d+(?:\.\d+)?)%$")
+# evalscope's output folder is named for the local time the command started (`%Y%m%d_%H%M%S`).
+_STARTED = re.compile(r"^\d{8}_\d{6}$")
 
 
 def looks_like(data: dict) -> bool:
@@ -116,7 +119,18 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     summary = ctx.obj(run, "summary")
     rows = ctx.array(run, "percentiles")
     args = ctx.obj(run, "args", required=False) or {}
-    return [_run(summary, rows, args)]
+    parsed = _run(summary, rows, args)
+    started = run.get("started")
+    if isinstance(started, str) and _STARTED.match(started):
+        try:
+            parsed.measured_at = datetime.strptime(started, "%Y%m%d_%H%M%S").replace(tzinfo=UTC)
+        except ValueError:
+            raise ctx.at("started").error(f"not a time: {started!r}") from None
+        parsed.sources["measured_at"] = (
+            f"the output folder's name {started} (the command's start, local time of the "
+            "client, read as UTC)"
+        )
+    return [parsed]
 
 
 def _run(summary: dict, rows: list, args: dict) -> ParsedRun:
@@ -299,11 +313,13 @@ def join_run_folder(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[byt
     for folder, found in folders.items():
         if SUMMARY_FILE not in found or PERCENTILE_FILE not in found:
             continue
+        started = next((part for part in folder.split("/") if _STARTED.match(part)), None)
         document = {
             RUN_KEY: {
                 "summary": _json(found[SUMMARY_FILE]),
                 "percentiles": _json(found[PERCENTILE_FILE]),
                 **({"args": _json(found[ARGS_FILE])} if ARGS_FILE in found else {}),
+                **({"started": started} if started else {}),
             }
         }
         content = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()

@@ -6,7 +6,9 @@ import io
 import json
 import math
 import tarfile
+from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -322,3 +324,24 @@ def test_the_api_imports_a_folder_sent_as_the_raw_body(owner, service):
     )
     assert (response.status_code, response.json()["created"]) == (201, 3)
     assert all(run["measured_at"].startswith("2026-12-06T01:48") for run in response.json()["runs"])
+
+
+def test_a_runs_time_is_its_output_folders_name():
+    """evalscope names its output folder for the command's start (local time, no zone)."""
+    runs = runs_in([(OPEN.read_bytes(), OPEN.name)])
+    assert {run.measured_at for run in runs} == {datetime(2026, 12, 6, 1, 48, 18, tzinfo=UTC)}
+    assert "20261206_014818" in runs[0].sources["measured_at"]
+
+
+def test_a_folder_without_its_timestamped_parent_has_no_time():
+    assert {run.measured_at for run in runs_in([(CLOSED.read_bytes(), CLOSED.name)])} == {None}
+
+
+@pytest.mark.django_db
+def test_the_folders_time_is_re_read_in_the_zone_the_importer_names(service):
+    runs = import_loadtest_files(
+        service=service,
+        files=[(OPEN.read_bytes(), OPEN.name)],
+        file_timezone=ZoneInfo("Asia/Shanghai"),
+    )
+    assert {run.measured_at for run in runs} == {datetime(2026, 12, 5, 17, 48, 18, tzinfo=UTC)}
