@@ -31,3 +31,25 @@ def test_an_owner_picks_three_stage_files_and_gets_their_sweep(
     page.click("text=inference-perf rate sweep")
     assert page.locator("h1").inner_text().startswith("inference-perf rate sweep")
     assert page.problems == []
+
+
+EVALSCOPE = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "evalscope"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_owner_uploads_a_zipped_results_folder_and_reads_what_the_tool_got_wrong(
+    live_server, browser_page, owner, service
+):
+    """evalscope's open-loop folder, zipped as it was written: two runs, one per rate, and on
+    a run's page the note on the TTFTs evalscope wrote as 0."""
+    page = browser_page
+    browser_login(page, live_server.url, "alice", "pw-alice-123")
+
+    page.goto(f"{live_server.url}/services/{service.slug}/loadtests/upload/")
+    page.set_input_files("#id_file", str(EVALSCOPE / "e2e-evalscope-1.14.1-open-loop.zip"))
+    page.click("button:has-text('Import')")
+
+    assert "Imported 2 new runs" in page.locator(".messages").inner_text()
+    page.click("text=evalscope 20 req/s")
+    assert "TTFT of 0" in page.locator("#file-notes").inner_text()
+    assert page.problems == []
