@@ -2,6 +2,7 @@
 
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -11,6 +12,7 @@ from loadtests.models import GateRun
 pytestmark = pytest.mark.django_db
 
 LATENCY_SUFFIX = "_ms"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 
 @pytest.fixture
@@ -184,3 +186,16 @@ def test_it_judges_against_an_older_baseline_of_the_same_shape(service, c16, fix
     gate(c16)
     gate_run = GateRun.objects.get()
     assert gate_run.baseline.concurrency == 16 and not gate_run.baseline.is_current
+
+
+def test_a_results_folder_is_a_candidate(service, tmp_path):
+    """evalscope's run folder, given as a folder: its two data files are one candidate run."""
+    folder = REAL / "evalscope" / "e2e-evalscope-1.14.1-no-stream-c2"
+    call_command("import_loadtest", str(folder), "--service", service.slug, "--baseline")
+    candidate = tmp_path / "parallel_2_number_16"
+    candidate.mkdir()
+    for path in folder.iterdir():
+        (candidate / path.name).write_bytes(path.read_bytes())
+    (candidate / "benchmark.log").write_text("INFO done")
+    assert "PASS" in gate(candidate)
+    assert GateRun.objects.get().verdict == GateRun.Verdict.PASS

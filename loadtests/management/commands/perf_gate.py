@@ -15,7 +15,12 @@ from django.core.management.base import BaseCommand, CommandError
 from loadtests.formats import format_names
 from loadtests.gate import GateInputError, run_gate
 from loadtests.importing import LoadTestImportError, parse_measured_at
-from loadtests.management.commands.import_loadtest import one_line, read_file, service_named
+from loadtests.management.commands.import_loadtest import (
+    one_line,
+    read_file,
+    read_paths,
+    service_named,
+)
 from loadtests.models import GateRun
 
 EXIT_REGRESSION = 1
@@ -39,7 +44,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         service = service_named(options["service"])
-        files = [(read_file(path), Path(path).name) for path in options["files"]]
+        files = []
+        for path in options["files"]:  # a folder is its files, as for import_loadtest
+            is_folder = Path(path).is_dir()
+            files += read_paths([path]) if is_folder else [(read_file(path), Path(path).name)]
         try:
             measured_at = (
                 parse_measured_at(options["measured_at"]) if options["measured_at"] else None
