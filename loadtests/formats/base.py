@@ -67,6 +67,11 @@ class ParsedRun:
         )
 
 
+def present(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` without the empty ones (None, {}, []): what a run's `extra` keeps."""
+    return {key: value for key, value in values.items() if value not in (None, {}, [])}
+
+
 def empty_fields() -> dict[str, Number | None]:
     return dict.fromkeys(FIELD_NAMES)
 

@@ -32,6 +32,7 @@ from .base import (
     LoadTestFormatError,
     ParsedRun,
     mark_failed,
+    present,
     rate_label,
     ratio_or_none,
     single_object,
@@ -249,8 +250,7 @@ def _run(summary: dict, rows: list, args: dict) -> ParsedRun:
         fields=fields,
         request_rate_inf=rate_inf,
         errors=errors,
-        samples={},
-        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        extra=present(extra),
         sources=sources,
     )
     return mark_failed(parsed)

@@ -23,6 +23,7 @@ from .base import (
     ParsedRun,
     epoch_to_datetime,
     mark_failed,
+    present,
     rate_label,
     single_object,
 )
@@ -181,7 +182,7 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         request_rate_inf=rate_inf,
         errors=None if errors is None else round(errors),
         samples={},
-        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        extra=present(extra),
         sources=sources,
     )
     return [mark_failed(run)]

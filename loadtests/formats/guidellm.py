@@ -17,8 +17,6 @@ off by orders of magnitude, so they are kept for display only.
 
 from __future__ import annotations
 
-import posixpath
-
 from .base import (
     PERCENTILES,
     Ctx,
@@ -27,9 +25,11 @@ from .base import (
     ParsedRun,
     epoch_to_datetime,
     mark_failed,
+    present,
     rate_label,
     single_object,
 )
+from .folders import Files, drop_beside
 from .registry import LoadTestFormat, register
 
 FORMAT = "guidellm"
@@ -183,7 +183,7 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         request_rate_inf=rate_inf,
         errors=errored,
         samples={},
-        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        extra=present(extra),
         sources=sources,
     )
 
@@ -292,20 +292,11 @@ def _request_totals(ctx: Ctx, benchmark: dict, metrics: dict) -> tuple[dict[str,
     return {}, ""
 
 
-def arrange_folder(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+def arrange_folder(files: Files) -> Files:
     """guidellm writes one report in every format asked (`--outputs json,yaml,csv,html`): where
     a folder holds the JSON, its YAML and CSV copies are the same runs."""
-    with_json = {
-        posixpath.dirname(name)
-        for _, name in files
-        if posixpath.basename(name) == "benchmarks.json"
-    }
-    copies = {"benchmarks.yaml", "benchmarks.yml", "benchmarks.csv"}
-    return [
-        (content, name)
-        for content, name in files
-        if not (posixpath.dirname(name) in with_json and posixpath.basename(name) in copies)
-    ]
+    copies = ("benchmarks.yaml", "benchmarks.yml", "benchmarks.csv")
+    return drop_beside(files, drop=copies, beside="benchmarks.json")
 
 
 register(

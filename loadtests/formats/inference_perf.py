@@ -18,9 +18,6 @@ histograms) has the same top-level keys and is refused with the name of the file
 
 from __future__ import annotations
 
-import posixpath
-from fnmatch import fnmatchcase
-
 from .base import (
     PERCENTILES,
     Ctx,
@@ -29,10 +26,12 @@ from .base import (
     ParsedRun,
     first_of,
     mark_failed,
+    present,
     rate_label,
     ratio_or_none,
     single_object,
 )
+from .folders import Files, drop_beside
 from .genai_perf import server_count_differs
 from .registry import LoadTestFormat, register
 
@@ -154,7 +153,7 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         request_rate_inf=rate_inf,
         errors=errors,
         samples={},
-        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        extra=present(extra),
         sources=sources,
     )
     return [mark_failed(run)]
@@ -256,22 +255,12 @@ SIDE_FILES = (
 )
 
 
-def arrange_folder(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+def arrange_folder(files: Files) -> Files:
     """A folder's summary is dropped where the folder holds its stage files: it sums their
     requests (for one stage, the same ones), so the stages are the runs to import."""
-    staged = {
-        posixpath.dirname(name)
-        for _, name in files
-        if fnmatchcase(posixpath.basename(name), "*stage_*_lifecycle_metrics.json")
-    }
-    return [
-        (content, name)
-        for content, name in files
-        if not (
-            posixpath.dirname(name) in staged
-            and fnmatchcase(posixpath.basename(name), "*summary_lifecycle_metrics.json")
-        )
-    ]
+    return drop_beside(
+        files, drop=("*summary_lifecycle_metrics.json",), beside="*stage_*_lifecycle_metrics.json"
+    )
 
 
 register(

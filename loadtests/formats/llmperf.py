@@ -16,6 +16,7 @@ from .base import (
     ParsedRun,
     epoch_to_datetime,
     mark_failed,
+    present,
     product_or_none,
     rate_label,
     ratio_or_none,
@@ -139,7 +140,7 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         request_rate_inf=True,
         errors=errors,
         samples={},
-        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
+        extra=present(extra),
         sources=sources,
     )
     return [mark_failed(run)]

@@ -18,9 +18,7 @@ The full key-by-key mapping is docs/loadtest-formats.md.
 from __future__ import annotations
 
 import math
-import posixpath
 from datetime import UTC, datetime
-from fnmatch import fnmatchcase
 
 import numpy as np
 
@@ -37,6 +35,7 @@ from .base import (
     missing_keys,
     rate_label,
 )
+from .folders import Files, drop_beside
 from .registry import LoadTestFormat, register
 
 FORMAT = "vllm-bench"
@@ -392,20 +391,11 @@ def _date(ctx: Ctx, data: dict) -> datetime | None:
     raise ctx.at("date").error(f"expected YYYYMMDD-HHMMSS, got {value!r}")
 
 
-def arrange_folder(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+def arrange_folder(files: Files) -> Files:
     """`vllm bench sweep` writes each repeat of a parameter combination as `run=<N>.json` and
     all of them again as the folder's `summary.json`: where the runs are beside it, the summary
     is dropped, or every repeat would be imported twice."""
-    with_runs = {
-        posixpath.dirname(name)
-        for _, name in files
-        if fnmatchcase(posixpath.basename(name), "run=*.json")
-    }
-    return [
-        (content, name)
-        for content, name in files
-        if not (posixpath.basename(name) == "summary.json" and posixpath.dirname(name) in with_runs)
-    ]
+    return drop_beside(files, drop=("summary.json",), beside="run=*.json")
 
 
 register(
