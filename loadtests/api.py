@@ -194,46 +194,32 @@ class _FileEndpoint(APIView):
     def ci_token(request) -> CIToken | None:
         return request.auth if isinstance(request.auth, CIToken) else None
 
-    def upload(self, request) -> tuple[bytes | None, str | None, dict, Response | None]:
-        """(content, filename, options, error response)."""
+    def upload(
+        self, request, limit: int, what: str
+    ) -> tuple[list[tuple[bytes, str | None]], dict, Response | None]:
+        """(files, options, error response): every `file` part of a multipart request, at most
+        `limit` of them, each read once; or the raw body as one unnamed file."""
         if request.content_type.startswith("multipart/form-data"):
-            upload = request.FILES.get("file")
-            if upload is None:
-                return None, None, {}, Response({"file": ["No file was submitted."]}, 400)
-            if upload.size > MAX_FILE_BYTES:
-                return None, None, {}, _too_large()
-            content, filename = upload.read(), upload.name
+            uploads = request.FILES.getlist("file")
+            if not uploads:
+                return [], {}, Response({"file": ["No file was submitted."]}, 400)
+            if len(uploads) > limit:
+                return [], {}, Response({"file": [f"At most {limit} files {what}."]}, 400)
+            if any(upload.size > MAX_FILE_BYTES for upload in uploads):
+                return [], {}, _too_large()
+            files = [(upload.read(), upload.name) for upload in uploads]
             raw_options = {**request.query_params.dict(), **request.POST.dict()}
         else:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
             if length > MAX_FILE_BYTES:
-                return None, None, {}, _too_large()
-            content, filename = request.body, None
+                return [], {}, _too_large()
+            files = [(request.body, None)]
             raw_options = request.query_params.dict()
-        if not content:
-            return None, None, {}, Response({"detail": "The request carries no file."}, 400)
+        if not all(content for content, _ in files):
+            return [], {}, Response({"detail": "The request carries no file."}, 400)
         options = OptionsSerializer(data=raw_options)
         options.is_valid(raise_exception=True)
-        return content, filename, options.validated_data, None
-
-    @staticmethod
-    def every_file(
-        request, first: tuple[bytes, str | None], limit: int, what: str
-    ) -> tuple[list[tuple[bytes, str | None]], Response | None]:
-        """Every `file` part of a multipart request, at most `limit` (`first`, the one
-        `upload()` read, alone for a raw body); (files, error response)."""
-        if not request.content_type.startswith("multipart/form-data"):
-            return [first], None
-        uploads = request.FILES.getlist("file")
-        if len(uploads) > limit:
-            return [], Response({"file": [f"At most {limit} files {what}."]}, 400)
-        if any(upload.size > MAX_FILE_BYTES for upload in uploads):
-            return [], _too_large()
-        files = []
-        for upload in uploads:
-            upload.seek(0)  # `upload()` read one of them already
-            files.append((upload.read(), upload.name))
-        return files, None
+        return files, options.validated_data, None
 
 
 def _too_large() -> Response:
@@ -262,16 +248,13 @@ class LoadTestImportView(_FileEndpoint):
     )
     def post(self, request, slug: str) -> Response:
         service = self.service(request, slug)
-        content, filename, options, error = self.upload(request)
+        # Several `file` parts (a sweep's stage files) are one import: all stored or none.
+        files, options, error = self.upload(request, MAX_UPLOAD_FILES, "per import")
         if error is not None:
             return error
         promoting = bool(options["baseline"] or options.get("run"))
         if promoting:
             authorize(request, service, CIToken.Action.PROMOTE)
-        # Several `file` parts (a sweep's stage files) are one import: all stored or none.
-        files, error = self.every_file(request, (content, filename), MAX_UPLOAD_FILES, "per import")
-        if error is not None:
-            return error
         before = current_reference(service) if promoting else []
         try:
             runs = import_loadtest_files(
@@ -354,13 +337,8 @@ class GateView(_FileEndpoint):
     )
     def post(self, request, slug: str) -> Response:
         service = self.service(request, slug)
-        content, filename, options, error = self.upload(request)
-        if error is not None:
-            return error
         # Several `file` parts are the repeats of one build, judged together.
-        files, error = self.every_file(
-            request, (content, filename), MAX_GATE_FILES, "(repeats) per gate run"
-        )
+        files, options, error = self.upload(request, MAX_GATE_FILES, "(repeats) per gate run")
         if error is not None:
             return error
         try:
