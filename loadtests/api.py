@@ -276,6 +276,8 @@ class LoadTestImportView(_FileEndpoint):
             "service": service.slug,
             "created": created,
             "runs": LoadTestSerializer(runs, many=True, context={"request": request}).data,
+            # An archive's files that are not runs (logs, configs, a tool's copies of its runs).
+            "skipped": runs.skipped,
         }
         if promoting:
             body["reference_set"] = reference_leavers(service, before)

@@ -344,16 +344,17 @@ def import_loadtest_files(
     files: Sequence[tuple[bytes, str | None]],
     baseline: bool = False,
     **options,
-) -> list[LoadTest]:
+) -> ImportedRuns:
     """Several files as one import (a sweep's stages, one file each; repeats of one build):
-    every run of every file, or none (`prepare_files`: an archive is its files). With several
+    every run of every file, or none (`prepare_files`: an archive is its files; the answer's
+    `skipped` names those that are not runs). With several
     files, or one from an archive, an error starts with the name of the file at fault. With
     `baseline`, each file's run is promoted and the runs form one baseline set (one promotion
     batch), as `import_loadtest` does with several files. `options` are
     `import_loadtest_file`'s."""
     prepared = prepare_files(files)
     batch = uuid.uuid4().hex if baseline and len(prepared) > 1 else ""
-    stored: list[LoadTest] = []
+    stored = ImportedRuns(skipped=prepared.skipped)
     with transaction.atomic():
         for content, name in prepared:
             try:
@@ -380,32 +381,62 @@ def names_each_file(
     return len(prepared) > 1 or [n for _, n in prepared] != [n for _, n in uploaded]
 
 
-def prepare_files(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[bytes, str | None]]:
+class PreparedFiles(list):
+    """`prepare_files`' answer: the (content, name) files to import, and in `skipped` the names of
+    the files an archive or folder held that are not runs."""
+
+    def __init__(self, files=(), skipped: Sequence[str] = ()) -> None:
+        super().__init__(files)
+        self.skipped = list(skipped)
+
+
+class ImportedRuns(list):
+    """`import_loadtest_files`' answer: the runs, and in `skipped` the files left out."""
+
+    def __init__(self, runs=(), skipped: Sequence[str] = ()) -> None:
+        super().__init__(runs)
+        self.skipped = list(skipped)
+
+
+def describe_skipped(names: Sequence[str], shown: int = 5) -> str:
+    """What an import left out of a folder or archive, in one sentence."""
+    count = len(names)
+    listed = ", ".join(names[:shown]) + (f" and {count - shown} more" if count > shown else "")
+    what = "files that are not runs" if count != 1 else "file that is not a run"
+    return f"Skipped {count} {what}: {listed}."
+
+
+def prepare_files(
+    files: Sequence[tuple[bytes, str | None]], skipped: Sequence[str] = ()
+) -> PreparedFiles:
     """The files an upload's files stand for: an archive (.zip, .tar, .tar.gz) is its members,
-    named `archive/path`, without the files that are not runs (`archives.skipped`); a run
-    folder of a tool that writes one run to several files (evalscope) is one document
+    named `archive/path`, without the files that are not runs (`archives.skipped`, `arranged`:
+    their names are kept in `skipped`, after any the caller passes); a run folder of a tool
+    that writes one run to several files (evalscope) is one document
     (`evalscope.join_run_folder`). Raises LoadTestImportError for a damaged or oversized
     archive, naming it, and when nothing is left to import."""
     expanded: list[tuple[bytes, str | None]] = []
+    left_out = list(skipped)
     for content, name in files:
         if not archives.is_archive(content):
             expanded.append((content, name))
             continue
         try:
-            members = archives.expand(content, name, limit=MAX_FILE_BYTES)
+            folder = archives.expand(content, name, limit=MAX_FILE_BYTES)
         except LoadTestFormatError as exc:
             raise LoadTestImportError(str(exc)) from exc
-        if not members:
-            raise LoadTestImportError(f"{name or 'the archive'}: holds no load-test file")
         root = name or "archive"
-        expanded += [(data, f"{root}/{path}") for data, path in members]
+        if not folder.files:
+            raise LoadTestImportError(f"{root}: holds no load-test file")
+        expanded += [(data, f"{root}/{path}") for data, path in folder.files]
+        left_out += [f"{root}/{path}" for path in folder.skipped]
     try:
         prepared = evalscope.join_run_folder(expanded)
     except LoadTestFormatError as exc:
         raise LoadTestImportError(str(exc)) from exc
     if not prepared:
         raise LoadTestImportError("no load-test file to import")
-    return prepared
+    return PreparedFiles(prepared, left_out)
 
 
 def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str) -> None:

@@ -25,6 +25,7 @@ from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     PromotionError,
+    describe_skipped,
     import_loadtest_files,
     promote_load_test,
 )
@@ -75,7 +76,8 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(
                 request,
                 f"Imported {created} new run{'s' if created != 1 else ''} from {names}"
-                + (f" ({len(runs) - created} already imported)." if created < len(runs) else "."),
+                + (f" ({len(runs) - created} already imported)." if created < len(runs) else ".")
+                + (f" {describe_skipped(runs.skipped)}" if runs.skipped else ""),
             )
             if len(runs) == 1:
                 return redirect(runs[0])

@@ -17,6 +17,7 @@ import posixpath
 import tarfile
 import zipfile
 import zlib
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from .base import LoadTestFormatError
@@ -61,11 +62,25 @@ def is_archive(content: bytes) -> bool:
     )
 
 
-def expand(content: bytes, name: str | None, *, limit: int) -> list[tuple[bytes, str]]:
+@dataclass
+class Folder:
+    """A results folder's files to import, (bytes, path) in folder order, and the paths of those
+    left out (side files, and copies `arranged` dropped; hidden files are not listed)."""
+
+    files: list[tuple[bytes, str]]
+    skipped: list[str] = field(default_factory=list)
+
+    def arranged(self) -> Folder:
+        kept = arranged(self.files)
+        names = {name for _, name in kept}
+        dropped = [name for _, name in self.files if name not in names]
+        return Folder(kept, self.skipped + dropped)
+
+
+def expand(content: bytes, name: str | None, *, limit: int) -> Folder:
     """The archive's files as (bytes, path inside the archive), in archive order, without those
-    `skipped`, and `arranged`. Raises
-    LoadTestFormatError for a damaged archive, an encrypted member, more than MAX_MEMBERS files
-    or more than `limit` bytes in all."""
+    `skipped`, and `arranged`. Raises LoadTestFormatError for a damaged archive, an encrypted
+    member, more than MAX_MEMBERS files or more than `limit` bytes in all."""
     label = name or "the archive"
     if content.startswith(GZIP_MAGIC):
         try:
@@ -73,8 +88,13 @@ def expand(content: bytes, name: str | None, *, limit: int) -> list[tuple[bytes,
         except LoadTestFormatError as exc:
             raise LoadTestFormatError(f"{label}: {exc}") from None
     if content.startswith(b"PK"):
-        return arranged(_zip_members(content, label, limit))
-    return arranged(_tar_members(content, label, limit))
+        return _zip_members(content, label, limit).arranged()
+    return _tar_members(content, label, limit).arranged()
+
+
+def listed(path: str) -> bool:
+    """Whether a skipped file is worth naming: not hidden, not a resource fork."""
+    return not any(part.startswith(".") or part == "__MACOSX" for part in path.split("/"))
 
 
 def skipped(path: str) -> bool:
@@ -97,16 +117,17 @@ def arranged(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
     return files
 
 
-def _zip_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, str]]:
+def _zip_members(content: bytes, label: str, limit: int) -> Folder:
     try:
         archive = zipfile.ZipFile(io.BytesIO(content))
         infos = [info for info in archive.infolist() if not info.is_dir()]
     except _DAMAGED as exc:
         raise LoadTestFormatError(f"{label}: not a readable zip file ({exc})") from None
-    members, total = [], 0
+    members, left_out, total = [], [], 0
     for info in infos:
         path = info.filename.replace("\\", "/")
         if skipped(path):
+            left_out += [path] if listed(path) else []
             continue
         _check_count(len(members) + 1, label)
         if info.flag_bits & 0x1:
@@ -120,16 +141,19 @@ def _zip_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, st
             raise LoadTestFormatError(f"{label}: {path}: cannot be read ({exc})") from None
         total += len(data)
         members.append((data, path))
-    return members
+    return Folder(members, left_out)
 
 
-def _tar_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, str]]:
-    members, total = [], 0
+def _tar_members(content: bytes, label: str, limit: int) -> Folder:
+    members, left_out, total = [], [], 0
     try:
         with tarfile.open(fileobj=io.BytesIO(content), mode="r:") as archive:
             for info in archive:
                 path = info.name.removeprefix("./")
-                if not info.isfile() or skipped(path):
+                if not info.isfile():
+                    continue
+                if skipped(path):
+                    left_out += [path] if listed(path) else []
                     continue
                 _check_count(len(members) + 1, label)
                 if info.size > limit - total:
@@ -142,7 +166,7 @@ def _tar_members(content: bytes, label: str, limit: int) -> list[tuple[bytes, st
         raise
     except (tarfile.TarError, *_DAMAGED) as exc:
         raise LoadTestFormatError(f"{label}: not a readable tar file ({exc})") from None
-    return members
+    return Folder(members, left_out)
 
 
 def _read_bounded(stream, room: int, label: str, limit: int) -> bytes:

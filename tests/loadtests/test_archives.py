@@ -9,6 +9,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -265,3 +267,26 @@ def test_an_error_in_an_archive_of_one_file_names_that_file(service):
         LoadTestImportError, match=r"^one\.zip/run/stage_9_lifecycle_metrics\.json: "
     ):
         import_loadtest_files(service=service, files=[(content, "one.zip")])
+
+
+def test_the_files_left_out_are_named_and_hidden_ones_are_not():
+    folder = iperf_folder("rate", 3)
+    folder["out/.DS_Store"] = b"\x00"
+    files = prepare_files([(zipped(folder), "iperf.zip")])
+    assert sorted(files.skipped) == [
+        "iperf.zip/out/config.yaml",
+        "iperf.zip/out/per_request_lifecycle_metrics.json",
+        "iperf.zip/out/summary_lifecycle_metrics.json",  # its stages are beside it
+        "iperf.zip/out/summary_prometheus_metrics.json",
+    ]
+
+
+@pytest.mark.django_db
+def test_an_upload_says_which_files_it_left_out(owner_client, service):
+    upload = SimpleUploadedFile("iperf.zip", zipped(iperf_folder("rate", 3)))
+    response = owner_client.post(
+        reverse("loadtests:upload", args=["chat-7b"]), {"file": upload}, follow=True
+    )
+    (message,) = [str(m) for m in response.context["messages"]]
+    assert message.startswith("Imported 3 new runs from iperf.zip. Skipped 4 files that are not")
+    assert "iperf.zip/out/config.yaml" in message

@@ -345,3 +345,27 @@ def test_the_folders_time_is_re_read_in_the_zone_the_importer_names(service):
         file_timezone=ZoneInfo("Asia/Shanghai"),
     )
     assert {run.measured_at for run in runs} == {datetime(2026, 12, 5, 17, 48, 18, tzinfo=UTC)}
+
+
+@pytest.mark.django_db
+def test_the_api_names_the_files_it_left_out(owner, service):
+    client = APIClient()
+    client.force_login(owner)
+    upload = SimpleUploadedFile(OPEN.name, OPEN.read_bytes())
+    response = client.post(
+        "/api/v1/services/chat-7b/loadtests/", {"file": upload}, format="multipart"
+    )
+    skipped = response.json()["skipped"]
+    assert f"{OPEN.name}/20261206_014818/open-loop/benchmark.log" in skipped
+    assert len(skipped) == 6  # the log, the console table, two timelines a run
+
+
+@pytest.mark.django_db
+def test_the_command_says_what_it_left_out_of_a_folder(service, tmp_path):
+    with tarfile.open(CLOSED) as archive:
+        archive.extractall(tmp_path, filter="data")
+    out = io.StringIO()
+    call_command(
+        "import_loadtest", str(tmp_path / "closed-sweep"), "--service", "chat-7b", stdout=out
+    )
+    assert "Skipped 8 files that are not runs: " in out.getvalue()

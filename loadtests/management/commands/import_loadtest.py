@@ -31,6 +31,7 @@ from loadtests.formats import archives, format_names
 from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
+    describe_skipped,
     import_loadtest_file,
     names_each_file,
     parse_file_timezone,
@@ -47,22 +48,27 @@ def read_file(path: str) -> bytes:
         raise CommandError(f"cannot read {path}: {exc.strerror}", returncode=2) from exc
 
 
-def read_paths(paths: list[str]) -> list[tuple[bytes, str]]:
+def read_paths(paths: list[str]) -> archives.Folder:
     """(content, path) of each FILE; a directory stands for the files under it (a tool's results
-    folder, as its archive would), without those that are not runs (`archives.skipped`)."""
-    files = []
+    folder, as its archive would), without those that are not runs (`archives.skipped`,
+    `arranged`: named in the answer's `skipped`)."""
+    read = archives.Folder([])
     for path in paths:
         folder = Path(path)
         if not folder.is_dir():
-            files.append((read_file(path), path))
+            read.files.append((read_file(path), path))
             continue
-        members = [
-            (read_file(str(child)), str(child))
-            for child in sorted(p for p in folder.rglob("*") if p.is_file())
-            if not archives.skipped(child.relative_to(folder).as_posix())
-        ]
-        files += archives.arranged(members)
-    return files
+        members = archives.Folder([])
+        for child in sorted(p for p in folder.rglob("*") if p.is_file()):
+            relative = child.relative_to(folder).as_posix()
+            if not archives.skipped(relative):
+                members.files.append((read_file(str(child)), str(child)))
+            elif archives.listed(relative):
+                members.skipped.append(str(child))
+        arranged = members.arranged()
+        read.files += arranged.files
+        read.skipped += arranged.skipped
+    return read
 
 
 def service_named(slug: str) -> Service:
@@ -122,10 +128,10 @@ class Command(BaseCommand):
         before = current_reference(service) if promoting else []
         read = read_paths(options["files"])
         try:
-            files = prepare_files(read)
+            files = prepare_files(read.files, read.skipped)
         except LoadTestImportError as exc:
             raise CommandError(one_line(str(exc)), returncode=2) from exc
-        options["several"] = names_each_file(read, files)
+        options["several"] = names_each_file(read.files, files)
         # Several files promoted in one command are one baseline set (repeats of one build).
         options["promotion_batch"] = uuid.uuid4().hex if len(files) > 1 else ""
         with transaction.atomic():  # several files: all of them or none
@@ -138,6 +144,8 @@ class Command(BaseCommand):
                     "(listed above); nothing was stored",
                     returncode=2,
                 )
+        if files.skipped:
+            self.stdout.write(describe_skipped(files.skipped))
         if promoting and (leavers := reference_leavers(service, before)):
             self.stdout.write(leavers)
 

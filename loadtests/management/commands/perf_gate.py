@@ -47,7 +47,7 @@ class Command(BaseCommand):
         files = []
         for path in options["files"]:  # a folder is its files, as for import_loadtest
             is_folder = Path(path).is_dir()
-            files += read_paths([path]) if is_folder else [(read_file(path), Path(path).name)]
+            files += read_paths([path]).files if is_folder else [(read_file(path), Path(path).name)]
         try:
             measured_at = (
                 parse_measured_at(options["measured_at"]) if options["measured_at"] else None
