@@ -155,32 +155,32 @@ def _run(summary: dict, rows: list, args: dict) -> ParsedRun:
     succeeded, succeeded_key = value("succeeded", integer=True)
     if succeeded is None:
         raise sctx.error(f"missing key {SUMMARY_KEYS['succeeded'][0]!r}")
-    put("request_count", succeeded, f"summary.{succeeded_key}")
+    put("request_count", succeeded, _in_summary(succeeded_key))
     duration, key = value("duration")
-    put("duration_s", duration, f"summary.{key}")
+    put("duration_s", duration, _in_summary(key))
     qps, key = value("qps")
-    put("qps", qps, f"summary.{key}")
+    put("qps", qps, _in_summary(key))
     output_tps, output_key = value("output_tps")
-    put("output_tps", output_tps, f"summary.{output_key}")
+    put("output_tps", output_tps, _in_summary(output_key))
     total_tps, total_key = value("total_tps")
     if total_tps is not None and output_tps is not None and total_tps >= output_tps:
         put(
             "input_tps",
             total_tps - output_tps,
-            f"summary.{total_key} - summary.{output_key} (derived)",
+            f"{_in_summary(total_key)} - {output_key!r} (derived)",
         )
     prompt, key = value("prompt_tokens")
-    put("prompt_tokens_mean", prompt, f"summary.{key}")
+    put("prompt_tokens_mean", prompt, _in_summary(key))
     output, key = value("output_tokens")
-    put("output_tokens_mean", output, f"summary.{key}")
+    put("output_tokens_mean", output, _in_summary(key))
 
     # evalscope writes -1 for the dimension a run did not set: a closed loop has no rate.
     concurrency, ckey = value("concurrency", integer=True, negative_ok=True)
     rate, rkey = value("rate", negative_ok=True)
     concurrency = concurrency if concurrency is not None and concurrency > 0 else None
     rate = rate if rate is not None and rate > 0 else None
-    put("concurrency", concurrency, f"summary.{ckey}")
-    put("request_rate", rate, f"summary.{rkey}")
+    put("concurrency", concurrency, _in_summary(ckey))
+    put("request_rate", rate, _in_summary(rkey))
     rate_inf = rate is None and concurrency is not None
 
     streamed, _ = value("streamed", integer=True)
@@ -193,31 +193,19 @@ def _run(summary: dict, rows: list, args: dict) -> ParsedRun:
         or (streamed is None and stream_arg is False)
         or (streamed is None and bool(tpot) and not any(tpot.values()))
     )
-    for metric, columns in LATENCY_COLUMNS.items():
-        if metric != "e2e" and not_streamed:
-            continue
-        column = next((c for c in columns if c[0] in table), None)
-        if column is None:
-            continue
-        name, scale = column
-        by_label = table[name]
-        for label, row_label in PERCENTILE_ROWS.items():
-            found = by_label.get(row_label)
-            if found is None or (metric != "e2e" and found == 0):
-                continue  # a TTFT or TPOT of 0 is evalscope's placeholder, not a time
-            put(f"{metric}_{label}_ms", found * scale, f"percentiles[{row_label}].{name}")
+    _latencies(table, recorder, metrics=("e2e",) if not_streamed else tuple(LATENCY_COLUMNS))
     if not_streamed and succeeded:
         notes.append(
             "no TTFT or TPOT: the run did not stream (evalscope writes a whole answer's "
             "latency as its TTFT, and 0 as its TPOT)"
         )
     elif succeeded:
-        zero_up_to = _zero_ttft_rows(table)
-        if zero_up_to:
+        zeros = _zero_ttft_rows(table)
+        if zeros:
             notes.append(
-                f"evalscope wrote a TTFT of 0 for some streamed requests (its percentiles are "
-                f"0 up to {zero_up_to}): a time it failed to take, so TTFT percentiles read "
-                "low and those requests' TPOT (latency over tokens) high; the zeros are left out"
+                f"evalscope wrote a TTFT of 0 for some streamed requests (its percentile rows "
+                f"are 0 {zeros}): a time it failed to take, so TTFT percentiles read low and "
+                "those requests' TPOT (latency over tokens) high; the zeros are left out"
             )
 
     failed, failed_key = value("failed", integer=True)
@@ -227,7 +215,7 @@ def _run(summary: dict, rows: list, args: dict) -> ParsedRun:
     errors = failed
     sources = recorder.sources
     if failed is not None:
-        sources["errors"] = f"summary.{failed_key or 'Total Requests - Success Requests'}"
+        sources["errors"] = _in_summary(failed_key or "Total Requests - Success Requests")
     if qps is None:
         put("qps", ratio_or_none(succeeded, duration), "successes / duration (derived)")
     extra = {
@@ -256,6 +244,28 @@ def _run(summary: dict, rows: list, args: dict) -> ParsedRun:
     return mark_failed(parsed)
 
 
+def _in_summary(key: str | None) -> str:
+    return f"{SUMMARY_FILE} {key!r}"
+
+
+def _latencies(
+    table: dict[str, dict[str, float]], recorder: FieldRecorder, *, metrics: tuple[str, ...]
+) -> None:
+    """The percentile rows PerfHub stores (P50 to P99) of each metric's column, in ms."""
+    for metric in metrics:
+        column = next((c for c in LATENCY_COLUMNS[metric] if c[0] in table), None)
+        if column is None:
+            continue
+        name, scale = column
+        for label, row_label in PERCENTILE_ROWS.items():
+            found = table[name].get(row_label)
+            if found is None or (metric != "e2e" and found == 0):
+                continue  # a TTFT or TPOT of 0 is evalscope's placeholder, not a time
+            recorder.put(
+                f"{metric}_{label}_ms", found * scale, f"{PERCENTILE_FILE} {row_label} {name!r}"
+            )
+
+
 def _is_arguments(data: dict) -> bool:
     return all(key in data for key in ("parallel", "number", "api", "url", "dataset"))
 
@@ -280,15 +290,15 @@ def _percentile_table(ctx: Ctx, rows: list) -> dict[str, dict[str, float]]:
 
 
 def _zero_ttft_rows(table: dict[str, dict[str, float]]) -> str | None:
-    """The highest percentile row at which evalscope's TTFT is 0, or None."""
+    """How far evalscope's TTFT rows of 0 reach ("up to P10", "at the minimum"), or None."""
     column = next((c for c, _ in LATENCY_COLUMNS["ttft"] if c in table), None)
     if column is None:
         return None
     zeros = [label for label, value in table[column].items() if value == 0 and label != "max"]
     if not zeros:
         return None
-    ordered = sorted(zeros, key=lambda label: -1.0 if label == "min" else _percent(label))
-    return f"P{ordered[-1].removesuffix('%')}" if ordered[-1] != "min" else "the minimum"
+    highest = max(zeros, key=lambda label: -1.0 if label == "min" else _percent(label))
+    return "at the minimum" if highest == "min" else f"up to P{highest.removesuffix('%')}"
 
 
 def _percent(label: str) -> float:

@@ -76,6 +76,12 @@ def test_a_runs_figures_are_its_summary_and_percentile_rows():
     assert fields["e2e_p999_ms"] is None  # evalscope computes no P99.9
 
 
+def test_each_figure_names_the_file_and_key_it_came_from():
+    c8 = by_concurrency(runs_in([(CLOSED.read_bytes(), CLOSED.name)]))[8]
+    assert c8.sources["request_count"] == "benchmark_summary.json 'Success Requests'"
+    assert c8.sources["ttft_p99_ms"] == "benchmark_percentile.json 99% 'TTFT (ms)'"
+
+
 def test_ttft_rows_of_zero_are_left_out_and_said():
     c8 = by_concurrency(runs_in([(CLOSED.read_bytes(), CLOSED.name)]))[8]
     assert c8.fields["ttft_p50_ms"] == pytest.approx(40.87)
@@ -236,14 +242,17 @@ def test_an_owner_uploads_a_runs_two_files_on_the_page(owner_client, service):
     assert (run.format, run.concurrency, run.errors) == ("evalscope", 4, 11)
 
 
-@pytest.mark.django_db
-def test_the_api_imports_a_zipped_folder(owner, service):
+@pytest.fixture
+def api(owner):
     client = APIClient()
     client.force_login(owner)
+    return client
+
+
+@pytest.mark.django_db
+def test_the_api_imports_a_zipped_folder(api, service):
     upload = SimpleUploadedFile(OPEN.name, OPEN.read_bytes())
-    response = client.post(
-        "/api/v1/services/chat-7b/loadtests/", {"file": upload}, format="multipart"
-    )
+    response = api.post("/api/v1/services/chat-7b/loadtests/", {"file": upload}, format="multipart")
     assert (response.status_code, response.json()["created"]) == (201, 2)
 
 
@@ -314,10 +323,8 @@ def test_a_deeply_nested_file_of_a_pair_is_refused_before_it_is_parsed():
 
 
 @pytest.mark.django_db
-def test_the_api_imports_a_folder_sent_as_the_raw_body(owner, service):
-    client = APIClient()
-    client.force_login(owner)
-    response = client.post(
+def test_the_api_imports_a_folder_sent_as_the_raw_body(api, service):
+    response = api.post(
         "/api/v1/services/chat-7b/loadtests/?measured_at=2026-12-06T01:48:00Z",
         data=CLOSED.read_bytes(),
         content_type="application/gzip",
@@ -348,13 +355,9 @@ def test_the_folders_time_is_re_read_in_the_zone_the_importer_names(service):
 
 
 @pytest.mark.django_db
-def test_the_api_names_the_files_it_left_out(owner, service):
-    client = APIClient()
-    client.force_login(owner)
+def test_the_api_names_the_files_it_left_out(api, service):
     upload = SimpleUploadedFile(OPEN.name, OPEN.read_bytes())
-    response = client.post(
-        "/api/v1/services/chat-7b/loadtests/", {"file": upload}, format="multipart"
-    )
+    response = api.post("/api/v1/services/chat-7b/loadtests/", {"file": upload}, format="multipart")
     skipped = response.json()["skipped"]
     assert f"{OPEN.name}/20261206_014818/open-loop/benchmark.log" in skipped
     assert len(skipped) == 6  # the log, the console table, two timelines a run
