@@ -193,7 +193,15 @@ def _too_large(label: str, limit: int) -> LoadTestFormatError:
 
 
 def _is_tar(content: bytes) -> bool:
-    return content[257:262] == b"ustar"
+    """A tar header: the "ustar" magic and a checksum that adds up (text that happens to hold
+    "ustar" at byte 257 is not taken for an archive)."""
+    if content[257:262] != b"ustar":
+        return False
+    try:
+        tarfile.TarInfo.frombuf(content[:512], "utf-8", "surrogateescape")
+    except tarfile.HeaderError:
+        return False
+    return True
 
 
 def _head_of_gzip(content: bytes) -> bytes:

@@ -290,3 +290,10 @@ def test_an_upload_says_which_files_it_left_out(owner_client, service):
     (message,) = [str(m) for m in response.context["messages"]]
     assert message.startswith("Imported 3 new runs from iperf.zip. Skipped 4 files that are not")
     assert "iperf.zip/out/config.yaml" in message
+
+
+def test_text_holding_the_tar_magic_where_a_header_has_it_is_not_an_archive():
+    text = b'{"notes": "' + b"x" * 246 + b'ustar and more", "load_summary": {}}'
+    assert text[257:262] == b"ustar"
+    assert not archives.is_archive(text)
+    assert archives.is_archive(tarred({"a.json": b"{}"}))
