@@ -70,6 +70,15 @@ class Folder:
     files: list[tuple[bytes, str]]
     skipped: list[str] = field(default_factory=list)
 
+    def leaves_out(self, path: str, name: str | None = None) -> bool:
+        """Whether the file at `path` (inside the folder) is not one to import (`skipped`); if
+        so it is noted in `skipped` as `name` (default: the path), unless hidden (`listed`)."""
+        if not skipped(path):
+            return False
+        if listed(path):
+            self.skipped.append(name or path)
+        return True
+
     def arranged(self) -> Folder:
         kept = arranged(self.files)
         names = {name for _, name in kept}
@@ -123,13 +132,12 @@ def _zip_members(content: bytes, label: str, limit: int) -> Folder:
         infos = [info for info in archive.infolist() if not info.is_dir()]
     except _DAMAGED as exc:
         raise LoadTestFormatError(f"{label}: not a readable zip file ({exc})") from None
-    members, left_out, total = [], [], 0
+    folder, total = Folder([]), 0
     for info in infos:
         path = info.filename.replace("\\", "/")
-        if skipped(path):
-            left_out += [path] if listed(path) else []
+        if folder.leaves_out(path):
             continue
-        _check_count(len(members) + 1, label)
+        _check_count(len(folder.files) + 1, label)
         if info.flag_bits & 0x1:
             raise LoadTestFormatError(f"{label}: {path} is encrypted")
         try:
@@ -140,33 +148,32 @@ def _zip_members(content: bytes, label: str, limit: int) -> Folder:
         except _DAMAGED as exc:
             raise LoadTestFormatError(f"{label}: {path}: cannot be read ({exc})") from None
         total += len(data)
-        members.append((data, path))
-    return Folder(members, left_out)
+        folder.files.append((data, path))
+    return folder
 
 
 def _tar_members(content: bytes, label: str, limit: int) -> Folder:
-    members, left_out, total = [], [], 0
+    folder, total = Folder([]), 0
     try:
         with tarfile.open(fileobj=io.BytesIO(content), mode="r:") as archive:
             for info in archive:
                 path = info.name.removeprefix("./")
                 if not info.isfile():
                     continue
-                if skipped(path):
-                    left_out += [path] if listed(path) else []
+                if folder.leaves_out(path):
                     continue
-                _check_count(len(members) + 1, label)
+                _check_count(len(folder.files) + 1, label)
                 if info.size > limit - total:
                     raise _too_large(label, limit)
                 stream = archive.extractfile(info)
                 data = stream.read() if stream is not None else b""
                 total += len(data)
-                members.append((data, path))
+                folder.files.append((data, path))
     except LoadTestFormatError:
         raise
     except (tarfile.TarError, *_DAMAGED) as exc:
         raise LoadTestFormatError(f"{label}: not a readable tar file ({exc})") from None
-    return Folder(members, left_out)
+    return folder
 
 
 def _read_bounded(stream, room: int, label: str, limit: int) -> bytes:

@@ -14,6 +14,7 @@ from loadtests.gate.stored_runs import fingerprint_of, run_data
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
+    names_each_file,
     prepare_files,
 )
 from loadtests.models import CIToken, GateRun, LoadTest, source_run
@@ -76,7 +77,7 @@ def run_gate(
                     )
                 )
             except LoadTestImportError as exc:
-                if len(uploads) == 1:
+                if not names_each_file(files or [(candidate_content, filename)], uploads):
                     raise
                 label = name or f"file {number}"
                 raise LoadTestImportError(f"{label}: {exc}") from exc

@@ -60,11 +60,8 @@ def read_paths(paths: list[str]) -> archives.Folder:
             continue
         members = archives.Folder([])
         for child in sorted(p for p in folder.rglob("*") if p.is_file()):
-            relative = child.relative_to(folder).as_posix()
-            if not archives.skipped(relative):
+            if not members.leaves_out(child.relative_to(folder).as_posix(), str(child)):
                 members.files.append((read_file(str(child)), str(child)))
-            elif archives.listed(relative):
-                members.skipped.append(str(child))
         arranged = members.arranged()
         read.files += arranged.files
         read.skipped += arranged.skipped
