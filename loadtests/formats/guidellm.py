@@ -2,8 +2,12 @@
 
 Each metric is a distribution summary per request status (`successful`, `errored`, ...) with
 `mean`, `median`, `std_dev`, `count`, `total_sum` and `percentiles`. `request_latency` is in
-seconds; the `*_ms` metrics are in ms. guidellm reports TPOT and ITL separately: TPOT fills the
-tpot columns and ITL is kept for display. Layouts read (docs/loadtest-formats.md has the table):
+seconds; the `*_ms` metrics are in ms. guidellm's names differ from PerfHub's: its
+`inter_token_latency_ms` is per request (latency - TTFT) / (output tokens - 1), which is what
+PerfHub (and vLLM) call TPOT, so it fills the tpot columns; its `time_per_output_token_ms` is
+latency / output tokens, the first token included, and is kept for display (checked on real
+reports of 0.2, 0.5 and 0.8.1: each matches its formula on the requests' means). Layouts read
+(docs/loadtest-formats.md has the table):
 
 - 0.2/0.3: no `metadata`; `args.strategy`, `run_stats.requests_made`, `request_totals` on the
   benchmark; `percentiles` without `p50` (the `median` beside it stands in).
@@ -33,13 +37,17 @@ from .folders import Files, drop_beside
 from .registry import LoadTestFormat, register
 
 FORMAT = "guidellm"
-# guidellm metric -> (our metric, factor to ms)
+# guidellm metric -> (our metric, factor to ms). guidellm's ITL is PerfHub's TPOT; its own TPOT
+# (latency / output tokens, the first token included) is kept as "latency per token".
 LATENCIES = {
     "request_latency": ("e2e", 1000.0),
     "time_to_first_token_ms": ("ttft", 1.0),
-    "time_per_output_token_ms": ("tpot", 1.0),
-    "inter_token_latency_ms": ("itl", 1.0),
+    "inter_token_latency_ms": ("tpot", 1.0),
+    "time_per_output_token_ms": ("latency_per_token", 1.0),
 }
+# The metrics kept for display only, not stored in a latency column.
+DISPLAY_ONLY = ("latency_per_token",)
+TPOT_BASIS = "guidellm's ITL: (latency - TTFT) / (output tokens - 1), PerfHub's TPOT"
 SUMMARY_KEYS = ("mean", "median", "std_dev", "min", "max", "count", "total_sum")
 STATUSES = ("successful", "errored", "incomplete")
 
@@ -97,9 +105,11 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         if not summary:
             continue
         latency_stats[metric] = summary
-        if metric == "itl":
+        if metric in DISPLAY_ONLY:
             continue
         unit = " (s -> ms)" if scale != 1 else ""
+        if metric == "tpot":
+            unit = f"{unit}; {TPOT_BASIS}"
         for label in PERCENTILES:
             value = summary.get(label)
             source = f"metrics.{key}.successful.percentiles.{label}{unit}"

@@ -342,8 +342,8 @@ def test_guidellm_02_report_takes_p50_from_the_median_and_rates_from_totals():
         e2e_p99_ms=0.6891846656799316 * 1000,
         ttft_p50_ms=16.38054847717285,
         ttft_p99_ms=21.281957626342773,
-        tpot_p50_ms=4.885653033852577,
-        tpot_p99_ms=5.217265337705612,
+        tpot_p50_ms=4.9241227427805505,  # inter_token_latency_ms.median: PerfHub's TPOT
+        tpot_p99_ms=5.258346167136365,
         measured_at=datetime.fromtimestamp(1749157168.1827004, tz=UTC),
         tool_version=None,
     )
@@ -369,7 +369,7 @@ def test_guidellm_05_concurrent_run_prompt_throughput_is_the_total_over_the_dura
         output_tps=4096 / duration,
         ttft_p50_ms=171.52166366577148,
         ttft_p99_ms=172.63293266296387,
-        tpot_p50_ms=24.32254352606833,
+        tpot_p50_ms=24.178653868062757,  # inter_token_latency_ms, not time_per_output_token_ms
         e2e_p50_ms=24.90842366218567 * 1000,
         tool_version="0.5.0.dev0",
     )
@@ -386,7 +386,7 @@ def test_guidellm_05_counts_the_measured_window_not_warm_up_and_cool_down():
         output_tps=19456 / 720.0,
         ttft_p50_ms=58.10093879699707,
         ttft_p99_ms=72.79777526855469,
-        tpot_p50_ms=39.079260313883424,
+        tpot_p50_ms=39.0606662977709,
         e2e_p99_ms=40.430073499679565 * 1000,
     )
 
@@ -410,6 +410,10 @@ def test_guidellm_08_concurrent_sweep_is_three_runs_at_their_streams():
         e2e_p50_ms=0.29358482360839844 * 1000,
         e2e_p99_ms=0.4604973793029785 * 1000,
         ttft_p50_ms=23.282527923583984,
+        # guidellm's ITL, (latency - TTFT) / (tokens - 1); its own TPOT (P50 9.15 ms) counts
+        # the first token in
+        tpot_p50_ms=8.813261985778809,
+        tpot_p99_ms=10.561756789684296,
         measured_at=datetime.fromtimestamp(1796516736.2070181, tz=UTC),
     )
 
