@@ -26,7 +26,9 @@ MIN_SHARED = 4  # latency figures both runs carry, at least
 ABSOLUTE_MS = 0.006  # a two-decimal export rounds by up to 0.005 ms
 RELATIVE = 1e-4  # large figures printed with fewer digits
 SAME_LOAD = ("concurrency", "request_rate", "request_count")
-SAME_TIME = timedelta(milliseconds=500)  # a time written to ms in one file, to s in another
+# A time written to ms in one file and cut to whole seconds in another (llm-d's report writes
+# 00:25:25 for guidellm's 00:25:25.693): less than a second apart.
+SAME_TIME = timedelta(seconds=1)
 
 
 def _close(a: float, b: float) -> bool:
@@ -43,7 +45,7 @@ def same_measurement(
     one measurement (module docstring); None when they are two. A time is the run's time as its
     file gives it (None: the file gives none)."""
     both_timed = new_time is not None and stored_time is not None
-    if both_timed and abs(new_time - stored_time) > SAME_TIME:
+    if both_timed and abs(new_time - stored_time) >= SAME_TIME:
         return None
     for name in SAME_LOAD:
         a, b = new.get(name), stored.get(name)

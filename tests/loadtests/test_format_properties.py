@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,11 @@ SEEDS = {
         "inference-perf/e2e-inference-perf-0.7.0-rate-stage_1_lifecycle_metrics.json",
         "inference-perf/e2e-inference-perf-0.7.0-no-stream-context-errors-stage_0_lifecycle_metrics.json",
     ],
+    "llm-d-report": [
+        "llm-d-report/er0080-vllm-0.25.1-max_num_seqs4/benchmark_report_v0.2,_run=0.json.yaml",
+        "llm-d-report/er0080-vllm-0.25.1-max_num_seqs4/benchmark_report,_run=0.json.yaml",
+        "llm-d-report/e2e-guidellm-0.8.1-concurrent-sweep/benchmark_report_v0.2,_benchmarks.json_1.yaml",
+    ],
 }
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -40,6 +46,12 @@ json_values = st.recursive(
     ),
     max_leaves=12,
 )
+
+
+def seed(relative: str):
+    """A corpus file as the JSON value it holds (llm-d's reports are YAML)."""
+    text = (REAL / relative).read_text()
+    return yaml.safe_load(text) if relative.endswith(".yaml") else json.loads(text)
 
 
 def outcome(content, **kwargs) -> list[ParsedRun] | None:
@@ -106,9 +118,9 @@ def test_any_json_lines(values, fmt):
 @PROPERTY
 @given(data=st.data())
 def test_a_real_file_with_one_value_replaced(fmt, data):
-    seed = json.loads((REAL / data.draw(st.sampled_from(SEEDS[fmt]))).read_text())
-    path = data.draw(st.sampled_from(list(_paths(seed))))
-    mutated = _replace(seed, path, data.draw(json_values))
+    original = seed(data.draw(st.sampled_from(SEEDS[fmt])))
+    path = data.draw(st.sampled_from(list(_paths(original))))
+    mutated = _replace(original, path, data.draw(json_values))
     content = json.dumps(mutated)
     outcome(content, format=fmt)
     outcome(content)
@@ -118,10 +130,10 @@ def test_a_real_file_with_one_value_replaced(fmt, data):
 @PROPERTY
 @given(data=st.data())
 def test_a_real_file_with_keys_dropped(fmt, data):
-    seed = json.loads((REAL / SEEDS[fmt][0]).read_text())
-    keys = list(seed)
+    original = seed(SEEDS[fmt][0])
+    keys = list(original)
     dropped = data.draw(st.sets(st.sampled_from(keys), max_size=len(keys)))
-    outcome(json.dumps({k: v for k, v in seed.items() if k not in dropped}), format=fmt)
+    outcome(json.dumps({k: v for k, v in original.items() if k not in dropped}), format=fmt)
 
 
 PRINTED = [

@@ -11,7 +11,10 @@ from django.db.migrations.executor import MigrationExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = [("loadtests", "0007_lint_findings_and_fingerprints"), ("dossiers", "0011_slo_kind_registry")]
+BEFORE = [
+    ("loadtests", "0007_lint_findings_and_fingerprints"),
+    ("dossiers", "0011_slo_kind_registry"),
+]
 AFTER = [("loadtests", "0008_guidellm_tpot_is_its_itl")]
 WHEN = datetime(2026, 11, 2, 9, tzinfo=UTC)
 OWN_TPOT = {"p50": 9.15, "p90": 10.8, "p95": 11.6, "p99": 12.3, "p999": 12.3}
