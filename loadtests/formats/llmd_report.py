@@ -223,23 +223,22 @@ def _v01(ctx: Ctx, data: dict) -> _Report:
         report.rate = _load_number(actx, args, "request_rate")
         report.rate_key = "scenario.load.args.request_rate"
     model = sctx.obj(scenario, "model", required=False) or {}
-    engines = []
     platform = sctx.obj(scenario, "platform", required=False) or {}
-    for engine in platform.get("engine") or []:
-        if isinstance(engine, dict):
-            engines.append({"tool": engine.get("name"), "tool_version": engine.get("version")})
     host = sctx.obj(scenario, "host", required=False) or {}
-    accelerators = [
-        {"model": item.get("model"), "count": item.get("count")}
-        for item in host.get("accelerator") or []
-        if isinstance(item, dict)
-    ]
+    engine = _first_object(platform.get("engine"))
+    accelerator = _first_object(host.get("accelerator"))
     name = model.get("name") if model.get("name") != "unknown" else None
-    if name or engines or accelerators:
+    if name or engine or accelerator:
         report.extra["stack"] = [
-            {"kind": "inference_engine", "model": name, "engines": engines,
-             "accelerators": accelerators}
-        ]  # fmt: skip
+            {
+                "kind": "inference_engine",
+                "tool": engine.get("name"),
+                "tool_version": engine.get("version"),
+                "model": name,
+                "accelerator": accelerator.get("model"),
+                "accelerator_count": accelerator.get("count"),
+            }
+        ]
     return report
 
 
@@ -296,7 +295,11 @@ def _run(ctx: Ctx, version: str, report: _Report) -> ParsedRun:
     if report.measured_at is not None:
         measured_at, sources["measured_at"] = report.measured_at
     concurrency, rate = fields["concurrency"], fields["request_rate"]
-    rate_inf = rate is None and report.rate is not None and math.isinf(report.rate)
+    # An unlimited rate, or unbounded concurrency with no rate: every request sent at once.
+    unbounded = report.concurrency is not None and math.isinf(report.concurrency)
+    rate_inf = rate is None and (
+        (report.rate is not None and math.isinf(report.rate)) or (unbounded and report.rate is None)
+    )
     stage = f" stage {report.stage}" if report.stage is not None else ""
     load_label = rate_label(concurrency, rate, rate_inf) or "load unknown"
     extra = {
@@ -483,6 +486,13 @@ def _stack(ctx: Ctx, scenario: dict) -> list[dict]:
             }
         )
     return out
+
+
+def _first_object(items: object) -> dict:
+    """The first object of a list, or {} (0.1 lists engines and accelerators)."""
+    if isinstance(items, list):
+        return next((item for item in items if isinstance(item, dict)), {})
+    return {}
 
 
 def _iso_duration(ctx: Ctx, value: object) -> float | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.urls import reverse
 
 from analysis.twins import same_measurement
 from loadtests.formats import LoadTestFormatError, parse_loadtest
@@ -348,3 +349,23 @@ def test_a_report_of_a_run_already_stored_from_its_harness_file_is_refused(servi
     report_file = VLLM / f"{V02}run=0.json.yaml"
     with pytest.raises(LoadTestImportError, match="already stored"):
         import_loadtest_files(service=service, files=[(report_file.read_bytes(), report_file.name)])
+
+
+@pytest.mark.django_db
+def test_the_run_page_shows_the_serving_stack_the_report_names(owner_client, service):
+    data = yaml.safe_load((VLLM / f"{V02}run=0.json.yaml").read_text())
+    data["scenario"]["stack"] = [
+        {"metadata": {"label": "vllm-decode"}, "standardized": {
+            "kind": "inference_engine", "tool": "vllm", "role": "decode", "replicas": 2,
+            "model": {"name": "Qwen/Qwen3-0.6B"},
+            "accelerator": {"model": "NVIDIA-H100-80GB-HBM3", "count": 8},
+        }}
+    ]  # fmt: skip
+    (run,) = import_loadtest_files(
+        service=service, files=[(yaml.safe_dump(data).encode(), "r.yaml")]
+    )
+    page = owner_client.get(reverse("loadtests:detail", args=[service.slug, run.pk]))
+    stack = page.content.decode().partition('id="serving-stack"')[2].partition("</section>")[0]
+    assert "vllm-decode" in stack
+    assert "8 \u00d7 NVIDIA-H100-80GB-HBM3" in stack
+    assert "Qwen/Qwen3-0.6B" in stack
