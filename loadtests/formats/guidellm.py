@@ -154,6 +154,7 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
             if total is not None:
                 put(name, total / duration, f"metrics.{key}.successful.total_sum / duration")
 
+    samples, sample_note = _request_samples(ctx, benchmark, successful)
     concurrency_seen = _summary(mctx, metrics, "request_concurrency", 1.0)
     config = benchmark.get("config") if isinstance(benchmark.get("config"), dict) else {}
     extra = {
@@ -176,7 +177,7 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
             if _mean(mctx, metrics, key) is not None
         },
         "latency_ms": latency_stats,
-        "notes": _tool_warnings(benchmark),
+        "notes": [*_tool_warnings(benchmark), *([sample_note] if sample_note else [])],
     }
     errored = totals.get("errored")
     if errored is not None:
@@ -192,10 +193,47 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         fields=fields,
         request_rate_inf=rate_inf,
         errors=errored,
-        samples={},
+        samples=samples,
         extra=present(extra),
         sources=sources,
     )
+
+
+# A successful request's record -> (sample family, key, factor to ms). guidellm's per-request
+# inter_token_latency_ms is (latency - TTFT) / (output tokens - 1): PerfHub's TPOT.
+RECORD_KEYS = (
+    ("ttft", "time_to_first_token_ms", 1.0),
+    ("tpot", "inter_token_latency_ms", 1.0),
+    ("e2e", "request_latency", 1000.0),
+)
+
+
+def _request_samples(
+    ctx: Ctx, benchmark: dict, successful: int | None
+) -> tuple[dict[str, list[float]], str | None]:
+    """Per-request TTFT, TPOT and E2E from `requests.successful[]`, the records guidellm keeps,
+    when it kept every successful request's: a sample of them (`--request-samples`) is not
+    the run's distribution, so then none are used, and the note says so."""
+    requests = benchmark.get("requests")
+    records = requests.get("successful") if isinstance(requests, dict) else None
+    if not isinstance(records, list) or not records or not successful:
+        return {}, None
+    if len(records) != successful:
+        return {}, (
+            f"the report holds the records of {len(records)} of {successful} successful "
+            "requests (guidellm keeps a sample with --request-samples): no per-request "
+            "distributions, so the gate compares this run by its percentiles only"
+        )
+    rctx = ctx.at("requests").at("successful")
+    samples: dict[str, list[float]] = {family: [] for family, _, _ in RECORD_KEYS}
+    for index, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise rctx.at(index).error("expected an object")
+        for family, key, scale in RECORD_KEYS:
+            value = rctx.at(index).num(record, key)
+            if value is not None:
+                samples[family].append(value * scale)
+    return {family: values for family, values in samples.items() if values}, None
 
 
 def _tool_warnings(benchmark: dict) -> list[str]:

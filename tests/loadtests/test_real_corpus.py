@@ -427,6 +427,27 @@ def test_guidellm_08_constant_rate_run_counts_its_errors_and_keeps_the_tools_war
     assert note.endswith("likely bottlenecked by the data generation.")
 
 
+def test_guidellm_08_keeps_every_requests_record_so_the_run_has_per_request_samples():
+    raw = json.loads(
+        content_of(REAL / "guidellm/e2e-guidellm-0.8.1-concurrent-sweep-benchmarks.json.gz")
+    )
+    first = raw["benchmarks"][1]["requests"]["successful"][0]
+    run = gz_runs("guidellm/e2e-guidellm-0.8.1-concurrent-sweep-benchmarks.json.gz")[1]
+    assert {family: len(values) for family, values in run.samples.items()} == {
+        "ttft": 60,
+        "tpot": 60,
+        "e2e": 60,
+    }
+    assert run.samples["tpot"][0] == first["inter_token_latency_ms"]  # PerfHub's TPOT
+    assert run.samples["e2e"][0] == pytest.approx(first["request_latency"] * 1000)
+
+
+def test_guidellm_records_of_a_sample_of_the_requests_give_no_samples_and_say_so():
+    run = only("guidellm/guidellm-repo-0.2-benchmarks_stripped.json")
+    assert run.samples == {}
+    assert any("records of 1 of 46 successful requests" in n for n in run.extra["notes"])
+
+
 # -- GenAI-Perf / AIPerf ------------------------------------------------------------------------
 
 
@@ -774,3 +795,10 @@ def test_the_failed_corpus_run_is_stored_as_failed(service):
     run.refresh_from_db()
     assert run.failure == "no request succeeded (0 completed)"
     assert (run.ttft_p99_ms, run.qps) == (None, None)
+
+
+def test_a_guidellm_run_with_every_record_is_stored_with_its_distributions(service):
+    path = REAL / "guidellm/e2e-guidellm-0.8.1-concurrent-sweep-benchmarks.json.gz"
+    runs = import_loadtest_file(service=service, content=content_of(path), filename="b.json")
+    sketches = {(s.family, s.count) for s in runs[1].sketches.all()}
+    assert sketches == {("ttft", 60), ("tpot", 60), ("e2e", 60)}
