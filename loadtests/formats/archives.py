@@ -113,6 +113,8 @@ def skipped(path: str) -> bool:
     if not parts or any(part.startswith(".") or part == "__MACOSX" for part in parts):
         return True
     name = posixpath.basename(path)
+    if any(fnmatchcase(name, pattern) for fmt in formats() for pattern in fmt.companion_files):
+        return False
     if name.lower().endswith(SKIPPED_SUFFIXES):
         return True
     return any(fnmatchcase(name, pattern) for fmt in formats() for pattern in fmt.side_files)

@@ -15,13 +15,22 @@ what `parse` reads; either file alone is refused with the way to import it. eval
 on the client's clock: TTFT to the first streamed chunk, TPOT as (latency - TTFT) / (output
 tokens - 1) per request, its percentiles nearest-rank over the successful requests (no P99.9).
 A request that did not stream has its whole latency written as TTFT and 0 as TPOT.
+
+A folder's `benchmark_data.db` (SQLite, one row a request), when it comes with the folder, gives
+the run's per-request TTFT, TPOT, inter-token gaps and latency (`ParsedRun.samples`: the
+distributions the gate compares). Only its numeric columns are read, from the file in memory
+(`read_request_rows`); the requests' and responses' text (Python pickles) is never touched.
+The figures stored stay the percentile file's, so a folder imported with and without its
+database is one run.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 import re
+import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -45,10 +54,9 @@ RUN_KEY = "evalscope_perf_run"  # the joined document: {RUN_KEY: {summary, perce
 SUMMARY_FILE = "benchmark_summary.json"
 PERCENTILE_FILE = "benchmark_percentile.json"
 ARGS_FILE = "benchmark_args.json"
-# A run folder's other files: per-request SQLite (pickled responses), timelines, reports, logs;
-# the arguments alone (a folder whose run failed writes no summary).
+DATA_FILE = "benchmark_data.db"  # per-request rows (SQLite), read with its folder
+# A run folder's other files: timelines, reports, logs.
 SIDE_FILES = (
-    "benchmark_data.db",
     "workload_throughput.json",
     "workload_timeline.json",
     "trace_summary.json",
@@ -121,6 +129,9 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     rows = ctx.array(run, "percentiles")
     args = ctx.obj(run, "args", required=False) or {}
     parsed = _run(summary, rows, args)
+    requests = ctx.obj(run, "requests", required=False)
+    if requests is not None and not parsed.failed:
+        _add_samples(ctx.at("requests"), requests, parsed)
     started = run.get("started")
     if isinstance(started, str) and _STARTED.match(started):
         try:
@@ -306,6 +317,149 @@ def _percent(label: str) -> float:
     return float(match.group(1)) if match else 0.0
 
 
+# The columns read from benchmark_data.db's `result` table (evalscope 1.x); `is_stream` and
+# `inter_token_latencies` are newer than the others and optional.
+DB_COLUMNS = ("success", "latency", "first_chunk_latency", "completion_tokens")
+DB_OPTIONAL = ("is_stream", "inter_token_latencies")
+MAX_DB_ROWS = 1_000_000
+MAX_DB_STEPS = 200_000_000  # SQLite VM steps: a query past this is a hostile file, not a run
+MAX_DB_VALUE = 4_000_000  # bytes of one value (a request's list of gaps)
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def read_request_rows(content: bytes, name: str | None) -> dict:
+    """{"columns": [...], "rows": [[...], ...]}: the numeric columns of the `result` table of an
+    evalscope `benchmark_data.db`, one row a request, in the order they were stored.
+
+    The file comes from an upload, so it is opened in memory (never written to disk), with the
+    schema untrusted (`trusted_schema=OFF`: no function a view or trigger names runs), every
+    page's cells checked, values and run time bounded, and only a real table named `result`
+    read. LoadTestFormatError names the file when it is not such a database."""
+    label = name or DATA_FILE
+    if not content.startswith(SQLITE_MAGIC):
+        raise LoadTestFormatError(f"{FORMAT}: {label}: not an SQLite database")
+    connection = sqlite3.connect(":memory:")
+    # Text that is not UTF-8 (a damaged page) reads with replacement characters, not an error.
+    connection.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    steps = [0]
+
+    def interrupt() -> int:
+        steps[0] += 1
+        return 1 if steps[0] * 1000 > MAX_DB_STEPS else 0
+
+    try:
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_DB_VALUE)
+        connection.execute("PRAGMA trusted_schema = OFF")
+        connection.deserialize(content)
+        connection.execute("PRAGMA trusted_schema = OFF")
+        connection.execute("PRAGMA cell_size_check = ON")
+        connection.execute("PRAGMA query_only = ON")
+        connection.set_progress_handler(interrupt, 1000)
+        kind = connection.execute("SELECT type FROM sqlite_master WHERE name = 'result'").fetchone()
+        if kind is None or kind[0] != "table":
+            raise LoadTestFormatError(f"{FORMAT}: {label}: no table named 'result'")
+        present = {row[1] for row in connection.execute("PRAGMA table_info(result)")}
+        missing = [column for column in DB_COLUMNS if column not in present]
+        if missing:
+            raise LoadTestFormatError(
+                f"{FORMAT}: {label}: table 'result' lacks {', '.join(missing)}"
+            )
+        columns = [*DB_COLUMNS, *(c for c in DB_OPTIONAL if c in present)]
+        cursor = connection.execute(
+            f"SELECT {', '.join(columns)} FROM result ORDER BY rowid"  # names from DB_COLUMNS
+        )
+        rows = cursor.fetchmany(MAX_DB_ROWS + 1)
+    except sqlite3.Error as exc:
+        raise LoadTestFormatError(f"{FORMAT}: {label}: not a readable database ({exc})") from None
+    except UnicodeDecodeError:  # SQLite's own message quoting a damaged schema
+        raise LoadTestFormatError(f"{FORMAT}: {label}: not a readable database") from None
+    finally:
+        connection.close()
+    if len(rows) > MAX_DB_ROWS:
+        raise LoadTestFormatError(f"{FORMAT}: {label}: more than {MAX_DB_ROWS:,} requests")
+    for index, row in enumerate(rows):
+        for column, value in zip(columns, row, strict=True):
+            if isinstance(value, bytes):
+                raise LoadTestFormatError(
+                    f"{FORMAT}: {label}: request {index + 1}: {column} holds binary data"
+                )
+    return {"columns": columns, "rows": [list(row) for row in rows]}
+
+
+def _add_samples(ctx: Ctx, requests: dict, parsed: ParsedRun) -> None:
+    """Per-request samples (ms) of the successful requests: E2E for all; TTFT, TPOT and the
+    gaps between chunks for those that streamed and whose chunks evalscope timed."""
+    columns = ctx.array(requests, "columns")
+    rows = ctx.array(requests, "rows")
+    if not all(isinstance(c, str) for c in columns) or not set(DB_COLUMNS) <= set(columns):
+        raise ctx.at("columns").error(f"expected the columns {', '.join(DB_COLUMNS)}")
+    at = {column: i for i, column in enumerate(columns)}
+    samples: dict[str, list[float]] = {"ttft": [], "tpot": [], "itl": [], "e2e": []}
+    succeeded = untimed = 0
+    streamed_run = (
+        parsed.fields["ttft_p50_ms"] is not None or parsed.fields["ttft_p99_ms"] is not None
+    )
+    for index, row in enumerate(rows):
+        rctx = Ctx(f"{FORMAT}: {DATA_FILE}", f"request {index + 1}")
+        if not isinstance(row, list) or len(row) != len(columns):
+            raise rctx.error("expected one value per column")
+        if not row[at["success"]]:
+            continue
+        succeeded += 1
+        latency = rctx.at("latency").number(row[at["latency"]])
+        if latency is None:
+            raise rctx.at("latency").error("missing for a successful request")
+        samples["e2e"].append(latency * 1000)
+        stream = row[at["is_stream"]] if "is_stream" in at else streamed_run
+        if not stream or not streamed_run:
+            continue
+        gaps = (
+            _gaps(rctx, row[at["inter_token_latencies"]]) if "inter_token_latencies" in at else None
+        )
+        ttft = rctx.at("first_chunk_latency").number(row[at["first_chunk_latency"]])
+        if not ttft or gaps == []:
+            untimed += 1  # no chunk timed: evalscope leaves its TTFT at 0
+            continue
+        samples["ttft"].append(ttft * 1000)
+        tokens = rctx.at("completion_tokens").number(row[at["completion_tokens"]])
+        if tokens is not None and tokens > 1 and latency >= ttft:
+            samples["tpot"].append((latency - ttft) * 1000 / (tokens - 1))
+        samples["itl"].extend(gap * 1000 for gap in gaps or ())
+    expected = parsed.fields["request_count"]
+    if expected is not None and succeeded != expected:
+        raise LoadTestFormatError(
+            f"{FORMAT}: {DATA_FILE} holds {succeeded} successful requests where {SUMMARY_FILE} "
+            f"counts {int(expected)}: not the same run"
+        )
+    parsed.samples = {family: values for family, values in samples.items() if values}
+    if untimed:
+        parsed.extra.setdefault("notes", []).append(
+            f"{DATA_FILE}: {untimed} of {succeeded} streamed requests have no chunk timed "
+            "(evalscope recorded no chunk times for them and writes their TTFT as 0): they are "
+            "left out of the per-request TTFT and TPOT"
+        )
+
+
+def _gaps(ctx: Ctx, value: object) -> list[float] | None:
+    """A request's gaps between chunks (s) from the JSON list evalscope stores."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ctx.at("inter_token_latencies").error("expected a JSON list")
+    try:
+        gaps = parse_json(value)
+    except (LoadTestFormatError, ValueError):
+        raise ctx.at("inter_token_latencies").error("expected a JSON list") from None
+    if not isinstance(gaps, list):
+        raise ctx.at("inter_token_latencies").error("expected a JSON list")
+    out = []
+    for i, gap in enumerate(gaps):
+        number = ctx.at("inter_token_latencies").at(i).number(gap)
+        if number is not None and math.isfinite(number):
+            out.append(number)
+    return out
+
+
 def join_run_folder(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[bytes, str | None]]:
     """`files` with each folder's `benchmark_summary.json` and `benchmark_percentile.json` (and
     `benchmark_args.json`) made into one document named after the folder, which `parse` reads.
@@ -316,12 +470,18 @@ def join_run_folder(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[byt
     folders: dict[str, dict[str, tuple[bytes, str | None]]] = {}
     for content, name in files:
         base = posixpath.basename(name or "")
-        if base in (SUMMARY_FILE, PERCENTILE_FILE, ARGS_FILE):
+        if base in (SUMMARY_FILE, PERCENTILE_FILE, ARGS_FILE, DATA_FILE):
             folders.setdefault(posixpath.dirname(name or ""), {})[base] = (content, name)
     out: list[tuple[bytes, str | None]] = []
     joined: set[str] = set()
     for folder, found in folders.items():
         if SUMMARY_FILE not in found or PERCENTILE_FILE not in found:
+            if DATA_FILE in found:
+                raise LoadTestFormatError(
+                    f"{FORMAT}: {found[DATA_FILE][1] or DATA_FILE}: evalscope's per-request "
+                    f"database is read with its folder's {SUMMARY_FILE} and {PERCENTILE_FILE}, "
+                    "which are not beside it"
+                )
             continue
         started = next((part for part in folder.split("/") if _STARTED.match(part)), None)
         document = {
@@ -330,6 +490,9 @@ def join_run_folder(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[byt
                 "percentiles": _json(found[PERCENTILE_FILE]),
                 **({"args": _json(found[ARGS_FILE])} if ARGS_FILE in found else {}),
                 **({"started": started} if started else {}),
+                **(
+                    {"requests": read_request_rows(*found[DATA_FILE])} if DATA_FILE in found else {}
+                ),
             }
         }
         content = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
@@ -365,5 +528,6 @@ register(
         ),
         filename_hints=("benchmark_summary", "benchmark_percentile", "evalscope"),
         side_files=SIDE_FILES,
+        companion_files=(DATA_FILE,),
     )
 )

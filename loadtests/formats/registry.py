@@ -39,6 +39,9 @@ class LoadTestFormat:
     # The tool's files that are not runs (fnmatch patterns on the file name): skipped when they
     # come in a results folder or its archive (a config, per-request dumps, engine-side reports).
     side_files: tuple[str, ...] = ()
+    # Files of the tool's folder that are not runs but that its `arrange_folder` or folder join
+    # reads (fnmatch patterns on the file name): never skipped, whatever their suffix.
+    companion_files: tuple[str, ...] = ()
     # A results folder's files as the format wants them imported: (files) -> files, each
     # (content, path); e.g. a summary dropped where the folder holds the stages it sums.
     arrange_folder: Callable[[list[tuple[bytes, str]]], list[tuple[bytes, str]]] | None = None

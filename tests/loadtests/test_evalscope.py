@@ -372,3 +372,126 @@ def test_the_command_says_what_it_left_out_of_a_folder(service, tmp_path):
         "import_loadtest", str(tmp_path / "closed-sweep"), "--service", "chat-7b", stdout=out
     )
     assert "Skipped 8 files that are not runs: " in out.getvalue()
+
+
+# -- the folder's per-request database ----------------------------------------------------------
+
+WITH_DB = FOLDER / "e2e-evalscope-1.14.1-db-sweep.tar.gz"
+DB_RUN = "20261206_042845/db-sweep/parallel_2_number_40/"
+
+
+def members(archive: Path) -> dict[str, bytes]:
+    with tarfile.open(archive) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def with_database(change) -> list[tuple[bytes, str]]:
+    """The c=2 run's files as a browser uploads them, its database changed by `change(db)`."""
+    import sqlite3
+    import tempfile
+
+    files = members(WITH_DB)
+    with tempfile.NamedTemporaryFile(suffix=".db") as handle:
+        handle.write(files[DB_RUN + "benchmark_data.db"])
+        handle.flush()
+        db = sqlite3.connect(handle.name)
+        change(db)
+        db.commit()
+        db.close()
+        changed = Path(handle.name).read_bytes()
+    names = [*RUN_FILES, "benchmark_data.db"]
+    return [(changed if n.endswith(".db") else files[DB_RUN + n], n) for n in names]
+
+
+def test_a_folders_database_gives_each_requests_latencies():
+    runs = by_concurrency(runs_in([(WITH_DB.read_bytes(), WITH_DB.name)]))
+    assert {family: len(v) for family, v in runs[2].samples.items()} == {
+        "e2e": 40,
+        "ttft": 38,  # two requests evalscope timed no chunk of
+        "tpot": 38,
+        "itl": 38 * 31,  # 32 tokens a request, one chunk each
+    }
+    assert len(runs[8].samples["e2e"]) == 80
+
+
+def test_requests_with_no_chunk_timed_are_left_out_of_ttft_and_said():
+    run = by_concurrency(runs_in([(WITH_DB.read_bytes(), WITH_DB.name)]))[8]
+    assert min(run.samples["ttft"]) > 0
+    assert any("7 of 80 streamed requests have no chunk timed" in n for n in run.extra["notes"])
+
+
+def test_the_stored_figures_stay_the_percentile_files_with_or_without_the_database():
+    with_db = runs_in(with_database(lambda db: None))
+    without = runs_in(with_database(lambda db: None)[:3])
+    assert with_db[0].fields == without[0].fields
+    assert without[0].samples == {}
+
+
+def test_a_database_of_another_run_is_refused():
+    files = with_database(lambda db: db.execute("DELETE FROM result WHERE rowid > 30"))
+    with pytest.raises(LoadTestImportError, match=r"holds 30 successful requests.*counts 40"):
+        runs_in(files)
+
+
+def test_a_database_without_the_result_table_is_refused_naming_the_file():
+    files = with_database(lambda db: db.execute("ALTER TABLE result RENAME TO other"))
+    with pytest.raises(LoadTestImportError, match=r"benchmark_data\.db: no table named 'result'"):
+        prepare_files(files)
+
+
+def test_a_view_named_result_is_not_read():
+    def swap(db):
+        db.execute("ALTER TABLE result RENAME TO real_rows")
+        db.execute("CREATE VIEW result AS SELECT * FROM real_rows")
+
+    with pytest.raises(LoadTestImportError, match="no table named 'result'"):
+        prepare_files(with_database(swap))
+
+
+def test_a_damaged_database_is_refused_saying_so():
+    files = with_database(lambda db: None)
+    content = files[3][0]
+    damaged = content[:4096] + bytes(len(content) - 4096)
+    with pytest.raises(LoadTestImportError, match=r"benchmark_data\.db: not a readable database"):
+        prepare_files([*files[:3], (damaged, "benchmark_data.db")])
+
+
+def test_a_database_without_its_run_files_is_refused_naming_them():
+    files = with_database(lambda db: None)
+    with pytest.raises(LoadTestImportError, match=r"benchmark_summary\.json and benchmark_perc"):
+        prepare_files([files[3]])
+
+
+@pytest.mark.django_db
+def test_a_run_imported_with_its_database_is_stored_with_its_distributions(service):
+    runs = import_loadtest_files(service=service, files=[(WITH_DB.read_bytes(), WITH_DB.name)])
+    run = next(run for run in runs if run.concurrency == 2)
+    assert {(s.family, s.count) for s in run.sketches.all()} == {
+        ("e2e", 40),
+        ("ttft", 38),
+        ("tpot", 38),
+        ("itl", 38 * 31),
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Offsets in the first page (the header and the schema) half the time, anywhere the rest.
+@given(
+    flips=st.lists(
+        st.tuples(st.integers(0, 4095) | st.integers(0, 10**6), st.integers(0, 255)),
+        max_size=12,
+    )
+)
+def test_a_database_with_bytes_changed_is_read_or_refused_never_crashes(flips):
+    files = members(WITH_DB)
+    content = bytearray(files[DB_RUN + "benchmark_data.db"])
+    for offset, value in flips:
+        content[offset % len(content)] = value
+    upload = [(files[DB_RUN + name], name) for name in RUN_FILES]
+    upload.append((bytes(content), "benchmark_data.db"))
+    try:
+        runs = runs_in(upload)
+    except LoadTestImportError as exc:
+        assert "benchmark_data.db" in str(exc)
+    else:
+        assert len(runs) == 1

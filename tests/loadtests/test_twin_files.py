@@ -149,5 +149,5 @@ def test_across_the_real_corpus_only_files_of_one_run_are_one_measurement():
         if a_name != b_name and same_measurement(a.fields, b.fields, a.measured_at, b.measured_at)
     }
     assert len(runs) >= 60  # the corpus, not an empty glob
-    assert sum(parsed.format == "evalscope" for _, parsed in runs) == 7
+    assert sum(parsed.format == "evalscope" for _, parsed in runs) == 9
     assert matched == KNOWN_PAIRS
