@@ -1,6 +1,7 @@
 """Reading a load-test file as JSON (an object, a list of objects, or JSON lines), YAML, the
-summary blocks a benchmark printed (`console`), or GenAI-Perf's and AIPerf's CSV export
-(`metrics_csv`), and telling which registered format it is.
+summary blocks a benchmark printed (`console`), GenAI-Perf's and AIPerf's CSV export
+(`metrics_csv`) or MLPerf LoadGen's summary (`mlperf`), and telling which registered format
+it is.
 
 The format comes from the content; the file name only breaks a tie between formats whose
 signatures both match. A file no format matches is checked against the closest one (the format
@@ -18,6 +19,7 @@ import yaml
 from .base import Ctx, Document, LoadTestFormatError, json_type
 from .console import summary_documents
 from .metrics_csv import csv_documents
+from .mlperf import summary_documents as mlperf_summary
 from .registry import LoadTestFormat, format_names, formats
 
 # Python's json module recurses once per nesting level; a file nested deeper than this is no
@@ -149,6 +151,9 @@ def _json_lines(
     except json.JSONDecodeError:
         first_value = None
     if not isinstance(first_value, dict):
+        summary = mlperf_summary(text)  # MLPerf LoadGen's mlperf_log_summary.txt
+        if summary:
+            return summary
         table = csv_documents(text)  # GenAI-Perf's or AIPerf's CSV export
         if table:
             return table

@@ -21,7 +21,7 @@ LOADTEST_FILES = sorted(
     p
     for p in REAL.glob("*/*")
     if Path(p.name.removesuffix(".gz")).suffix
-    in (".json", ".jsonl", ".yaml", ".log", ".md", ".csv")
+    in (".json", ".jsonl", ".yaml", ".log", ".md", ".csv", ".txt")
     and p.parent.name != "metrics"
 )
 
@@ -771,12 +771,12 @@ def test_every_corpus_file_imports_or_is_refused_naming_what_is_missing(service,
     for run in runs:
         run.refresh_from_db()
         assert run.extra["sources"]
-        # GenAI-Perf, the CSV exports, SGLang, inference-perf and the printed summaries carry
-        # no time.
+        # GenAI-Perf, the CSV exports, SGLang, inference-perf, the printed summaries and
+        # MLPerf's summaries carry no time.
         assert run.date_known == (
             "genai_perf.json" not in name
             and path.suffix != ".csv"
-            and path.parent.name not in ("sglang-bench", "console", "inference-perf")
+            and path.parent.name not in ("sglang-bench", "console", "inference-perf", "mlperf")
         )
 
 
