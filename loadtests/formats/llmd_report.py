@@ -212,6 +212,9 @@ def _v01(ctx: Ctx, data: dict) -> _Report:
     load = sctx.obj(scenario, "load", required=False) or {}
     lctx = sctx.at("load")
     report.tool = lctx.text(load, "name") or "unknown"
+    if report.tool == "guidellm":
+        # 0.1 writes guidellm's means of instantaneous rates as plain numbers: not totals.
+        report.throughput = {k: (v, True, key) for k, (v, _, key) in report.throughput.items()}
     metadata = lctx.obj(load, "metadata", required=False) or {}
     report.stage = lctx.at("metadata").integer(metadata, "stage")
     args = lctx.obj(load, "args", required=False) or {}

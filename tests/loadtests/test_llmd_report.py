@@ -369,3 +369,11 @@ def test_the_run_page_shows_the_serving_stack_the_report_names(owner_client, ser
     assert "vllm-decode" in stack
     assert "8 \u00d7 NVIDIA-H100-80GB-HBM3" in stack
     assert "Qwen/Qwen3-0.6B" in stack
+
+
+def test_a_version_0_1_guidellm_report_takes_no_rate_mean_for_a_throughput():
+    """0.1 writes guidellm's mean of instantaneous rates as a plain number."""
+    data = yaml.safe_load((GUIDELLM / "benchmark_report,_benchmarks.json_1.yaml").read_text())
+    data["metrics"]["throughput"]["requests_per_sec"] = 999.0
+    (run,) = parse_loadtest(yaml.safe_dump(data))
+    assert run.fields["qps"] == pytest.approx(60 / 4.167417526245117)
