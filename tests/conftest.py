@@ -198,3 +198,14 @@ def make_service(team):
         return dossier_service(slug, **overrides)
 
     return make
+
+
+@pytest.fixture
+def latest_schema_restored():
+    """For migration tests: the newest schema again after the test moved it (`support.migrate`)."""
+    yield
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())  # whatever the test left behind

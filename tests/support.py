@@ -3,12 +3,19 @@ login and screenshots, a loopback HTTP server, a hand-moved clock, Celery's cach
 A library module (tests import it); fixtures stay in conftest.py, and no test module imports
 another."""
 
+import gzip
+import io
 import os
+import tarfile
 import threading
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from demo.engine_profile import EngineProfile
 
@@ -116,3 +123,33 @@ class StepClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    """A .zip of `members` (path -> content), as a user zips a results folder."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def tarred(members: dict[str, bytes], *, gz: bool = False) -> bytes:
+    """A .tar (or .tar.gz) of `members` (path -> content)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return gzip.compress(buf.getvalue()) if gz else buf.getvalue()
+
+
+def migrate(targets: list[tuple[str, str]]):
+    """The database migrated to `targets` (forwards or back); the apps of that state, for a
+    migration test to write rows as they were then. The `latest_schema_restored` fixture
+    migrates back to the newest state afterwards."""
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps

@@ -6,28 +6,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
-pytestmark = pytest.mark.django_db(transaction=True)
+from tests.support import migrate
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("latest_schema_restored"),
+]
 
 BEFORE = [("collectors", "0014_raw_keys_checked_per_batch")]
 AFTER = [("collectors", "0015_merged_rows_carry_slo_counts")]
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture(autouse=True)
-def back_to_the_latest_schema():
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())  # whatever the test left behind
 
 
 def test_merged_rows_written_before_the_upgrade_get_their_hosts_counts():

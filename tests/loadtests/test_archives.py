@@ -2,10 +2,7 @@
 bounded (loadtests.formats.archives, importing.prepare_files)."""
 
 import gzip
-import io
 import posixpath
-import tarfile
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,27 +13,10 @@ from hypothesis import strategies as st
 
 from loadtests.formats import archives
 from loadtests.importing import LoadTestImportError, import_loadtest_files, prepare_files
+from tests.support import tarred, zipped
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 STAGE = REAL / "inference-perf" / "e2e-inference-perf-0.7.0-rate-stage_0_lifecycle_metrics.json"
-
-
-def zipped(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buf.getvalue()
-
-
-def tarred(members: dict[str, bytes], *, gz: bool = False) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return gzip.compress(buf.getvalue()) if gz else buf.getvalue()
 
 
 def names(files) -> list[str]:

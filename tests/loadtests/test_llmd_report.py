@@ -16,8 +16,8 @@ from loadtests.formats import LoadTestFormatError, parse_loadtest
 from loadtests.formats.archives import arranged
 from loadtests.importing import LoadTestImportError, import_loadtest_files
 from loadtests.sweeps import sweeps_for_service
-from tests.loadtests.test_archives import tarred, zipped
 from tests.loadtests.test_real_corpus import LOADTEST_FILES, REFUSED, check, content_of
+from tests.support import tarred, zipped
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 REPORTS = REAL / "llm-d-report"
@@ -27,6 +27,14 @@ IPERF_CONC = REPORTS / "e2e-inference-perf-0.7.0-concurrent"
 VLLM = REPORTS / "er0080-vllm-0.25.1-max_num_seqs4"
 NO_STREAM = "e2e-inference-perf-0.7.0-no-stream-context-errors"
 V02 = "benchmark_report_v0.2,_"
+# A serving stack as llm-d's reports describe one (the schema's example, abridged).
+STACK = [
+    {"metadata": {"label": "vllm-0"}, "standardized": {
+        "kind": "inference_engine", "tool": "vllm", "role": "decode", "replicas": 2,
+        "model": {"name": "Qwen/Qwen3-0.6B"},
+        "accelerator": {"model": "NVIDIA-H100-80GB-HBM3", "count": 8},
+    }}
+]  # fmt: skip
 
 
 def report(folder: Path, name: str):
@@ -133,13 +141,7 @@ def test_aiperfs_count_of_error_kinds_is_not_taken_for_failed_requests():
 
 def test_the_serving_stack_is_kept_for_display():
     data = yaml.safe_load((VLLM / f"{V02}run=0.json.yaml").read_text())
-    data["scenario"]["stack"] = [
-        {"metadata": {"label": "vllm-0"}, "standardized": {
-            "kind": "inference_engine", "tool": "vllm", "role": "decode", "replicas": 2,
-            "model": {"name": "Qwen/Qwen3-0.6B"},
-            "accelerator": {"model": "NVIDIA-H100-80GB-HBM3", "count": 8},
-        }}
-    ]  # fmt: skip
+    data["scenario"]["stack"] = STACK
     (run,) = parse_loadtest(yaml.safe_dump(data))
     (engine,) = run.extra["stack"]
     assert (engine["model"], engine["accelerator"], engine["accelerator_count"]) == (
@@ -354,19 +356,13 @@ def test_a_report_of_a_run_already_stored_from_its_harness_file_is_refused(servi
 @pytest.mark.django_db
 def test_the_run_page_shows_the_serving_stack_the_report_names(owner_client, service):
     data = yaml.safe_load((VLLM / f"{V02}run=0.json.yaml").read_text())
-    data["scenario"]["stack"] = [
-        {"metadata": {"label": "vllm-decode"}, "standardized": {
-            "kind": "inference_engine", "tool": "vllm", "role": "decode", "replicas": 2,
-            "model": {"name": "Qwen/Qwen3-0.6B"},
-            "accelerator": {"model": "NVIDIA-H100-80GB-HBM3", "count": 8},
-        }}
-    ]  # fmt: skip
+    data["scenario"]["stack"] = STACK
     (run,) = import_loadtest_files(
         service=service, files=[(yaml.safe_dump(data).encode(), "r.yaml")]
     )
     page = owner_client.get(reverse("loadtests:detail", args=[service.slug, run.pk]))
     stack = page.content.decode().partition('id="serving-stack"')[2].partition("</section>")[0]
-    assert "vllm-decode" in stack
+    assert "vllm-0" in stack
     assert "8 \u00d7 NVIDIA-H100-80GB-HBM3" in stack
     assert "Qwen/Qwen3-0.6B" in stack
 

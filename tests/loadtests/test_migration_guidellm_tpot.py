@@ -6,10 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
-pytestmark = pytest.mark.django_db(transaction=True)
+from tests.support import migrate
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("latest_schema_restored"),
+]
 
 BEFORE = [
     ("loadtests", "0007_lint_findings_and_fingerprints"),
@@ -19,20 +22,6 @@ AFTER = [("loadtests", "0008_guidellm_tpot_is_its_itl")]
 WHEN = datetime(2026, 11, 2, 9, tzinfo=UTC)
 OWN_TPOT = {"p50": 9.15, "p90": 10.8, "p95": 11.6, "p99": 12.3, "p999": 12.3}
 ITL = {"median": 8.81, "p50": 8.81, "p90": 9.97, "p95": 10.07, "p99": 10.56, "p999": 10.56}
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture(autouse=True)
-def back_to_the_latest_schema():
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def old_guidellm_run(apps, *, baseline_tpot_p99: float | None = None):

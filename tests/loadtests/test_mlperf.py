@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import io
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 from loadtests.formats import LoadTestFormatError, parse_loadtest
 from loadtests.importing import import_loadtest_files
 from tests.loadtests.test_real_corpus import check
+from tests.support import tarred
 
 FOLDER = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "mlperf"
 SERVER = FOLDER / "mlcommons-v4.1-amd-8xmi300x-llama2-70b-99-server-mlperf_log_summary.txt"
@@ -121,13 +120,7 @@ def submission() -> bytes:
         f"{run}/accuracy/mlperf_log_detail.txt": b"",
         "closed/AMD/measurements/8xMI300X/llama2-70b-99/Server/user.conf": b"*.target_qps = 73\n",
     }
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return tarred(members, gz=True)
 
 
 @pytest.mark.django_db
