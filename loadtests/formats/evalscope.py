@@ -215,8 +215,9 @@ def _run(summary: dict, rows: list, args: dict) -> ParsedRun:
         if zeros:
             notes.append(
                 f"evalscope wrote a TTFT of 0 for some streamed requests (its percentile rows "
-                f"are 0 {zeros}): a time it failed to take, so TTFT percentiles read low and "
-                "those requests' TPOT (latency over tokens) high; the zeros are left out"
+                f"are 0 {zeros}): requests it timed no chunk of, so its TTFT percentiles read "
+                "low and its TPOT (latency over tokens for them) high; the zero rows are left "
+                "out"
             )
 
     failed, failed_key = value("failed", integer=True)
