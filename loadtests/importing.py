@@ -29,7 +29,6 @@ from loadtests.formats import (
     ParsedRun,
     archives,
     decode,
-    evalscope,
     load_documents,
     parse_loadtest,
 )
@@ -412,8 +411,8 @@ def prepare_files(
     """The files an upload's files stand for: an archive (.zip, .tar, .tar.gz) is its members,
     named `archive/path`, without the files that are not runs (`archives.skipped`, `arranged`:
     their names are kept in `skipped`, after any the caller passes); a run folder of a tool
-    that writes one run to several files (evalscope) is one document
-    (`evalscope.join_run_folder`). Raises LoadTestImportError for a damaged or oversized
+    that writes one run to several files (evalscope, MLPerf) is one document
+    (`archives.joined`). Raises LoadTestImportError for a damaged or oversized
     archive, naming it, and when nothing is left to import."""
     expanded: list[tuple[bytes, str | None]] = []
     left_out = list(skipped)
@@ -431,7 +430,7 @@ def prepare_files(
         expanded += [(data, f"{root}/{path}") for data, path in folder.files]
         left_out += [f"{root}/{path}" for path in folder.skipped]
     try:
-        prepared = evalscope.join_run_folder(expanded)
+        prepared = archives.joined(expanded)
     except LoadTestFormatError as exc:
         raise LoadTestImportError(str(exc)) from exc
     if not prepared:

@@ -120,6 +120,15 @@ def skipped(path: str) -> bool:
     return any(fnmatchcase(name, pattern) for fmt in formats() for pattern in fmt.side_files)
 
 
+def joined(files: list[tuple[bytes, str | None]]) -> list[tuple[bytes, str | None]]:
+    """Each run a tool writes to several files as the one document its format reads
+    (`LoadTestFormat.join_folder`: evalscope's run folder, MLPerf's summary and detail log)."""
+    for fmt in formats():
+        if fmt.join_folder is not None:
+            files = fmt.join_folder(files)
+    return files
+
+
 def arranged(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
     """A results folder's files (those `skipped` left) as each format wants them imported."""
     for fmt in formats():

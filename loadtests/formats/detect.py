@@ -19,7 +19,7 @@ import yaml
 from .base import Ctx, Document, LoadTestFormatError, json_type
 from .console import summary_documents
 from .metrics_csv import csv_documents
-from .mlperf import summary_documents as mlperf_summary
+from .mlperf_text import summary_documents as mlperf_summary
 from .registry import LoadTestFormat, format_names, formats
 
 # Python's json module recurses once per nesting level; a file nested deeper than this is no

@@ -530,5 +530,6 @@ register(
         filename_hints=("benchmark_summary", "benchmark_percentile", "evalscope"),
         side_files=SIDE_FILES,
         companion_files=(DATA_FILE,),
+        join_folder=join_run_folder,
     )
 )

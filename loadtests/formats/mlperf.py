@@ -16,12 +16,21 @@ gives). Its percentiles are nearest-rank over every sample. The load is the scen
 - SingleStream: one sample at a time, the next when the last is done: concurrency 1;
 - MultiStream: a query of `samples_per_query` samples at a time: that concurrency.
 
-The summary holds no date (the run's time is asked of the importer) and no failed-request count.
+The summary holds no date and no request count. LoadGen's detail log beside it
+(`mlperf_log_detail.txt`, one `:::MLLOG {json}` line an event) has both: when the two come
+together (a run folder, its archive, or both files in one upload) they are joined into one
+document (`join_with_detail`), and the run takes its date (`test_datetime`), LoadGen's version
+and its query count from the log. Alone, the summary asks the importer for the date. There is
+no failed-request count in either.
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
 import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from .base import (
     PERCENTILES,
@@ -35,11 +44,24 @@ from .base import (
     rate_label,
     single_object,
 )
+from .detect import decode, parse_json
+from .folders import Files
+from .mlperf_text import BANNER, KEY, summary_documents
 from .registry import LoadTestFormat, register
 
 FORMAT = "mlperf"
-KEY = "mlperf_log_summary"  # the document a summary's text is read into
-BANNER = "MLPerf Results Summary"
+SUMMARY_FILE = "mlperf_log_summary.txt"
+DETAIL_FILE = "mlperf_log_detail.txt"
+MLLOG = ":::MLLOG "
+# What the detail log adds to the summary.
+DETAIL_KEYS = (
+    "test_datetime",
+    "loadgen_version",
+    "effective_scenario",
+    "effective_samples_per_query",
+    "result_query_count",
+    "result_invalid_reason",
+)
 NS_PER_MS = 1_000_000.0
 # LoadGen's percentile rows -> PerfHub's labels.
 ROWS = {"50.00": "p50", "90.00": "p90", "95.00": "p95", "99.00": "p99", "99.90": "p999"}
@@ -65,32 +87,7 @@ TARGETS = {
     "tpot_latency (ns)": "tpot_ms",
     "target_latency (ns)": "latency_ms",
 }
-_LINE = re.compile(r"^\s*(?P<key>[^:]*?[^:\s])\s*:\s*(?P<value>.*?)\s*$")
 _PROCESSED = re.compile(r"Processed at least \d+ queries \((?P<count>\d+)\)")
-
-
-def summary_documents(text: str) -> list[Document] | None:
-    """The summary as one document {KEY: {"values": {key: text}, "lines": {key: line},
-    "bullets": [...]}}, or None when the text is not a LoadGen summary."""
-    head = [line.strip() for line in text.splitlines()[:6]]
-    if BANNER not in head:
-        return None
-    values: dict[str, str] = {}
-    lines: dict[str, int] = {}
-    bullets: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if stripped.startswith("* "):
-            bullets.append(stripped[2:][:300])
-            continue
-        match = _LINE.match(line)
-        if match is None or set(stripped) <= {"="}:
-            continue
-        key = " ".join(match["key"].split())
-        if key not in values:  # "Completed tokens per second" is printed twice
-            values[key] = match["value"]
-            lines[key] = number
-    return [Document({KEY: {"values": values, "lines": lines, "bullets": bullets}}, origin="text")]
 
 
 def looks_like(data: dict) -> bool:
@@ -174,6 +171,10 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     else:
         concurrency = samples_per_query
         put("concurrency", concurrency, "samples_per_query (one query of them at a time)")
+    detail = summary.get("detail") if isinstance(summary.get("detail"), dict) else {}
+    measured_at, tool_version = _from_detail(detail, scenario, samples_per_query, recorder, notes)
+    if detail.get("result_query_count") is not None:
+        count = fields["request_count"]
     if count is not None:
         put("request_count", count, sources.get("request_count", "samples_per_query"))
         if qps:
@@ -204,9 +205,9 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     load = rate_label(concurrency, rate, rate_inf and concurrency is None)
     run = ParsedRun(
         format=FORMAT,
-        tool_version=None,  # the summary does not name the LoadGen version
+        tool_version=tool_version,
         label=f"MLPerf {scenario} {load}".strip(),
-        measured_at=None,
+        measured_at=measured_at,
         fields=fields,
         request_rate_inf=rate_inf,
         errors=None,
@@ -215,6 +216,137 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         sources=sources,
     )
     return [mark_failed(run)]
+
+
+def _from_detail(
+    detail: dict,
+    scenario: str,
+    samples_per_query: int | None,
+    recorder: FieldRecorder,
+    notes: list[str],
+) -> tuple[datetime | None, str | None]:
+    """The run's time, LoadGen's version and its sample count from the detail log's events."""
+    if not detail:
+        return None, None
+    ctx = Ctx(f"{FORMAT}: {DETAIL_FILE}")
+    effective = detail.get("effective_scenario")
+    if effective is not None and effective != scenario:
+        raise ctx.error(
+            f"its scenario is {effective!r} where {SUMMARY_FILE} says {scenario!r}: not the "
+            "same run"
+        )
+    queries = detail.get("result_query_count")
+    if queries is not None:
+        number = ctx.at("result_query_count").number(queries)
+        per_query = samples_per_query or 1
+        if number is not None:
+            recorder.put(
+                "request_count",
+                int(number) * per_query,
+                f"{DETAIL_FILE} result_query_count"
+                + (f" x samples_per_query {per_query}" if per_query != 1 else ""),
+            )
+    reason = detail.get("result_invalid_reason")
+    if isinstance(reason, str) and reason.strip():
+        notes.append(f"LoadGen's reason: {reason.strip()[:300]}")
+    version = detail.get("loadgen_version")
+    tool_version = None
+    if isinstance(version, str) and version.strip():
+        tool_version = f"LoadGen {version.split('@')[0].strip()}"[:40]
+    when = detail.get("test_datetime")
+    if when is None:
+        return None, tool_version
+    if not isinstance(when, str):
+        raise ctx.at("test_datetime").error(f"expected a time, got {when!r}")
+    try:
+        measured_at = datetime.fromisoformat(when.strip())
+    except ValueError:
+        raise ctx.at("test_datetime").error(f"expected a time, got {when!r}") from None
+    if measured_at.tzinfo is None:
+        measured_at = measured_at.replace(tzinfo=UTC)
+    recorder.sources["measured_at"] = f"{DETAIL_FILE} test_datetime (UTC)"
+    return measured_at, tool_version
+
+
+def detail_events(content: bytes, name: str | None) -> dict:
+    """The events of a detail log that PerfHub reads ({key: value}, the first of each)."""
+    label = name or DETAIL_FILE
+    try:
+        text = decode(content)
+    except LoadTestFormatError as exc:
+        raise LoadTestFormatError(f"{FORMAT}: {label}: {exc}") from None
+    events: dict = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.startswith(MLLOG):
+            continue
+        try:
+            event = parse_json(line[len(MLLOG) :])
+        except (LoadTestFormatError, ValueError):
+            raise LoadTestFormatError(
+                f"{FORMAT}: {label}: line {number}: not a LoadGen event (JSON after ':::MLLOG')"
+            ) from None
+        key = event.get("key") if isinstance(event, dict) else None
+        if key in DETAIL_KEYS and key not in events:
+            events[key] = event.get("value")
+    if not events:
+        raise LoadTestFormatError(f"{FORMAT}: {label}: no LoadGen event ({MLLOG.strip()} lines)")
+    return events
+
+
+def arrange_folder(files: Files) -> Files:
+    """A submission folder's detail logs without a summary beside them (the accuracy run's) are
+    not runs: left out (and named as skipped), where a lone one uploaded by itself is refused."""
+    with_summary = {
+        posixpath.dirname(name) for _, name in files if posixpath.basename(name) == SUMMARY_FILE
+    }
+    return [
+        (content, name)
+        for content, name in files
+        if posixpath.basename(name) != DETAIL_FILE or posixpath.dirname(name) in with_summary
+    ]
+
+
+def join_with_detail(
+    files: Sequence[tuple[bytes, str | None]],
+) -> list[tuple[bytes, str | None]]:
+    """`files` with each folder's summary and detail log made into one document, which `parse`
+    reads (canonical JSON: the same pair from any archive is one digest). Files named with no
+    folder (a browser's upload) are one folder. A detail log without its summary is refused,
+    naming the file to add; a summary alone passes unchanged."""
+    folders: dict[str, dict[str, tuple[bytes, str | None]]] = {}
+    for content, name in files:
+        base = posixpath.basename(name or "")
+        if base in (SUMMARY_FILE, DETAIL_FILE):
+            folders.setdefault(posixpath.dirname(name or ""), {})[base] = (content, name)
+    joined: dict[str | None, bytes] = {}
+    consumed: set[str | None] = set()
+    for found in folders.values():
+        if DETAIL_FILE not in found:
+            continue
+        detail_content, detail_name = found[DETAIL_FILE]
+        if SUMMARY_FILE not in found:
+            raise LoadTestFormatError(
+                f"{FORMAT}: {detail_name or DETAIL_FILE}: LoadGen's detail log is read with the "
+                f"{SUMMARY_FILE} beside it, which is not there"
+            )
+        summary_content, summary_name = found[SUMMARY_FILE]
+        try:
+            documents = summary_documents(decode(summary_content))
+        except LoadTestFormatError as exc:
+            raise LoadTestFormatError(f"{FORMAT}: {summary_name}: {exc}") from None
+        if not documents:
+            raise LoadTestFormatError(
+                f"{FORMAT}: {summary_name}: not a LoadGen summary ('{BANNER}' missing)"
+            )
+        document = documents[0].data
+        document[KEY]["detail"] = detail_events(detail_content, detail_name)
+        joined[summary_name] = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+        consumed.add(detail_name)
+    return [
+        (joined.get(name, content), name)
+        for content, name in files
+        if name not in consumed or name is None
+    ]
 
 
 register(
@@ -229,12 +361,14 @@ register(
         filename_hints=("mlperf_log_summary",),
         # A submission's run folder: LoadGen's detail log and trace, the accuracy run's files.
         side_files=(
-            "mlperf_log_detail.txt",
             "mlperf_log_trace.json",
             "mlperf_log_accuracy.json",
             "accuracy.txt",
             "measurements.json",
             "*.conf",
         ),
+        companion_files=(DETAIL_FILE,),
+        join_folder=join_with_detail,
+        arrange_folder=arrange_folder,
     )
 )

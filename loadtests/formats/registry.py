@@ -42,6 +42,12 @@ class LoadTestFormat:
     # Files of the tool's folder that are not runs but that its `arrange_folder` or folder join
     # reads (fnmatch patterns on the file name): never skipped, whatever their suffix.
     companion_files: tuple[str, ...] = ()
+    # Joins a run the tool writes to several files into the one document `parse` reads:
+    # (files) -> files, each (content, name or None), on every upload (a folder, an archive's
+    # members, or files sent together; files named with no folder are one folder).
+    join_folder: (
+        Callable[[list[tuple[bytes, str | None]]], list[tuple[bytes, str | None]]] | None
+    ) = None
     # A results folder's files as the format wants them imported: (files) -> files, each
     # (content, path); e.g. a summary dropped where the folder holds the stages it sums.
     arrange_folder: Callable[[list[tuple[bytes, str]]], list[tuple[bytes, str]]] | None = None

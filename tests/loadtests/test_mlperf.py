@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import tarfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loadtests.formats import LoadTestFormatError, parse_loadtest
-from loadtests.importing import import_loadtest_files
+from loadtests.importing import (
+    LoadTestImportError,
+    import_loadtest_files,
+    parse_file,
+    prepare_files,
+)
 from tests.loadtests.test_real_corpus import check
 from tests.support import tarred
 
@@ -19,6 +26,10 @@ SERVER = FOLDER / "mlcommons-v4.1-amd-8xmi300x-llama2-70b-99-server-mlperf_log_s
 OFFLINE = FOLDER / "mlcommons-v4.1-amd-8xmi300x-llama2-70b-99-offline-mlperf_log_summary.txt"
 GPTJ = FOLDER / "mlcommons-v4.1-nvidia-gh200-gptj-99.9-server-mlperf_log_summary.txt"
 SINGLE = FOLDER / "mlcommons-v4.1-nvidia-orin-gptj-99-singlestream-mlperf_log_summary.txt"
+# Made here: LoadGen 6.0.17 driving the CPU vLLM (SOURCES.md), each with its detail log.
+SERVER_RUN = FOLDER / "e2e-loadgen-6.0.17-server-valid.tar.gz"
+OFFLINE_RUN = FOLDER / "e2e-loadgen-6.0.17-offline-valid.tar.gz"
+INVALID = FOLDER / "e2e-loadgen-6.0.17-server-invalid-mlperf_log_summary.txt"
 
 
 def read(path: Path, text: str | None = None):
@@ -79,15 +90,13 @@ def test_a_benchmark_without_token_latencies_has_e2e_only_and_says_its_tokens_ar
     assert any("inferred the token rate" in note for note in run.extra["notes"])
 
 
-def test_an_invalid_result_says_which_condition_failed():
-    """The real Server summary with LoadGen's verdict as it words an overloaded run."""
-    text = SERVER.read_text().replace("Result is : VALID", "Result is : INVALID")
-    text = text.replace(
-        "Performance constraints satisfied : Yes", "Performance constraints satisfied : NO"
-    )
-    run = read(SERVER, text)
-    assert run.extra["conditions_not_met"] == ["Performance constraints satisfied"]
-    assert any(note.startswith("LoadGen judged the run INVALID") for note in run.extra["notes"])
+def test_an_invalid_result_says_which_condition_failed_and_what_loadgen_advised():
+    run = read(INVALID)
+    assert run.extra["result"] == "INVALID"
+    assert run.extra["conditions_not_met"] == ["Early stopping satisfied"]
+    (note,) = run.extra["notes"]
+    assert note.startswith("LoadGen judged the run INVALID: early stopping satisfied: no")
+    assert "Processed 178 queries" in note
 
 
 def test_an_accuracy_run_is_refused_naming_the_file_to_import():
@@ -108,27 +117,89 @@ def test_a_summary_cut_before_its_latencies_is_refused():
         read(SERVER, text)
 
 
+def pair(archive: Path) -> dict[str, bytes]:
+    """A LoadGen run's summary and detail log, as LoadGen wrote them."""
+    with tarfile.open(archive) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
 def submission() -> bytes:
-    """A published run folder as MLCommons lays it out: the summary beside LoadGen's detail log,
-    and the accuracy run's files."""
-    run = "closed/AMD/results/8xMI300X/llama2-70b-99/Server"
-    members = {
-        f"{run}/performance/run_1/mlperf_log_summary.txt": SERVER.read_bytes(),
-        f"{run}/performance/run_1/mlperf_log_detail.txt": b':::MLLOG {"key": "loadgen_version"}\n',
+    """A run folder laid out as MLCommons publishes one: the performance run's summary beside
+    LoadGen's detail log and trace, and the accuracy run's files."""
+    run = "closed/PerfHub/results/cpu-vllm/tiny-llama/Server"
+    performance = pair(SERVER_RUN)
+    members = {f"{run}/performance/run_1/{name}": data for name, data in performance.items()}
+    members |= {
+        f"{run}/performance/run_1/mlperf_log_trace.json": b"[]",
         f"{run}/accuracy/accuracy.txt": b"{'ROUGE1': 44.4}\n",
         f"{run}/accuracy/mlperf_log_accuracy.json": b"[]",
-        f"{run}/accuracy/mlperf_log_detail.txt": b"",
-        "closed/AMD/measurements/8xMI300X/llama2-70b-99/Server/user.conf": b"*.target_qps = 73\n",
+        f"{run}/accuracy/mlperf_log_detail.txt": performance["mlperf_log_detail.txt"],
+        "closed/PerfHub/measurements/cpu-vllm/tiny-llama/Server/user.conf": b"*.target_qps = 6\n",
     }
     return tarred(members, gz=True)
 
 
 @pytest.mark.django_db
-def test_a_published_submission_folder_imports_its_performance_run(service):
-    (run,) = import_loadtest_files(service=service, files=[(submission(), "amd.tar.gz")])
+def test_a_submission_folder_imports_its_performance_run_with_the_detail_logs_date(service):
+    (run,) = import_loadtest_files(service=service, files=[(submission(), "run.tar.gz")])
     assert run.source_name.endswith("performance/run_1/mlperf_log_summary.txt")
-    assert run.format == "mlperf"
-    assert run.date_known is False  # no date in the summary, none given
+    assert run.date_known
+    assert run.measured_at == datetime(2026, 12, 6, 5, 34, 13, tzinfo=UTC)
+
+
+def test_the_accuracy_runs_detail_log_is_skipped_and_named():
+    files = prepare_files([(submission(), "run.tar.gz")])
+    assert [name for _, name in files] == [
+        "run.tar.gz/closed/PerfHub/results/cpu-vllm/tiny-llama/Server/performance/run_1/"
+        "mlperf_log_summary.txt"
+    ]
+    assert any(name.endswith("accuracy/mlperf_log_detail.txt") for name in files.skipped)
+
+
+def runs_of(archive: Path):
+    return [
+        r
+        for c, n in prepare_files([(archive.read_bytes(), archive.name)])
+        for r in parse_file(c, filename=n)
+    ]
+
+
+def test_the_detail_log_gives_the_date_loadgens_version_and_the_request_count():
+    (run,) = runs_of(SERVER_RUN)
+    check(run, request_count=535, request_rate=6.0, tool_version="LoadGen 6.0.17")
+    assert run.measured_at == datetime(2026, 12, 6, 5, 34, 13, tzinfo=UTC)
+    assert run.sources["request_count"] == "mlperf_log_detail.txt result_query_count"
+    assert run.fields["duration_s"] == pytest.approx(535 / 5.91)
+
+
+def test_an_offline_runs_count_is_its_one_query_of_samples():
+    (run,) = runs_of(OFFLINE_RUN)
+    check(run, request_count=1210, concurrency=1210)
+
+
+def test_a_detail_log_uploaded_alone_is_refused_naming_the_summary():
+    detail = pair(SERVER_RUN)["mlperf_log_detail.txt"]
+    with pytest.raises(LoadTestImportError, match=r"read with the mlperf_log_summary\.txt beside"):
+        prepare_files([(detail, "mlperf_log_detail.txt")])
+
+
+def test_a_detail_log_of_another_scenario_is_refused():
+    files = [
+        (pair(SERVER_RUN)["mlperf_log_summary.txt"], "mlperf_log_summary.txt"),
+        (pair(OFFLINE_RUN)["mlperf_log_detail.txt"], "mlperf_log_detail.txt"),
+    ]
+    with pytest.raises(LoadTestImportError, match=r"'Offline' where mlperf_log_summary\.txt says"):
+        [parse_file(c, filename=n) for c, n in prepare_files(files)]
+
+
+@pytest.mark.django_db
+def test_the_summary_alone_then_with_its_detail_log_is_one_run(service):
+    files = pair(SERVER_RUN)
+    import_loadtest_files(
+        service=service, files=[(files["mlperf_log_summary.txt"], "mlperf_log_summary.txt")]
+    )
+    with pytest.raises(LoadTestImportError, match="already stored"):
+        import_loadtest_files(service=service, files=[(SERVER_RUN.read_bytes(), SERVER_RUN.name)])
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -143,3 +214,24 @@ def test_a_summary_with_one_value_changed_is_read_or_refused_saying_why(data):
         read(SERVER, "\n".join(lines))
     except LoadTestFormatError as exc:
         assert str(exc)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_detail_log_with_one_line_changed_is_read_or_refused_saying_why(data):
+    files = pair(SERVER_RUN)
+    lines = files["mlperf_log_detail.txt"].decode().splitlines()
+    index = data.draw(st.integers(0, len(lines) - 1))
+    lines[index] = data.draw(
+        st.sampled_from([":::MLLOG ", ':::MLLOG {"key": "test_datetime", "value": ', ""])
+    ) + data.draw(st.text(max_size=30))
+    upload = [
+        (files["mlperf_log_summary.txt"], "mlperf_log_summary.txt"),
+        ("\n".join(lines).encode(), "mlperf_log_detail.txt"),
+    ]
+    try:
+        runs = [run for c, n in prepare_files(upload) for run in parse_file(c, filename=n)]
+    except LoadTestImportError as exc:
+        assert "mlperf" in str(exc)
+    else:
+        assert len(runs) == 1
