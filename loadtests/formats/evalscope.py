@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import posixpath
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -47,6 +46,7 @@ from .base import (
     single_object,
 )
 from .detect import decode, parse_json
+from .folders import by_folder
 from .registry import LoadTestFormat, register
 
 FORMAT = "evalscope"
@@ -350,7 +350,6 @@ def read_request_rows(content: bytes, name: str | None) -> dict:
 
     try:
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_DB_VALUE)
-        connection.execute("PRAGMA trusted_schema = OFF")
         connection.deserialize(content)
         connection.execute("PRAGMA trusted_schema = OFF")
         connection.execute("PRAGMA cell_size_check = ON")
@@ -468,11 +467,7 @@ def join_run_folder(files: Sequence[tuple[bytes, str | None]]) -> list[tuple[byt
     (a results folder's side files were skipped before: `SIDE_FILES`).
     The joined document is canonical JSON, so a folder imported twice, from any archive, is
     one file (one digest)."""
-    folders: dict[str, dict[str, tuple[bytes, str | None]]] = {}
-    for content, name in files:
-        base = posixpath.basename(name or "")
-        if base in (SUMMARY_FILE, PERCENTILE_FILE, ARGS_FILE, DATA_FILE):
-            folders.setdefault(posixpath.dirname(name or ""), {})[base] = (content, name)
+    folders = by_folder(files, (SUMMARY_FILE, PERCENTILE_FILE, ARGS_FILE, DATA_FILE))
     out: list[tuple[bytes, str | None]] = []
     joined: set[str] = set()
     for folder, found in folders.items():

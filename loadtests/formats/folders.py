@@ -8,6 +8,20 @@ from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
 Files = list[tuple[bytes, str]]
+Upload = tuple[bytes, str | None]  # a file as an upload names it (no name: a raw body)
+
+
+def by_folder(files: Iterable[Upload], names: Iterable[str]) -> dict[str, dict[str, Upload]]:
+    """{folder: {file name: file}} of the files named one of `names`, for a tool that writes one
+    run to several files in a folder. Files named with no folder (a browser's upload) are one
+    folder, ""."""
+    wanted = set(names)
+    folders: dict[str, dict[str, Upload]] = {}
+    for content, name in files:
+        base = posixpath.basename(name or "")
+        if base in wanted:
+            folders.setdefault(posixpath.dirname(name or ""), {})[base] = (content, name)
+    return folders
 
 
 def drop_beside(files: Files, *, drop: Iterable[str], beside: str) -> Files:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 
@@ -90,25 +91,26 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     return [mark_failed(_run(ctx, version, report))]
 
 
+@dataclass
 class _Report:
     """What either version says, under one set of names, with where each came from."""
 
-    def __init__(self) -> None:
-        self.tool = "unknown"
-        self.tool_version: str | None = None
-        self.stage: int | None = None
-        self.concurrency: float | None = None  # math.inf for "unbounded"
-        self.concurrency_key = ""
-        self.rate: float | None = None
-        self.rate_key = ""
-        self.requests: dict = {}
-        self.requests_key = ""
-        self.latency: dict = {}
-        self.latency_key = ""
-        self.throughput: dict[str, tuple[float, bool, str]] = {}  # name -> (value, spread, key)
-        self.duration: tuple[float, str] | None = None
-        self.measured_at: tuple[datetime, str] | None = None
-        self.extra: dict = {}
+    tool: str = "unknown"
+    tool_version: str | None = None
+    stage: int | None = None
+    concurrency: float | None = None  # math.inf for "unbounded"
+    concurrency_key: str = ""
+    rate: float | None = None
+    rate_key: str = ""
+    requests: dict = field(default_factory=dict)
+    requests_key: str = ""
+    latency: dict = field(default_factory=dict)
+    latency_key: str = ""
+    # name -> (value, a distribution rather than one total, key)
+    throughput: dict[str, tuple[float, bool, str]] = field(default_factory=dict)
+    duration: tuple[float, str] | None = None
+    measured_at: tuple[datetime, str] | None = None
+    extra: dict = field(default_factory=dict)
 
 
 def _v02(ctx: Ctx, data: dict) -> _Report:
@@ -343,18 +345,18 @@ def _throughputs(report: _Report, recorder: FieldRecorder, successful: int, note
         "output_token_rate": "output_tps",
         "input_token_rate": "input_tps",
     }
-    for name, field in targets.items():
+    for name, ours in targets.items():
         value, spread, key = given.get(name, (None, False, ""))
         per_request = 1.0 if name == "request_rate" else lengths[name]
         if duration and per_request is not None and (value is None or spread):
             what = "requests" if name == "request_rate" else f"requests x mean {name[:-5]} length"
-            put(field, successful * per_request / duration, f"{what} / {report.duration[1]}")
+            put(ours, successful * per_request / duration, f"{what} / {report.duration[1]}")
         elif value is not None and not spread:
-            put(field, value, key)
+            put(ours, value, key)
         elif value is not None:
             notes.append(
                 f"{key} is a mean of instantaneous rates and the report has no duration: "
-                f"{field} is not known"
+                f"{ours} is not known"
             )
     if fields["input_tps"] is None and "total_token_rate" in given and fields["output_tps"]:
         value, spread, key = given["total_token_rate"]

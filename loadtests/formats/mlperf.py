@@ -45,7 +45,7 @@ from .base import (
     single_object,
 )
 from .detect import decode, parse_json
-from .folders import Files
+from .folders import Files, by_folder
 from .mlperf_text import BANNER, KEY, summary_documents
 from .registry import LoadTestFormat, register
 
@@ -313,11 +313,7 @@ def join_with_detail(
     reads (canonical JSON: the same pair from any archive is one digest). Files named with no
     folder (a browser's upload) are one folder. A detail log without its summary is refused,
     naming the file to add; a summary alone passes unchanged."""
-    folders: dict[str, dict[str, tuple[bytes, str | None]]] = {}
-    for content, name in files:
-        base = posixpath.basename(name or "")
-        if base in (SUMMARY_FILE, DETAIL_FILE):
-            folders.setdefault(posixpath.dirname(name or ""), {})[base] = (content, name)
+    folders = by_folder(files, (SUMMARY_FILE, DETAIL_FILE))
     joined: dict[str | None, bytes] = {}
     consumed: set[str | None] = set()
     for found in folders.values():
