@@ -2,9 +2,11 @@
 
 Grouping. Runs join one sweep when they share the tool (format), the swept axis and the value
 held fixed on the other axis (a concurrency sweep at unlimited rate; a rate sweep without a
-concurrency cap), and their workload fingerprints agree with the sweep's first run on everything
+concurrency cap), their workload fingerprints agree with the sweep's first run on everything
 but the load: prompt and output length quantiles and means (`analysis.fingerprint`, the gate's
-own rule), dataset and ignore_eos where both record them. A group needs two settings or more.
+own rule), dataset and ignore_eos where both record them, and so do their serving
+configurations (model, serving stack, `vllm bench sweep`'s server parameters:
+`loadtests.configuration`). A group needs two settings or more.
 When one setting was measured more than once, the newest run stands for it (the others are
 listed as replicates): the knee rule takes one point per setting.
 
@@ -17,8 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from django.db.models.fields.json import KeyTransform
+
 from analysis import fingerprint, knee
 from dossiers.models import Service
+from loadtests import configuration
 from loadtests.gate import fingerprint_of
 from loadtests.models import LoadTest
 
@@ -35,6 +40,8 @@ class Sweep:
     output_tokens: float | None
     runs: list[LoadTest] = field(default_factory=list)  # one per setting, by setting
     replicates: list[LoadTest] = field(default_factory=list)
+    # What its runs record of the serving configuration (`loadtests.configuration`).
+    configuration: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> int:
@@ -57,7 +64,12 @@ class Sweep:
             held = "unlimited rate" if self.fixed == math.inf else f"rate {self.fixed:g} req/s"
         elif self.fixed is not None:
             held = f"concurrency {self.fixed}"
-        parts = [f"{self.format} {self.axis} sweep", " / ".join(mix), held]
+        parts = [
+            f"{self.format} {self.axis} sweep",
+            configuration.describe(self.configuration),
+            " / ".join(mix),
+            held,
+        ]
         return ", ".join(p for p in parts if p)
 
     def x(self, run: LoadTest) -> float:
@@ -98,6 +110,28 @@ def same_workload(first: LoadTest, run: LoadTest) -> bool:
     )
 
 
+# The annotation a key of `extra` is fetched under (`with_configuration`).
+FETCHED = "configuration_extra_"
+
+
+def configuration_of(run: LoadTest) -> dict[str, str]:
+    """The run's serving configuration, from the parts of `extra` that `with_configuration`
+    fetched (a run with `extra` deferred), else from `extra` itself."""
+    if hasattr(run, FETCHED + configuration.EXTRA_KEYS[0]):
+        fetched = {key: getattr(run, FETCHED + key) for key in configuration.EXTRA_KEYS}
+    else:
+        fetched = {key: (run.extra or {}).get(key) for key in configuration.EXTRA_KEYS}
+    return configuration.configuration(fetched)
+
+
+def with_configuration(runs):
+    """`runs` (a LoadTest queryset, `extra` deferred or not) fetching the keys of `extra` that
+    `configuration_of` reads, so sweeps can be grouped without loading every run's `extra`."""
+    return runs.annotate(
+        **{FETCHED + key: KeyTransform(key, "extra") for key in configuration.EXTRA_KEYS}
+    )
+
+
 def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
     """Sweeps among `runs` (two settings or more), by the rule in the module docstring."""
     groups: list[Sweep] = []
@@ -107,13 +141,16 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
         axis = _axis(run)
         if axis is None:
             continue
+        config = configuration_of(run)
         for group in groups:
             if (
                 group.format == run.format
                 and (group.axis, group.fixed) == axis
+                and configuration.same_configuration(group.configuration, config)
                 and same_workload(group.runs[0], run)
             ):
                 group.runs.append(run)
+                group.configuration = {**config, **group.configuration}
                 break
         else:
             groups.append(
@@ -124,6 +161,7 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
                     prompt_tokens=run.prompt_tokens_mean,
                     output_tokens=run.output_tokens_mean,
                     runs=[run],
+                    configuration=config,
                 )
             )
     sweeps = []
@@ -141,7 +179,7 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
 
 
 def sweeps_for_service(service: Service) -> list[Sweep]:
-    return group_sweeps(list(service.load_tests.defer("extra")))
+    return group_sweeps(list(with_configuration(service.load_tests.defer("extra"))))
 
 
 def sweep_containing(service: Service, load_test_pk: int) -> Sweep | None:

@@ -12,11 +12,17 @@ began as a copy of vLLM's script and writes the same layout, one JSON line per r
 (`--output-file`), with its own spellings: end-to-end latency as `*_e2e_latency_ms`, its
 dataset arguments beside the results (`dataset_name`, `random_output_len`, ...), `concurrency`
 as the mean number of requests in flight it measured, and no `date`.
+
+`vllm bench sweep serve` adds, after the tool's own keys, `run_number` and then the parameters
+it set for that combination: the server's (`max_num_seqs`) and the benchmark's
+(`max_concurrency`). Those after `run_number`, less the load it swept, are the run's
+`overrides`: the configuration a sweep of this tool is grouped by (`loadtests.configuration`).
 The full key-by-key mapping is docs/loadtest-formats.md.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime
 
@@ -50,6 +56,12 @@ SGLANG_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "median
 PERCENTILE_KEYS = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p999": "p99.9"}
 # 0.4.0 misspelt the request rate; later versions fixed it.
 REQUEST_RATE_KEYS = ("request_throughput", "request_inthroughput")
+# `vllm bench sweep`'s parameters that set the load or the run's name, not the configuration
+# (spelt with "_" or "-": its parameter files accept both).
+SWEEP_LOAD_KEYS = frozenset({"max_concurrency", "request_rate", "num_prompts", "_benchmark_name"})
+# Bounds on what a file may record as overrides: a sweep sets a handful.
+MAX_OVERRIDES = 64
+MAX_OVERRIDE_CHARS = 500
 
 
 def looks_like(data: dict) -> bool:
@@ -175,6 +187,7 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         },
         "max_output_tokens_per_s": ctx.num(data, "max_output_tokens_per_s"),
         "max_concurrent_requests": ctx.integer(data, "max_concurrent_requests"),
+        "overrides": _sweep_overrides(ctx, data),
         "goodput_rps": ctx.num(data, goodput_key),
         "latency_ms": stats,
         "date_timezone": "UTC (assumed: the tool writes local time without a zone)"
@@ -193,6 +206,32 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         extra={key: value for key, value in extra.items() if value not in (None, {})},
         sources=sources,
     )
+
+
+def _sweep_overrides(ctx: Ctx, data: dict) -> dict[str, str | int | float | bool]:
+    """The parameters `vllm bench sweep` set for this run beyond the load it swept: the keys
+    after `run_number`, which it writes last (the parsed object keeps the file's key order).
+    Values are kept as written; an object or a list (a nested server option) as its JSON."""
+    keys = list(data)
+    if "run_number" not in data:
+        return {}
+    overrides: dict[str, str | int | float | bool] = {}
+    for key in keys[keys.index("run_number") + 1 :]:
+        if key.replace("-", "_") in SWEEP_LOAD_KEYS:
+            continue
+        value = data[key]
+        if value is None:
+            continue  # a parameter left unset
+        if isinstance(value, dict | list):
+            value = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ctx.at(key).error(f"expected a finite number, got {value!r}")
+        if len(key) > MAX_OVERRIDE_CHARS or len(str(value)) > MAX_OVERRIDE_CHARS:
+            raise ctx.at(key).error(f"a sweep parameter longer than {MAX_OVERRIDE_CHARS} chars")
+        overrides[key] = value
+        if len(overrides) > MAX_OVERRIDES:
+            raise ctx.at(key).error(f"more than {MAX_OVERRIDES} sweep parameters after run_number")
+    return overrides
 
 
 def _spelling(data: dict, spellings: tuple[str, ...]) -> str:

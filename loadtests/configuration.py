@@ -1,0 +1,72 @@
+"""A run's serving configuration, as far as its file records it: what the runs of one sweep share.
+
+A sweep is one configuration measured at several loads. Two runs of the same workload on
+different models, or on one server started with `--max-num-seqs 1` and then with 4 (what
+`vllm bench sweep serve` measures), are two curves, not one: fitted together, the planner would
+read one configuration's latency at another's load. Files record this in their own words, kept
+in the run's `extra`:
+
+    model       `model_id` (vLLM, SGLang), `model` (GenAI-Perf, guidellm, LLMPerf, evalscope),
+                or the models of an llm-d report's `stack`
+    stack       the serving stack of an llm-d report: engine, version, accelerator and count,
+                role, replicas, per component
+    overrides   the parameters `vllm bench sweep` set for the run (server and benchmark),
+                less the load it swept
+
+Two runs share a configuration when they agree on every part both record (a file that records
+none of it joins any sweep of its workload, as before).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+# The keys of a run's `extra` this reads (a caller fetching `extra` in part needs these).
+EXTRA_KEYS = ("model_id", "model", "stack", "overrides")
+# Parts of a stack component that name the configuration (not its free-text label; its model
+# is the model part).
+STACK_PARTS = ("kind", "role", "tool", "tool_version", "accelerator")
+STACK_COUNTS = ("accelerator_count", "replicas")
+
+
+def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
+    """The recorded configuration of a run, from (part of) its `extra`: part -> a canonical
+    text, so that configurations compare with `==` and print as they are."""
+    found: dict[str, str] = {}
+    stack = extra.get("stack") if isinstance(extra.get("stack"), list) else []
+    components = [item for item in stack if isinstance(item, dict)]
+    model = extra.get("model_id") or extra.get("model")
+    if not model:
+        model = ", ".join(sorted({str(c["model"]) for c in components if c.get("model")}))
+    if model:
+        found["model"] = str(model)
+    if components:
+        found["stack"] = "; ".join(sorted(_component(c) for c in components))
+    overrides = extra.get("overrides")
+    if isinstance(overrides, dict) and overrides:
+        found["overrides"] = ", ".join(
+            f"{key}={_text(value)}" for key, value in sorted(overrides.items())
+        )
+    return found
+
+
+def same_configuration(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    """Whether two configurations agree on every part both record."""
+    return all(a[part] == b[part] for part in a.keys() & b.keys())
+
+
+def describe(config: Mapping[str, str]) -> str:
+    """One line for titles: the model, then the stack and the overrides."""
+    return " / ".join(config[part] for part in ("model", "stack", "overrides") if part in config)
+
+
+def _component(item: Mapping[str, Any]) -> str:
+    words = [str(item[part]) for part in STACK_PARTS if item.get(part) not in (None, "")]
+    counts = [f"{part}={item[part]}" for part in STACK_COUNTS if item.get(part) is not None]
+    return " ".join(words + counts)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)

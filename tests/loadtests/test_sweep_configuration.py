@@ -1,0 +1,145 @@
+"""A sweep is one serving configuration at several loads: runs of another model, serving stack
+or `vllm bench sweep` server parameter make another sweep (loadtests.configuration).
+
+The sweep folder is real: `vllm bench sweep serve` (vLLM 0.32.0, CPU) starting the server with
+--max-num-seqs 1 and then 4, each benchmarked three times at concurrency 1, 2 and 4
+(SOURCES.md)."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from loadtests import configuration
+from loadtests.formats import LoadTestFormatError, parse_loadtest
+from loadtests.importing import import_loadtest_files
+from loadtests.models import LoadTest
+from loadtests.sweeps import sweeps_for_service
+from planning.objectives import Objective
+from planning.plan import plan_for
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vllm-bench"
+FOLDER = REAL / "e2e-vllm-0.32.0-cpu-sweep-max_num_seqs.tar.gz"
+RUN = REAL / "er0080-sweep-max_num_seqs4-run0.json"
+PLAIN = REAL / "er0080-bench_serve_v0.25.1.json"
+
+
+def import_folder(service) -> list[LoadTest]:
+    return import_loadtest_files(service=service, files=[(FOLDER.read_bytes(), FOLDER.name)])
+
+
+# -- what a file records -------------------------------------------------------------------------
+
+
+def test_a_vllm_sweep_run_records_the_server_parameter_it_set():
+    (run,) = parse_loadtest(RUN.read_bytes())
+    assert run.extra["overrides"] == {"max_num_seqs": 4}
+
+
+def test_the_load_a_vllm_sweep_set_is_not_an_override():
+    """`max_concurrency` is the swept load: runs differing in it belong on one curve."""
+    data = json.loads(RUN.read_bytes())
+    data["max-concurrency"] = 8  # its parameter files may spell keys with dashes
+    (run,) = parse_loadtest(json.dumps(data).encode())
+    assert "max-concurrency" not in run.extra["overrides"]
+
+
+def test_a_plain_vllm_bench_file_records_no_overrides():
+    (run,) = parse_loadtest(PLAIN.read_bytes())
+    assert "overrides" not in run.extra
+
+
+def test_a_nested_server_option_is_kept_as_its_json():
+    data = json.loads(RUN.read_bytes())
+    data["compilation_config"] = {"level": 0, "cudagraph": [1, 2]}
+    (run,) = parse_loadtest(json.dumps(data).encode())
+    assert run.extra["overrides"]["compilation_config"] == '{"cudagraph":[1,2],"level":0}'
+
+
+def test_a_non_finite_override_is_refused_naming_it():
+    data = json.loads(RUN.read_bytes())
+    data["max_num_seqs"] = math.nan
+    with pytest.raises(LoadTestFormatError, match=r"max_num_seqs.*finite"):
+        parse_loadtest(json.dumps(data).encode())
+
+
+def test_a_file_with_hundreds_of_overrides_is_refused():
+    data = json.loads(RUN.read_bytes())
+    data.update({f"option_{i}": i for i in range(200)})
+    with pytest.raises(LoadTestFormatError, match="more than 64 sweep parameters"):
+        parse_loadtest(json.dumps(data).encode())
+
+
+# -- the rule ------------------------------------------------------------------------------------
+
+
+def test_configurations_that_record_different_models_differ():
+    a = configuration.configuration({"model_id": "meta-llama/Llama-3.1-8B"})
+    b = configuration.configuration({"model_id": "Qwen/Qwen3-8B"})
+    assert not configuration.same_configuration(a, b)
+
+
+def test_a_run_recording_no_configuration_joins_any():
+    a = configuration.configuration({"model": "m", "overrides": {"max_num_seqs": 4}})
+    assert configuration.same_configuration(a, configuration.configuration({}))
+
+
+def test_an_llmd_stack_on_another_engine_version_differs():
+    stack = [{"kind": "inference_engine", "tool": "vllm", "tool_version": "0.10.0"}]
+    newer = [{**stack[0], "tool_version": "0.11.0"}]
+    assert not configuration.same_configuration(
+        configuration.configuration({"stack": stack}),
+        configuration.configuration({"stack": newer}),
+    )
+
+
+def test_an_llmd_stack_gives_the_model_its_components_serve():
+    stack = [{"tool": "vllm", "model": "Qwen/Qwen3-0.6B"}, {"tool": "router"}]
+    assert configuration.configuration({"stack": stack})["model"] == "Qwen/Qwen3-0.6B"
+
+
+# -- stored --------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_two_server_configurations_of_one_folder_make_two_sweeps(service):
+    assert len(import_folder(service)) == 18
+    sweeps = sweeps_for_service(service)
+    assert sorted(sweep.configuration["overrides"] for sweep in sweeps) == [
+        "max_num_seqs=1",
+        "max_num_seqs=4",
+    ]
+    assert all([run.concurrency for run in sweep.runs] == [1, 2, 4] for sweep in sweeps)
+    assert [len(sweep.replicates) for sweep in sweeps] == [6, 6]
+
+
+@pytest.mark.django_db
+def test_a_sweeps_title_names_its_configuration(service):
+    import_folder(service)
+    titles = sorted(sweep.title for sweep in sweeps_for_service(service))
+    assert "tiny-llama / max_num_seqs=1" in titles[0]
+    assert "tiny-llama / max_num_seqs=4" in titles[1]
+
+
+@pytest.mark.django_db
+def test_the_plan_reads_one_configurations_runs(service):
+    import_folder(service)
+    plan = plan_for(service, objectives=[Objective("e2e", "p99", 10_000.0)], load=1.0)
+    used = LoadTest.objects.filter(pk__in=plan.runs)
+    assert len({json.dumps(run.extra["overrides"]) for run in used}) == 1
+
+
+@pytest.mark.django_db
+def test_grouping_a_services_sweeps_reads_runs_in_one_query(service, django_assert_num_queries):
+    import_folder(service)
+    with django_assert_num_queries(1):
+        sweeps_for_service(service)
+
+
+@pytest.mark.django_db
+def test_a_runs_page_lists_the_sweep_parameters(owner_client, service):
+    run = import_folder(service)[0]
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    table = page.partition('id="sweep-parameters"')[2].partition("</section>")[0]
+    assert "<code>max_num_seqs</code>" in table
