@@ -12,6 +12,7 @@ in the run's `extra`:
                 role, replicas, per component
     overrides   the parameters `vllm bench sweep` set for the run (server and benchmark),
                 less the load it swept
+    metadata    the `--metadata KEY=VALUE` pairs given to `vllm bench serve` (`tp=2`)
 
 Two runs share a configuration when they agree on every part both record (a file that records
 none of it joins any sweep of its workload, as before).
@@ -24,7 +25,10 @@ from collections.abc import Mapping
 from typing import Any
 
 # The keys of a run's `extra` this reads (a caller fetching `extra` in part needs these).
-EXTRA_KEYS = ("model_id", "model", "stack", "overrides")
+EXTRA_KEYS = ("model_id", "model", "stack", "overrides", "metadata")
+# The parts that are lists of parameters, and the order a title names the parts in.
+PARAMETERS = ("overrides", "metadata")
+PARTS = ("model", "stack", *PARAMETERS)
 # Parts of a stack component that name the configuration (not its free-text label; its model
 # is the model part).
 STACK_PARTS = ("kind", "role", "tool", "tool_version", "accelerator")
@@ -44,11 +48,12 @@ def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
         found["model"] = str(model)
     if components:
         found["stack"] = "; ".join(sorted(_component(c) for c in components))
-    overrides = extra.get("overrides")
-    if isinstance(overrides, dict) and overrides:
-        found["overrides"] = ", ".join(
-            f"{key}={_text(value)}" for key, value in sorted(overrides.items())
-        )
+    for part in PARAMETERS:
+        values = extra.get(part)
+        if isinstance(values, dict) and values:
+            found[part] = ", ".join(
+                f"{key}={_text(value)}" for key, value in sorted(values.items())
+            )
     return found
 
 
@@ -58,8 +63,8 @@ def same_configuration(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
 
 
 def describe(config: Mapping[str, str]) -> str:
-    """One line for titles: the model, then the stack and the overrides."""
-    return " / ".join(config[part] for part in ("model", "stack", "overrides") if part in config)
+    """One line for titles: the model, then the stack and the parameters."""
+    return " / ".join(config[part] for part in PARTS if part in config)
 
 
 def _component(item: Mapping[str, Any]) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 
 import numpy as np
@@ -59,7 +60,20 @@ REQUEST_RATE_KEYS = ("request_throughput", "request_inthroughput")
 # `vllm bench sweep`'s parameters that set the load or the run's name, not the configuration
 # (spelt with "_" or "-": its parameter files accept both).
 SWEEP_LOAD_KEYS = frozenset({"max_concurrency", "request_rate", "num_prompts", "_benchmark_name"})
-# Bounds on what a file may record as overrides: a sweep sets a handful.
+# Keys vLLM and SGLang write themselves: never a configuration, wherever a file puts them.
+TOOL_KEYS = frozenset(
+    """date endpoint_type backend label model_id tokenizer_id best_of use_beam_search
+    num_prompts request_rate burstiness max_concurrency duration completed failed errors
+    request_throughput request_inthroughput request_goodput request_goodput: output_throughput
+    input_throughput input_sequence_throughput max_output_tokens_per_s max_concurrent_requests
+    rtfx input_lens output_lens ttfts itls latencies generated_texts start_times queue_times
+    version vllm_version run_number tag concurrency accept_length server_info dataset_name
+    sharegpt_output_len random_input_len random_output_len random_range_ratio
+    rps_change_events""".split()  # noqa: SIM905 (a list of words reads better as words)
+)
+TOOL_PREFIXES = ("total_", "spec_decode_", "diffusion_", "ramp_up_", "acceptance_")
+TOOL_METRIC = re.compile(r"^(mean|median|std|p\d+(\.\d+)?)_\w+_ms$")
+# Bounds on what a file may record as overrides or metadata: a sweep sets a handful.
 MAX_OVERRIDES = 64
 MAX_OVERRIDE_CHARS = 500
 
@@ -188,6 +202,7 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         "max_output_tokens_per_s": ctx.num(data, "max_output_tokens_per_s"),
         "max_concurrent_requests": ctx.integer(data, "max_concurrent_requests"),
         "overrides": _sweep_overrides(ctx, data),
+        "metadata": _metadata(ctx, data, sglang),
         "goodput_rps": ctx.num(data, goodput_key),
         "latency_ms": stats,
         "date_timezone": "UTC (assumed: the tool writes local time without a zone)"
@@ -210,14 +225,33 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
 
 def _sweep_overrides(ctx: Ctx, data: dict) -> dict[str, str | int | float | bool]:
     """The parameters `vllm bench sweep` set for this run beyond the load it swept: the keys
-    after `run_number`, which it writes last (the parsed object keeps the file's key order).
-    Values are kept as written; an object or a list (a nested server option) as its JSON."""
+    after `run_number`, which it writes last (the parsed object keeps the file's key order)."""
     keys = list(data)
     if "run_number" not in data:
         return {}
-    overrides: dict[str, str | int | float | bool] = {}
-    for key in keys[keys.index("run_number") + 1 :]:
-        if key.replace("-", "_") in SWEEP_LOAD_KEYS:
+    return _parameters(ctx, data, keys[keys.index("run_number") + 1 :], "sweep parameters")
+
+
+def _metadata(ctx: Ctx, data: dict, sglang: bool) -> dict[str, str | int | float | bool]:
+    """`--metadata KEY=VALUE` pairs (`tp=1`): vLLM writes them between `num_prompts` and
+    `request_rate` (SGLang has no such option)."""
+    keys = list(data)
+    if sglang or "num_prompts" not in data or "request_rate" not in data:
+        return {}
+    return _parameters(
+        ctx, data, keys[keys.index("num_prompts") + 1 : keys.index("request_rate")], "metadata"
+    )
+
+
+def _parameters(
+    ctx: Ctx, data: dict, keys: list[str], what: str
+) -> dict[str, str | int | float | bool]:
+    """The configuration `keys` record, less vLLM's own keys (a file re-written with sorted
+    keys puts them anywhere) and the load. Values are kept as written; an object or a list (a
+    nested server option) as its JSON."""
+    found: dict[str, str | int | float | bool] = {}
+    for key in keys:
+        if key.replace("-", "_") in SWEEP_LOAD_KEYS or _written_by_the_tool(key):
             continue
         value = data[key]
         if value is None:
@@ -227,11 +261,16 @@ def _sweep_overrides(ctx: Ctx, data: dict) -> dict[str, str | int | float | bool
         elif isinstance(value, float) and not math.isfinite(value):
             raise ctx.at(key).error(f"expected a finite number, got {value!r}")
         if len(key) > MAX_OVERRIDE_CHARS or len(str(value)) > MAX_OVERRIDE_CHARS:
-            raise ctx.at(key).error(f"a sweep parameter longer than {MAX_OVERRIDE_CHARS} chars")
-        overrides[key] = value
-        if len(overrides) > MAX_OVERRIDES:
-            raise ctx.at(key).error(f"more than {MAX_OVERRIDES} sweep parameters after run_number")
-    return overrides
+            raise ctx.at(key).error(f"{what}: longer than {MAX_OVERRIDE_CHARS} characters")
+        found[key] = value
+        if len(found) > MAX_OVERRIDES:
+            raise ctx.at(key).error(f"more than {MAX_OVERRIDES} {what}")
+    return found
+
+
+def _written_by_the_tool(key: str) -> bool:
+    """Whether vLLM or SGLang writes `key` itself (a result, not a configuration)."""
+    return key in TOOL_KEYS or key.startswith(TOOL_PREFIXES) or bool(TOOL_METRIC.match(key))
 
 
 def _spelling(data: dict, spellings: tuple[str, ...]) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from loadtests import configuration
 from loadtests.formats import LoadTestFormatError, parse_loadtest
-from loadtests.importing import import_loadtest_files
+from loadtests.importing import import_loadtest_files, prepare_files
 from loadtests.models import LoadTest
 from loadtests.sweeps import sweeps_for_service
 from planning.objectives import Objective
@@ -23,6 +23,8 @@ REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vllm-bench"
 FOLDER = REAL / "e2e-vllm-0.32.0-cpu-sweep-max_num_seqs.tar.gz"
 RUN = REAL / "er0080-sweep-max_num_seqs4-run0.json"
 PLAIN = REAL / "er0080-bench_serve_v0.25.1.json"
+# `vllm bench serve --metadata tp=1 gpu=cpu` (and tp=2) at rates 4 and 8, against one server.
+LABELLED = REAL / "e2e-vllm-0.32.0-cpu-metadata-rates.tar.gz"
 
 
 def import_folder(service) -> list[LoadTest]:
@@ -37,12 +39,26 @@ def test_a_vllm_sweep_run_records_the_server_parameter_it_set():
     assert run.extra["overrides"] == {"max_num_seqs": 4}
 
 
+def test_vllm_bench_serve_metadata_is_recorded():
+    files = prepare_files([(LABELLED.read_bytes(), LABELLED.name)])
+    metadata = {json.dumps(parse_loadtest(content)[0].extra["metadata"]) for content, _ in files}
+    assert metadata == {'{"tp": "1", "gpu": "cpu"}', '{"tp": "2", "gpu": "cpu"}'}
+
+
 def test_the_load_a_vllm_sweep_set_is_not_an_override():
     """`max_concurrency` is the swept load: runs differing in it belong on one curve."""
     data = json.loads(RUN.read_bytes())
     data["max-concurrency"] = 8  # its parameter files may spell keys with dashes
     (run,) = parse_loadtest(json.dumps(data).encode())
     assert "max-concurrency" not in run.extra["overrides"]
+
+
+def test_a_sweep_file_rewritten_with_sorted_keys_records_none_of_vllms_own_keys():
+    """Sorted, vLLM's `std_*`, `tokenizer_id` and `total_*` keys come after `run_number`:
+    read as parameters, every run would be a configuration of its own."""
+    data = json.loads(RUN.read_bytes())
+    (run,) = parse_loadtest(json.dumps(data, sort_keys=True).encode())
+    assert "overrides" not in run.extra
 
 
 def test_a_plain_vllm_bench_file_records_no_overrides():
@@ -112,6 +128,16 @@ def test_two_server_configurations_of_one_folder_make_two_sweeps(service):
     ]
     assert all([run.concurrency for run in sweep.runs] == [1, 2, 4] for sweep in sweeps)
     assert [len(sweep.replicates) for sweep in sweeps] == [6, 6]
+
+
+@pytest.mark.django_db
+def test_runs_labelled_with_other_metadata_make_other_sweeps(service):
+    import_loadtest_files(service=service, files=[(LABELLED.read_bytes(), LABELLED.name)])
+    sweeps = sweeps_for_service(service)
+    assert sorted(sweep.configuration["metadata"] for sweep in sweeps) == [
+        "gpu=cpu, tp=1",
+        "gpu=cpu, tp=2",
+    ]
 
 
 @pytest.mark.django_db
