@@ -1,8 +1,9 @@
 """GET /api/v1/services/<slug>/plan/: the capacity plan as `manage.py plan_capacity --json`.
 
 Query: `slo` (repeatable, `ttft_p99_ms=500`), `load` or `growth`, `headroom`,
-`at_concurrency` or `at_rate`. Answers 200 with the plan, 400 `{"detail": ...}` naming the bad
-field, 404 unknown service, 422 `{"detail": ...}` when the service has no usable sweep.
+`at_concurrency` or `at_rate`, `sweep` (a run id: plan from the sweep holding it). Answers 200
+with the plan, 400 `{"detail": ...}` naming the bad field, 404 unknown service, 422
+`{"detail": ...}` when the service has no usable sweep (or none holding that run).
 Who reads: a logged-in user (as the pages), or a CI token scoped to the service (or its
 team); an agent token, or a CI token of another service, is refused (403 saying why).
 """
@@ -31,6 +32,7 @@ class PlanView(APIView):
             OpenApiParameter("headroom", float, description="share of a replica kept free"),
             OpenApiParameter("at_concurrency", float),
             OpenApiParameter("at_rate", float),
+            OpenApiParameter("sweep", int, description="a run id: plan from its sweep"),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )

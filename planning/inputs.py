@@ -1,8 +1,9 @@
 """A plan's options from a query string: one DRF serializer for the page and the API.
 
 `slo` (repeatable, or comma-separated `ttft_p99_ms=500`), `load` (req/s) or `growth` (a factor
-on the live peak), `headroom` (0 to below 1), `at_concurrency` or `at_rate`. Errors name the
-field; `plan_inputs` turns the valid data into keyword arguments of `planning.plan.plan_for`.
+on the live peak), `headroom` (0 to below 1), `at_concurrency` or `at_rate`, `sweep` (a run id:
+plan from the sweep that holds it). Errors name the field; `plan_inputs` turns the valid data
+into keyword arguments of `planning.plan.plan_for`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class PlanQuerySerializer(serializers.Serializer):
     headroom = serializers.FloatField(required=False, min_value=0)
     at_concurrency = serializers.FloatField(required=False, validators=[_positive])
     at_rate = serializers.FloatField(required=False, validators=[_positive])
+    sweep = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
 
     def validate_headroom(self, value: float) -> float:
         if not value < 1:
@@ -80,4 +82,5 @@ def plan_inputs(data) -> dict:
         "spare": v.get("headroom"),
         "at_concurrency": v.get("at_concurrency"),
         "at_rate": v.get("at_rate"),
+        "sweep_of": v.get("sweep"),
     }

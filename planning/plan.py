@@ -145,17 +145,30 @@ def usable_sweeps(service: Service) -> list[Sweep]:
     return found
 
 
-def choose_sweep(service: Service, axis: str | None = None) -> Sweep:
+def choose_sweep(
+    service: Service, axis: str | None = None, containing: int | None = None
+) -> tuple[Sweep, list[Sweep]]:
+    """(the sweep to plan from, the service's other usable sweeps): the one holding the run
+    `containing` when given, else the fullest (the newest of equally full ones), on `axis`
+    when given. PlanError saying why when there is none."""
     sweeps = usable_sweeps(service)
     if axis is not None:
         sweeps = [s for s in sweeps if s.axis == axis]
+    what = {None: "", CONCURRENCY: "concurrency ", RATE: "request-rate "}[axis]
     if not sweeps:
-        what = {None: "", CONCURRENCY: "concurrency ", RATE: "request-rate "}[axis]
         raise PlanError(
             f"{service.slug} has no usable {what}sweep: import load tests of one configuration "
             "at two loads or more (concurrency or request rate) first"
         )
-    return sweeps[0]
+    if containing is not None:
+        chosen = [s for s in sweeps if any(r.pk == containing for r in _runs(s))]
+        if not chosen:
+            raise PlanError(
+                f"run {containing} is in no usable {what}sweep of {service.slug}: give a run "
+                "of one of its sweeps (the planner page lists them)"
+            )
+        return chosen[0], [s for s in sweeps if s is not chosen[0]]
+    return sweeps[0], sweeps[1:]
 
 
 # --- Per replica ---------------------------------------------------------------------------------
@@ -285,6 +298,8 @@ class Plan:
     goodput: list[RunGoodput] = field(default_factory=list)
     at_load: dict | None = None
     at_load_x: float | None = None
+    # The service's other usable sweeps (other configurations or workloads), fullest first.
+    other_sweeps: list[Sweep] = field(default_factory=list)
 
     @property
     def runs(self) -> list[int]:
@@ -345,12 +360,15 @@ class Plan:
     def to_dict(self) -> dict:
         data = {
             "service": self.service.slug,
-            "sweep": {
-                "title": self.sweep.title,
-                "axis": self.sweep.axis,
-                "prompt_tokens": self.sweep.prompt_tokens,
-                "output_tokens": self.sweep.output_tokens,
-            },
+            "sweep": _sweep_dict(self.sweep),
+            "other_sweeps": [
+                {
+                    "title": s.title,
+                    "configuration": s.configuration,
+                    "runs": sorted(r.pk for r in _runs(s)),
+                }
+                for s in self.other_sweeps
+            ],
             "basis": "baseline: one replica as measured by the load-test tool (client clock)",
             "objectives": [o.to_dict() for o in self.objectives],
             "per_replica": self.per_replica.to_dict(),
@@ -369,6 +387,16 @@ class Plan:
         if self.at_load is not None:
             data["at"] = {self.sweep.axis: self.at_load_x, "percentiles": self.at_load}
         return data
+
+
+def _sweep_dict(sweep: Sweep) -> dict:
+    return {
+        "title": sweep.title,
+        "axis": sweep.axis,
+        "prompt_tokens": sweep.prompt_tokens,
+        "output_tokens": sweep.output_tokens,
+        "configuration": sweep.configuration,
+    }
 
 
 def _d(value: Estimate | None) -> dict | None:
@@ -392,9 +420,11 @@ def plan_for(
     spare: float | None = None,
     at_concurrency: float | None = None,
     at_rate: float | None = None,
+    sweep_of: int | None = None,
 ) -> Plan:
     """The plan (module docstring). `objectives` default to the service's; `load` (req/s) to
-    the live forecast times `growth`. PlanError when there is no usable sweep."""
+    the live forecast times `growth`; the sweep to the fullest, or the one holding the run
+    `sweep_of`. PlanError when there is no usable sweep."""
     if load is not None and not (math.isfinite(load) and load > 0):
         raise PlanError("load must be a positive number of requests per second")
     if not (math.isfinite(growth) and growth > 0):
@@ -403,7 +433,7 @@ def plan_for(
     if not 0 <= spare < 1:
         raise PlanError("headroom must be between 0 and 1 (a share of each replica kept free)")
     axis = CONCURRENCY if at_concurrency is not None else RATE if at_rate is not None else None
-    sweep = choose_sweep(service, axis)
+    sweep, other_sweeps = choose_sweep(service, axis, sweep_of)
     objectives = service_objectives(service) if objectives is None else objectives
     per = per_replica(sweep, objectives)
     forecast = (
@@ -412,6 +442,7 @@ def plan_for(
         else live_forecast(service, growth)
     )
     plan = Plan(service, sweep, objectives, per, forecast, spare)
+    plan.other_sweeps = other_sweeps
     plan.goodput = sweep_goodput(sweep, [o for o in objectives if o.name not in per.missing])
     if axis is not None:
         x = at_concurrency if axis == CONCURRENCY else at_rate

@@ -26,6 +26,10 @@ def plan_lines(plan: Plan) -> list[str]:
     per = plan.per_replica
     lines = [
         f"{plan.service.slug}: {plan.sweep.title} (runs {', '.join(map(str, plan.runs))})",
+        *(
+            f"  other sweep: {other.title} (plan it with --sweep {other.key})"
+            for other in plan.other_sweeps
+        ),
         "objectives: " + (", ".join(o.label for o in plan.objectives) or "-"),
         f"per replica: {per.result.message}",
         f"  max request rate: {_e(per.max_request_rate, unit=' req/s')}",

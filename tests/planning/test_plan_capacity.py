@@ -112,7 +112,7 @@ def test_a_rate_sweep_plans_with_the_rate_served_not_the_rate_offered(
 def test_a_p50_curve_weighs_by_the_spread_its_runs_p99_tells(swept):
     # A P50 cannot tell its distribution's spread; the same run's P99 can. Without it a P50 took
     # the default spread (0.5), so a steady TPOT P50 weighed as little as a jumpy TTFT's.
-    sweep = choose_sweep(swept)
+    sweep, _ = choose_sweep(swept)
     points = curve_points(sweep, "tpot", "p50")
     assert points and all(p.sigma is not None for p in points)
     run = sweep.runs[0]

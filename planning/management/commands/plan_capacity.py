@@ -1,11 +1,13 @@
 """manage.py plan_capacity --service SLUG [--slo ttft_p99_ms=500 ...] [--load R | --growth X]
-[--at-concurrency N | --at-rate R] [--headroom H] [--json]
+[--at-concurrency N | --at-rate R] [--headroom H] [--sweep RUN] [--json]
 
 The capacity plan (planning.plan): per-replica highest load meeting the objectives with its 80%
 interval and the binding objective, replicas, GPUs, cost per month and margin. Objectives
 default to the service's SLOs; the load to the live peak (95th percentile of hourly request
-rates over 28 days) times --growth. Exit 0 with the plan, 2 with one line when the service has
-no usable sweep or an argument is wrong.
+rates over 28 days) times --growth. The sweep is the service's fullest, or with --sweep the one
+holding that run (a service measured in several configurations has a sweep for each). Exit 0
+with the plan, 2 with one line when the service has no usable sweep (or none holding that run)
+or an argument is wrong.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ class Command(BaseCommand):
         at.add_argument("--at-concurrency", type=float, metavar="N")
         at.add_argument("--at-rate", type=float, metavar="R")
         parser.add_argument("--headroom", type=float, help="Share of each replica kept free.")
+        parser.add_argument(
+            "--sweep",
+            type=int,
+            metavar="RUN",
+            help="Plan from the sweep holding this run id (default: the fullest sweep).",
+        )
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
 
     def handle(self, *args, **options) -> None:
@@ -61,6 +69,7 @@ class Command(BaseCommand):
                 spare=options["headroom"],
                 at_concurrency=options["at_concurrency"],
                 at_rate=options["at_rate"],
+                sweep_of=options["sweep"],
             )
         except (ObjectiveError, PlanError) as exc:
             raise CommandError(one_line(str(exc)), returncode=EXIT_BAD_INPUT) from exc

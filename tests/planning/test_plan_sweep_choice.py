@@ -1,0 +1,101 @@
+"""A service measured in two configurations has a sweep for each: the plan says which it read,
+lists the others, and plans from another when given one of its runs (`--sweep`, `?sweep=`).
+
+The runs are a real `vllm bench sweep serve` folder: --max-num-seqs 1 and 4, each at
+concurrency 1, 2 and 4 (tests/fixtures/real/SOURCES.md)."""
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from loadtests.importing import import_loadtest_files
+from loadtests.models import LoadTest
+
+pytestmark = pytest.mark.django_db
+
+FOLDER = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures/real/vllm-bench/e2e-vllm-0.32.0-cpu-sweep-max_num_seqs.tar.gz"
+)
+SLO = ("--slo", "e2e_p99_ms=400", "--load", "30")
+
+
+@pytest.fixture
+def two_configurations(service):
+    import_loadtest_files(service=service, files=[(FOLDER.read_bytes(), FOLDER.name)])
+    return service
+
+
+def run_with(service, max_num_seqs: int) -> LoadTest:
+    runs = LoadTest.objects.filter(service=service).order_by("pk")
+    return next(r for r in runs if r.extra["overrides"]["max_num_seqs"] == max_num_seqs)
+
+
+def plan_json(service, *args) -> dict:
+    out = StringIO()
+    call_command("plan_capacity", "--service", service.slug, *SLO, *args, "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_the_plan_names_the_configuration_it_read_and_lists_the_other(two_configurations):
+    plan = plan_json(two_configurations)
+    (other,) = plan["other_sweeps"]
+    read = [plan["sweep"]["configuration"]["overrides"], other["configuration"]["overrides"]]
+    assert sorted(read) == ["max_num_seqs=1", "max_num_seqs=4"]
+
+
+def test_the_plans_text_says_how_to_plan_from_the_other_sweep(two_configurations):
+    out = StringIO()
+    call_command("plan_capacity", "--service", two_configurations.slug, *SLO, stdout=out)
+    (line,) = [line for line in out.getvalue().splitlines() if "other sweep" in line]
+    assert "max_num_seqs=1" in line and "--sweep" in line
+
+
+def test_sweep_plans_from_the_sweep_holding_that_run(two_configurations):
+    run = run_with(two_configurations, 1)
+    plan = plan_json(two_configurations, "--sweep", str(run.pk))
+    assert plan["sweep"]["configuration"]["overrides"] == "max_num_seqs=1"
+    assert run.pk in plan["runs"]
+
+
+def test_the_slower_configuration_holds_the_slo_at_a_lower_rate(two_configurations):
+    """max_num_seqs 1 queues requests at concurrency 2 (P99 E2E 570 ms measured): it holds
+    400 ms only below it; max_num_seqs 4 holds it to the sweep's end."""
+    one = plan_json(two_configurations, "--sweep", str(run_with(two_configurations, 1).pk))
+    four = plan_json(two_configurations, "--sweep", str(run_with(two_configurations, 4).pk))
+    rate = "max_request_rate"
+    assert one["per_replica"][rate]["value"] < four["per_replica"][rate]["value"]
+
+
+def test_sweep_of_a_run_in_no_sweep_exits_2_with_one_line(two_configurations):
+    with pytest.raises(CommandError) as raised:
+        call_command("plan_capacity", "--service", two_configurations.slug, "--sweep", "999999")
+    assert raised.value.returncode == 2
+    assert "run 999999 is in no usable sweep" in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_api_plans_from_the_sweep_given(client, owner, two_configurations):
+    client.force_login(owner)
+    run = run_with(two_configurations, 1)
+    response = client.get(
+        f"/api/v1/services/{two_configurations.slug}/plan/",
+        {"slo": "e2e_p99_ms=400", "load": "30", "sweep": str(run.pk)},
+    )
+    assert response.json()["sweep"]["configuration"]["overrides"] == "max_num_seqs=1"
+
+
+def test_the_api_names_a_sweep_that_is_no_number(client, owner, two_configurations):
+    client.force_login(owner)
+    response = client.get(f"/api/v1/services/{two_configurations.slug}/plan/", {"sweep": "x"})
+    assert response.status_code == 400 and response.json()["detail"].startswith("sweep")
+
+
+def test_the_page_offers_the_other_sweep(client, owner, two_configurations):
+    client.force_login(owner)
+    page = client.get(f"/services/{two_configurations.slug}/planner/", {"load": "30"})
+    select = page.content.decode().partition('id="plan-sweep"')[2].partition("</select>")[0]
+    assert "max_num_seqs=1" in select and "max_num_seqs=4" in select
