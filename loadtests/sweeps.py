@@ -5,7 +5,7 @@ held fixed on the other axis (a concurrency sweep at unlimited rate; a rate swee
 concurrency cap), their workload fingerprints agree with the sweep's first run on everything
 but the load: prompt and output length quantiles and means (`analysis.fingerprint`, the gate's
 own rule), dataset and ignore_eos where both record them, and so do their serving
-configurations (model, serving stack, `vllm bench sweep`'s server parameters:
+configurations (model, serving stack, `vllm bench sweep`'s parameters, `--metadata`:
 `loadtests.configuration`). A group needs two settings or more.
 When one setting was measured more than once, the newest run stands for it (the others are
 listed as replicates): the knee rule takes one point per setting.
