@@ -7,9 +7,11 @@ The sweep folder is real: `vllm bench sweep serve` (vLLM 0.32.0, CPU) starting t
 
 import json
 import math
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from loadtests import configuration
 from loadtests.formats import LoadTestFormatError, parse_loadtest
@@ -169,3 +171,14 @@ def test_a_runs_page_lists_the_sweep_parameters(owner_client, service):
     page = owner_client.get(run.get_absolute_url()).content.decode()
     table = page.partition('id="sweep-parameters"')[2].partition("</section>")[0]
     assert "<code>max_num_seqs</code>" in table
+
+
+@pytest.mark.django_db
+def test_the_import_command_says_which_sweeps_the_runs_made(service):
+    out = StringIO()
+    call_command("import_loadtest", str(FOLDER), "--service", service.slug, stdout=out)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("sweep: ")]
+    assert [("max_num_seqs=1" in line, "concurrency 1, 2, 4" in line) for line in lines] == [
+        (True, True),
+        (False, True),
+    ]

@@ -39,6 +39,7 @@ from loadtests.importing import (
     prepare_files,
 )
 from loadtests.models import LoadTest
+from loadtests.sweeps import sweeps_for_service
 
 
 def read_file(path: str) -> bytes:
@@ -131,9 +132,12 @@ class Command(BaseCommand):
         options["several"] = names_each_file(read.files, files)
         # Several files promoted in one command are one baseline set (repeats of one build).
         options["promotion_batch"] = uuid.uuid4().hex if len(files) > 1 else ""
+        imported: list[LoadTest] = []
         with transaction.atomic():  # several files: all of them or none
             for content, path in files:
-                refusing += self._import(service, content, path, options)
+                runs = self._import(service, content, path, options)
+                imported += runs
+                refusing += sum(len(run.refusing_findings) for run in runs)
             if options["strict"] and refusing:
                 transaction.set_rollback(True)
                 raise CommandError(
@@ -143,11 +147,13 @@ class Command(BaseCommand):
                 )
         if files.skipped:
             self.stdout.write(describe_skipped(files.skipped))
+        for line in sweep_lines(service, imported):
+            self.stdout.write(line)
         if promoting and (leavers := reference_leavers(service, before)):
             self.stdout.write(leavers)
 
-    def _import(self, service: Service, content: bytes, path: str, options: dict) -> int:
-        """Import one file and print its runs and their findings; the refusing findings' count."""
+    def _import(self, service: Service, content: bytes, path: str, options: dict) -> list[LoadTest]:
+        """Import one file and print its runs and their findings; the runs."""
         try:
             measured_at = (
                 parse_measured_at(options["measured_at"]) if options["measured_at"] else None
@@ -196,7 +202,21 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"     promoted despite refusing findings: {run.lint_override['reason']}"
                 )
-        return sum(len(run.refusing_findings) for run in runs)
+        return runs
+
+
+def sweep_lines(service: Service, imported: list[LoadTest]) -> list[str]:
+    """The sweeps the imported runs are points of, as the planner and the sweep pages see
+    them: which configuration, at which settings."""
+    pks = {run.pk for run in imported}
+    lines = []
+    for sweep in sweeps_for_service(service):
+        if not pks & {run.pk for run in sweep.runs + sweep.replicates}:
+            continue
+        settings = ", ".join(f"{sweep.x(run):g}" for run in sweep.runs)
+        again = f"; {len(sweep.replicates)} measured again" if sweep.replicates else ""
+        lines.append(f"sweep: {sweep.title}: {sweep.axis} {settings}{again}")
+    return lines
 
 
 def one_line(message: str) -> str:
