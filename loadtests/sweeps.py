@@ -66,11 +66,16 @@ class Sweep:
             held = f"concurrency {self.fixed}"
         parts = [
             f"{self.format} {self.axis} sweep",
-            configuration.describe(self.configuration),
+            self.configuration_label,
             " / ".join(mix),
             held,
         ]
         return ", ".join(p for p in parts if p)
+
+    @property
+    def configuration_label(self) -> str:
+        """What its runs record of the serving configuration, in one line ("" for nothing)."""
+        return configuration.describe(self.configuration)
 
     def x(self, run: LoadTest) -> float:
         return float(run.concurrency if self.axis == CONCURRENCY else run.request_rate)

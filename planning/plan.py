@@ -33,7 +33,7 @@ from analysis.percentiles import QUANTILE_OF
 from collectors.models import HOUR, ServiceMergedRollup
 from dossiers.models import Service
 from loadtests.models import LoadTest
-from loadtests.sweeps import CONCURRENCY, RATE, Sweep, sweeps_for_service
+from loadtests.sweeps import CONCURRENCY, RATE, Sweep, same_workload, sweeps_for_service
 from planning.goodput import RunGoodput, sweep_goodput
 from planning.objectives import Objective, service_objectives
 
@@ -519,26 +519,40 @@ class Alternative:
 
 
 def alternatives(plan: Plan) -> list[Alternative]:
-    """Every service serving the same model, planned for this plan's load and objectives;
-    cheapest first (those that cannot hold the SLO, or have no sweep, last)."""
+    """Every service serving the same model, planned for this plan's load and objectives from
+    its fullest sweep, and this service in each configuration it was measured in (its other
+    sweeps of the same workload); cheapest first (those that cannot hold the SLO, or have no
+    sweep, last)."""
     if plan.forecast is None:
         return []
     rows = []
     others = Service.objects.filter(model_name__iexact=plan.service.model_name).order_by("slug")
     for other in others:
         try:
-            other_plan = plan_for(
-                other,
-                objectives=plan.objectives,
-                load=plan.forecast.requests_per_s,
-                spare=plan.headroom,
-            )
+            other_plan = _plan_like(plan, other)
         except PlanError as exc:
             rows.append(Alternative(other, None, str(exc)))
             continue
         rows.append(Alternative(other, other_plan, "; ".join(other_plan.notes)))
+        if other.pk != plan.service.pk:
+            continue
+        for sweep in other_plan.other_sweeps:
+            if same_workload(plan.sweep.runs[0], sweep.runs[0]):
+                config_plan = _plan_like(plan, other, sweep_of=sweep.key)
+                rows.append(Alternative(other, config_plan, "; ".join(config_plan.notes)))
     rows.sort(key=lambda a: (not a.holds, a.plan.cost_per_month.value if a.holds else math.inf))
     return rows
+
+
+def _plan_like(plan: Plan, service: Service, sweep_of: int | None = None) -> Plan:
+    """`service` planned for `plan`'s load, objectives and headroom."""
+    return plan_for(
+        service,
+        objectives=plan.objectives,
+        load=plan.forecast.requests_per_s,
+        spare=plan.headroom,
+        sweep_of=sweep_of,
+    )
 
 
 __all__ = ["BELOW", "BEYOND", "WITHIN", "Plan", "PlanError", "alternatives", "plan_for"]

@@ -13,6 +13,8 @@ from django.core.management import CommandError, call_command
 
 from loadtests.importing import import_loadtest_files
 from loadtests.models import LoadTest
+from planning.objectives import parse_objectives
+from planning.plan import alternatives, plan_for
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +101,19 @@ def test_the_page_offers_the_other_sweep(client, owner, two_configurations):
     page = client.get(f"/services/{two_configurations.slug}/planner/", {"load": "30"})
     select = page.content.decode().partition('id="plan-sweep"')[2].partition("</select>")[0]
     assert "max_num_seqs=1" in select and "max_num_seqs=4" in select
+
+
+def test_the_same_model_table_holds_each_configuration_cheapest_first(two_configurations):
+    objectives = parse_objectives(["e2e_p99_ms=400"])
+    rows = alternatives(plan_for(two_configurations, objectives=objectives, load=30))
+    labels = [row.plan.sweep.configuration_label for row in rows]
+    assert labels == ["tiny-llama / max_num_seqs=4", "tiny-llama / max_num_seqs=1"]
+
+
+def test_the_page_names_each_configuration_in_the_same_model_table(
+    client, owner, two_configurations
+):
+    client.force_login(owner)
+    page = client.get(f"/services/{two_configurations.slug}/planner/", {"load": "30"})
+    table = page.content.decode().partition('id="alternatives"')[2].partition("</table>")[0]
+    assert "max_num_seqs=1" in table and "max_num_seqs=4" in table
