@@ -14,8 +14,9 @@ in the run's `extra`:
                 less the load it swept
     metadata    the `--metadata KEY=VALUE` pairs given to `vllm bench serve` (`tp=2`)
 
-Two runs share a configuration when they agree on every part both record (a file that records
-none of it joins any sweep of its workload, as before).
+Two runs share a configuration when they agree on the model and the stack where both record
+them (a file that names no model joins a sweep of any), and have the same parameters: a run
+without any ran the server's defaults, which is not a run with `max_num_seqs=1`.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
 
 
 def same_configuration(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
-    """Whether two configurations agree on every part both record."""
-    return all(a[part] == b[part] for part in a.keys() & b.keys())
+    """Whether two configurations are one (the rule in the module docstring)."""
+    described = all(a[part] == b[part] for part in a.keys() & b.keys())
+    return described and all(a.get(part) == b.get(part) for part in PARAMETERS)
 
 
 def describe(config: Mapping[str, str]) -> str:

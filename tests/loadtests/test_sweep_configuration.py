@@ -98,9 +98,14 @@ def test_configurations_that_record_different_models_differ():
     assert not configuration.same_configuration(a, b)
 
 
-def test_a_run_recording_no_configuration_joins_any():
-    a = configuration.configuration({"model": "m", "overrides": {"max_num_seqs": 4}})
+def test_a_run_naming_no_model_joins_a_sweep_of_any():
+    a = configuration.configuration({"model": "m"})
     assert configuration.same_configuration(a, configuration.configuration({}))
+
+
+def test_a_run_without_parameters_ran_the_defaults_not_the_parameters_of_another():
+    a = configuration.configuration({"model": "m", "overrides": {"max_num_seqs": 4}})
+    assert not configuration.same_configuration(a, configuration.configuration({"model": "m"}))
 
 
 def test_an_llmd_stack_on_another_engine_version_differs():
