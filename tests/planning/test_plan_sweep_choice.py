@@ -5,6 +5,7 @@ The runs are a real `vllm bench sweep serve` folder: --max-num-seqs 1 and 4, eac
 concurrency 1, 2 and 4 (tests/fixtures/real/SOURCES.md)."""
 
 import json
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from django.core.management import CommandError, call_command
 
 from loadtests.importing import import_loadtest_files
 from loadtests.models import LoadTest
+from loadtests.sweeps import sweeps_for_service
 from planning.objectives import parse_objectives
 from planning.plan import alternatives, plan_for
 
@@ -117,3 +119,13 @@ def test_the_page_names_each_configuration_in_the_same_model_table(
     page = client.get(f"/services/{two_configurations.slug}/planner/", {"load": "30"})
     table = page.content.decode().partition('id="alternatives"')[2].partition("</table>")[0]
     assert "max_num_seqs=1" in table and "max_num_seqs=4" in table
+
+
+def test_each_configuration_in_the_same_model_table_links_to_its_plan(
+    client, owner, two_configurations
+):
+    client.force_login(owner)
+    page = client.get(f"/services/{two_configurations.slug}/planner/", {"load": "30"})
+    table = page.content.decode().partition('id="alternatives"')[2].partition("</table>")[0]
+    linked = {int(key) for key in re.findall(r'href="[^"]*\?sweep=(\d+)"', table)}
+    assert linked == {sweep.key for sweep in sweeps_for_service(two_configurations)}
