@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from loadtests import configuration
 from loadtests.formats import LoadTestFormatError, parse_loadtest
@@ -187,3 +188,11 @@ def test_the_import_command_says_which_sweeps_the_runs_made(service):
         (True, True),
         (False, True),
     ]
+
+
+@pytest.mark.django_db
+def test_a_sweeps_page_links_to_the_plan_from_that_sweep(owner_client, service):
+    import_folder(service)
+    sweep = sweeps_for_service(service)[1]
+    page = owner_client.get(reverse("loadtests:sweep", args=[service.slug, sweep.key]))
+    assert f'planner/?sweep={sweep.key}" id="plan-from-sweep"' in page.content.decode()
