@@ -69,51 +69,98 @@ def tpot_shape(u: float) -> float:
 
 def main() -> None:
     rng = random.Random(22)
-    for slug, (model, base, cap, rates, ttft, tpot, prompt, out) in SERVICES.items():
-        b = base / cap
-        lines = []
-        for i, rate in enumerate(rates):
-            u = rate / cap
-            noise = [math.exp(rng.gauss(0, 0.05)) for _ in range(4)]
-            t50 = ttft[0] * shape(u) / shape(b) * noise[0]
-            t99 = ttft[1] * shape(u) ** 1.3 / shape(b) ** 1.3 * noise[1]
-            p50 = tpot[0] * tpot_shape(u) / tpot_shape(b) * noise[2]
-            p99 = tpot[1] * tpot_shape(u) / tpot_shape(b) * noise[3]
-            completed = 600
-            duration = completed / rate
-            run = {
-                "date": f"20261103-{9 + i:02d}0000",
-                "backend": "openai-chat",
-                "label": "demo rate sweep",
-                "model_id": model,
-                "num_prompts": completed,
-                "request_rate": rate,
-                "burstiness": 1.0,
-                "max_concurrency": None,
-                "duration": duration,
-                "completed": completed,
-                "failed": 0,
-                "total_input_tokens": prompt * completed,
-                "total_output_tokens": out * completed,
-                "request_throughput": completed / duration,
-                "output_throughput": out * completed / duration,
-                "total_token_throughput": (prompt + out) * completed / duration,
-            }
-            for name, lo, hi in (("ttft", t50, t99), ("tpot", p50, p99)):
-                run[f"median_{name}_ms"] = run[f"p50_{name}_ms"] = lo
-                run[f"p90_{name}_ms"] = lo * (hi / lo) ** (1.2816 / 2.3263)
-                run[f"p99_{name}_ms"] = hi
-                run[f"mean_{name}_ms"] = lo * (hi / lo) ** (0.5 / 2.3263)
-            e50, e99 = t50 + p50 * (out - 1), t99 + p99 * (out - 1)
-            run["median_e2el_ms"] = run["p50_e2el_ms"] = e50
-            run["p90_e2el_ms"] = e50 * (e99 / e50) ** (1.2816 / 2.3263)
-            run["p99_e2el_ms"] = e99
-            run["mean_e2el_ms"] = e50 * (e99 / e50) ** (0.5 / 2.3263)
-            lines.append(json.dumps(run))
-        folder = HERE / slug
-        folder.mkdir(exist_ok=True)
-        (folder / f"demo-{slug}-rate-sweep.jsonl").write_text("\n".join(lines) + "\n")
+    for slug, spec in SERVICES.items():
+        write(slug, f"demo-{slug}-rate-sweep.jsonl", rate_sweep(rng, *spec))
     concurrency_sweep(rng)
+    second_configuration(rng)
+
+
+def rate_sweep(
+    rng: random.Random,
+    model: str,
+    base: float,
+    cap: float,
+    rates: list[float],
+    ttft: tuple[float, float],
+    tpot: tuple[float, float],
+    prompt: int,
+    out: int,
+    *,
+    day: str = "20261103",
+    metadata: dict[str, str] | None = None,
+) -> list[str]:
+    """One `--append-result` line per rate; `metadata` as `vllm bench serve --metadata` writes
+    it (between `num_prompts` and `request_rate`)."""
+    b = base / cap
+    lines = []
+    for i, rate in enumerate(rates):
+        u = rate / cap
+        noise = [math.exp(rng.gauss(0, 0.05)) for _ in range(4)]
+        t50 = ttft[0] * shape(u) / shape(b) * noise[0]
+        t99 = ttft[1] * shape(u) ** 1.3 / shape(b) ** 1.3 * noise[1]
+        p50 = tpot[0] * tpot_shape(u) / tpot_shape(b) * noise[2]
+        p99 = tpot[1] * tpot_shape(u) / tpot_shape(b) * noise[3]
+        completed = 600
+        duration = completed / rate
+        run = {
+            "date": f"{day}-{9 + i:02d}0000",
+            "backend": "openai-chat",
+            "label": "demo rate sweep",
+            "model_id": model,
+            "num_prompts": completed,
+            **(metadata or {}),
+            "request_rate": rate,
+            "burstiness": 1.0,
+            "max_concurrency": None,
+            "duration": duration,
+            "completed": completed,
+            "failed": 0,
+            "total_input_tokens": prompt * completed,
+            "total_output_tokens": out * completed,
+            "request_throughput": completed / duration,
+            "output_throughput": out * completed / duration,
+            "total_token_throughput": (prompt + out) * completed / duration,
+        }
+        for name, lo, hi in (("ttft", t50, t99), ("tpot", p50, p99)):
+            run[f"median_{name}_ms"] = run[f"p50_{name}_ms"] = lo
+            run[f"p90_{name}_ms"] = lo * (hi / lo) ** (1.2816 / 2.3263)
+            run[f"p99_{name}_ms"] = hi
+            run[f"mean_{name}_ms"] = lo * (hi / lo) ** (0.5 / 2.3263)
+        e50, e99 = t50 + p50 * (out - 1), t99 + p99 * (out - 1)
+        run["median_e2el_ms"] = run["p50_e2el_ms"] = e50
+        run["p90_e2el_ms"] = e50 * (e99 / e50) ** (1.2816 / 2.3263)
+        run["p99_e2el_ms"] = e99
+        run["mean_e2el_ms"] = e50 * (e99 / e50) ** (0.5 / 2.3263)
+        lines.append(json.dumps(run))
+    return lines
+
+
+def write(slug: str, name: str, lines: list[str]) -> None:
+    folder = HERE / slug
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text("\n".join(lines) + "\n")
+
+
+def second_configuration(rng: random.Random) -> None:
+    """support-chat-7b measured again with the server at `--max-num-seqs 512` (its config says
+    256), labelled `--metadata max_num_seqs=512`: more requests share a batch, so it queues
+    later (capacity 40 req/s, not 34) and each token comes a fifth slower. A sweep of its own
+    (another configuration), and a row of its own in the planner's same-model table."""
+    model, base, _, _, ttft, tpot, prompt, out = SERVICES["support-chat-7b"]
+    lines = rate_sweep(
+        rng,
+        model,
+        base,
+        40,
+        [8, 16, 24, 32, 36],
+        ttft,
+        (tpot[0] * 1.2, tpot[1] * 1.2),
+        prompt,
+        out,
+        day="20261105",
+        metadata={"max_num_seqs": "512"},
+    )
+    write("support-chat-7b", "demo-support-chat-7b-rate-sweep-max_num_seqs-512.jsonl", lines)
 
 
 def concurrency_sweep(rng: random.Random) -> None:

@@ -17,8 +17,9 @@ def test_the_command_imports_the_fleet_and_prints_the_demo_login(db, settings):
     call_command("seed_demo", "--history-days", "0", stdout=out)
     assert "demo / perfhub-demo" in out.getvalue()
     assert f"{len(demo.demo_slugs())} service(s) built" in out.getvalue()
-    # the 13B sweep and nightly runs, then one planner sweep for each other service
-    assert LoadTest.objects.filter(origin=LoadTest.Origin.DEMO).count() == 7 + 16 + 41
+    # the 13B sweep and nightly runs, one planner sweep for each other service, and the chat
+    # service's second configuration (max_num_seqs 512)
+    assert LoadTest.objects.filter(origin=LoadTest.Origin.DEMO).count() == 7 + 16 + 41 + 5
 
 
 def test_the_demo_files_are_exactly_what_the_export_writes(db):
