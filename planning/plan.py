@@ -528,31 +528,30 @@ def alternatives(plan: Plan) -> list[Alternative]:
     rows = []
     others = Service.objects.filter(model_name__iexact=plan.service.model_name).order_by("slug")
     for other in others:
-        try:
-            other_plan = _plan_like(plan, other)
-        except PlanError as exc:
-            rows.append(Alternative(other, None, str(exc)))
+        row = _alternative(plan, other)
+        rows.append(row)
+        if other.pk != plan.service.pk or row.plan is None:
             continue
-        rows.append(Alternative(other, other_plan, "; ".join(other_plan.notes)))
-        if other.pk != plan.service.pk:
-            continue
-        for sweep in other_plan.other_sweeps:
+        for sweep in row.plan.other_sweeps:
             if same_workload(plan.sweep.runs[0], sweep.runs[0]):
-                config_plan = _plan_like(plan, other, sweep_of=sweep.key)
-                rows.append(Alternative(other, config_plan, "; ".join(config_plan.notes)))
+                rows.append(_alternative(plan, other, sweep_of=sweep.key))
     rows.sort(key=lambda a: (not a.holds, a.plan.cost_per_month.value if a.holds else math.inf))
     return rows
 
 
-def _plan_like(plan: Plan, service: Service, sweep_of: int | None = None) -> Plan:
-    """`service` planned for `plan`'s load, objectives and headroom."""
-    return plan_for(
-        service,
-        objectives=plan.objectives,
-        load=plan.forecast.requests_per_s,
-        spare=plan.headroom,
-        sweep_of=sweep_of,
-    )
+def _alternative(plan: Plan, service: Service, sweep_of: int | None = None) -> Alternative:
+    """`service` planned for `plan`'s load, objectives and headroom, or why it cannot be."""
+    try:
+        other = plan_for(
+            service,
+            objectives=plan.objectives,
+            load=plan.forecast.requests_per_s,
+            spare=plan.headroom,
+            sweep_of=sweep_of,
+        )
+    except PlanError as exc:
+        return Alternative(service, None, str(exc))
+    return Alternative(service, other, "; ".join(other.notes))
 
 
 __all__ = ["BELOW", "BEYOND", "WITHIN", "Plan", "PlanError", "alternatives", "plan_for"]

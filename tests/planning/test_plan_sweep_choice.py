@@ -129,3 +129,16 @@ def test_each_configuration_in_the_same_model_table_links_to_its_plan(
     table = page.content.decode().partition('id="alternatives"')[2].partition("</table>")[0]
     linked = {int(key) for key in re.findall(r'href="[^"]*\?sweep=(\d+)"', table)}
     assert linked == {sweep.key for sweep in sweeps_for_service(two_configurations)}
+
+
+def test_a_configuration_that_cannot_be_planned_is_a_row_saying_why(two_configurations):
+    """The max_num_seqs 1 runs carry no end-to-end figures: that row says so, and the page
+    still plans the other (never a 500)."""
+    fields = [f.attname for f in LoadTest._meta.concrete_fields if f.attname.startswith("e2e_")]
+    for run in LoadTest.objects.filter(service=two_configurations):
+        if run.extra["overrides"]["max_num_seqs"] == 1:
+            LoadTest.objects.filter(pk=run.pk).update(**dict.fromkeys(fields))
+    objectives = parse_objectives(["e2e_p99_ms=400"])
+    rows = alternatives(plan_for(two_configurations, objectives=objectives, load=30))
+    assert [row.plan is None for row in rows] == [False, True]
+    assert "carry none of the objectives" in rows[1].problem
