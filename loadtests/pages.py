@@ -12,7 +12,7 @@ from dossiers.models import Baseline, Service
 from dossiers.selectors import EconomicsView, economics_view
 from loadtests.formats import FIELD_NAMES
 from loadtests.models import CIToken, GateRun, LoadTest, LoadTestSketch
-from loadtests.sweeps import Sweep, SweetSpot, group_sweeps, sweet_spot, with_configuration
+from loadtests.sweeps import SweetSpot, group_sweeps, runs_for_sweeps, sweet_spot
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class LoadTestsPage:
 def load_tests_page(service: Service) -> LoadTestsPage:
     """Every load test with its economics, the sweeps with their sweet spots, and the economics
     of every baseline: three queries whatever the number of runs."""
-    runs = list(with_configuration(service.load_tests.defer("extra")))
+    runs = runs_for_sweeps(service)
     baselines = list(service.baselines.all())
     by_id = {b.pk: b for b in baselines}
     promoted = {r.pk: by_id.get(r.promoted_to_id) for r in runs if r.promoted_to_id}
@@ -93,14 +93,6 @@ def _shown(value) -> str:
     if isinstance(value, float):
         return f"{value:,.6g}"
     return str(value)
-
-
-def sweep_for(service: Service, load_test_pk: int) -> Sweep | None:
-    runs = list(with_configuration(service.load_tests.defer("extra")))
-    for sweep in group_sweeps(runs):
-        if any(r.pk == load_test_pk for r in sweep.runs + sweep.replicates):
-            return sweep
-    return None
 
 
 def gate_runs_page(service: Service, *, limit: int = 200) -> list[GateRun]:

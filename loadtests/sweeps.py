@@ -73,6 +73,15 @@ class Sweep:
         return ", ".join(p for p in parts if p)
 
     @property
+    def every_run(self) -> list[LoadTest]:
+        """Its runs, one per setting, then the older runs measured again at a setting."""
+        return [*self.runs, *self.replicates]
+
+    @property
+    def run_pks(self) -> set[int]:
+        return {run.pk for run in self.every_run}
+
+    @property
     def configuration_label(self) -> str:
         """What its runs record of the serving configuration, in one line ("" for nothing)."""
         return configuration.describe(self.configuration)
@@ -115,30 +124,20 @@ def same_workload(first: LoadTest, run: LoadTest) -> bool:
     )
 
 
-# The annotation a key of `extra` is fetched under (`with_configuration`).
+# The annotation a key of `extra` is fetched under (`runs_for_sweeps`).
 FETCHED = "configuration_extra_"
 
 
 def configuration_of(run: LoadTest) -> dict[str, str]:
-    """The run's serving configuration, from the parts of `extra` that `with_configuration`
-    fetched (a run with `extra` deferred), else from `extra` itself."""
-    if hasattr(run, FETCHED + configuration.EXTRA_KEYS[0]):
-        fetched = {key: getattr(run, FETCHED + key) for key in configuration.EXTRA_KEYS}
-    else:
-        fetched = {key: (run.extra or {}).get(key) for key in configuration.EXTRA_KEYS}
-    return configuration.configuration(fetched)
-
-
-def with_configuration(runs):
-    """`runs` (a LoadTest queryset, `extra` deferred or not) fetching the keys of `extra` that
-    `configuration_of` reads, so sweeps can be grouped without loading every run's `extra`."""
-    return runs.annotate(
-        **{FETCHED + key: KeyTransform(key, "extra") for key in configuration.EXTRA_KEYS}
+    """The run's serving configuration, from the keys of `extra` `runs_for_sweeps` fetched."""
+    return configuration.configuration(
+        {key: getattr(run, FETCHED + key) for key in configuration.EXTRA_KEYS}
     )
 
 
 def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
-    """Sweeps among `runs` (two settings or more), by the rule in the module docstring."""
+    """Sweeps among `runs` (from `runs_for_sweeps`: two settings or more), by the rule in the
+    module docstring."""
     groups: list[Sweep] = []
     for run in sorted(runs, key=lambda r: (r.measured_at, r.pk)):
         if run.failed:
@@ -183,13 +182,20 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
     return sweeps
 
 
+def runs_for_sweeps(service: Service) -> list[LoadTest]:
+    """The service's runs as `group_sweeps` reads them: `extra` deferred but for the keys that
+    name their configuration (one query)."""
+    fetched = {FETCHED + key: KeyTransform(key, "extra") for key in configuration.EXTRA_KEYS}
+    return list(service.load_tests.defer("extra").annotate(**fetched))
+
+
 def sweeps_for_service(service: Service) -> list[Sweep]:
-    return group_sweeps(list(with_configuration(service.load_tests.defer("extra"))))
+    return group_sweeps(runs_for_sweeps(service))
 
 
 def sweep_containing(service: Service, load_test_pk: int) -> Sweep | None:
     for sweep in sweeps_for_service(service):
-        if any(r.pk == load_test_pk for r in sweep.runs + sweep.replicates):
+        if load_test_pk in sweep.run_pks:
             return sweep
     return None
 

@@ -30,7 +30,7 @@ from loadtests.importing import (
     promote_load_test,
 )
 from loadtests.models import GateRun, LoadTest
-from loadtests.sweeps import sweet_spot
+from loadtests.sweeps import sweep_containing, sweet_spot
 from loadtests.tokens import ci_token_issue
 
 # --- Load tests -------------------------------------------------------------------------------
@@ -101,7 +101,7 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "latency": latency_table(run),
             "economics": economics_view(service, run),
             "baseline": run.promoted_to,
-            "sweep": pages.sweep_for(service, run.pk),
+            "sweep": sweep_containing(service, run.pk),
             "gate_runs": list(run.gate_runs.select_related("service", "baseline")[:20]),
             "can_edit": service.can_edit(request.user),
             "sources": pages.source_rows(run),
@@ -137,7 +137,7 @@ def promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 @login_required
 def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     service = service_for_reading(slug)
-    found = pages.sweep_for(service, pk)
+    found = sweep_containing(service, pk)
     if found is None:
         raise Http404("That load test is not part of a sweep.")
     spot = sweet_spot(found, service)

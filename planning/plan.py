@@ -32,7 +32,6 @@ from analysis.capacity import BELOW, BEYOND, WITHIN, Estimate
 from analysis.percentiles import QUANTILE_OF
 from collectors.models import HOUR, ServiceMergedRollup
 from dossiers.models import Service
-from loadtests.models import LoadTest
 from loadtests.sweeps import CONCURRENCY, RATE, Sweep, same_workload, sweeps_for_service
 from planning.goodput import RunGoodput, sweep_goodput
 from planning.objectives import Objective, service_objectives
@@ -104,16 +103,12 @@ def live_forecast(service: Service, growth: float = 1.0) -> Forecast | None:
 # --- Curves from a sweep ------------------------------------------------------------------------
 
 
-def _runs(sweep: Sweep) -> list[LoadTest]:
-    return list(sweep.runs) + list(sweep.replicates)
-
-
 def curve_points(sweep: Sweep, metric: str, percentile: str) -> list[capacity.Point]:
     """One point per run carrying the percentile: its load, value, request count and the
     log-spread of its distribution (from its P50 of the same metric)."""
     points = []
     quantile = capacity_quantile(percentile)
-    for run in _runs(sweep):
+    for run in sweep.every_run:
         value = run.latency(metric, percentile)
         if not value or value <= 0:
             continue
@@ -161,7 +156,7 @@ def choose_sweep(
             "at two loads or more (concurrency or request rate) first"
         )
     if containing is not None:
-        chosen = [s for s in sweeps if any(r.pk == containing for r in _runs(s))]
+        chosen = [s for s in sweeps if containing in s.run_pks]
         if not chosen:
             raise PlanError(
                 f"run {containing} is in no usable {what}sweep of {service.slug}: give a run "
@@ -303,7 +298,7 @@ class Plan:
 
     @property
     def runs(self) -> list[int]:
-        return sorted(r.pk for r in _runs(self.sweep))
+        return sorted(self.sweep.run_pks)
 
     @property
     def currency(self) -> str:
@@ -365,7 +360,7 @@ class Plan:
                 {
                     "title": s.title,
                     "configuration": s.configuration,
-                    "runs": sorted(r.pk for r in _runs(s)),
+                    "runs": sorted(s.run_pks),
                 }
                 for s in self.other_sweeps
             ],

@@ -211,7 +211,7 @@ def sweep_lines(service: Service, imported: list[LoadTest]) -> list[str]:
     pks = {run.pk for run in imported}
     lines = []
     for sweep in sweeps_for_service(service):
-        if not pks & {run.pk for run in sweep.runs + sweep.replicates}:
+        if not pks & sweep.run_pks:
             continue
         settings = ", ".join(f"{sweep.x(run):g}" for run in sweep.runs)
         again = f"; {len(sweep.replicates)} measured again" if sweep.replicates else ""
