@@ -60,8 +60,12 @@ def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
 
 def same_configuration(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
     """Whether two configurations are one (the rule in the module docstring)."""
-    described = all(a[part] == b[part] for part in a.keys() & b.keys())
-    return described and all(a.get(part) == b.get(part) for part in PARAMETERS)
+    return same_model_and_stack(a, b) and all(a.get(part) == b.get(part) for part in PARAMETERS)
+
+
+def same_model_and_stack(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    """Whether two configurations agree on every part but the parameters, where both record it."""
+    return all(a[part] == b[part] for part in (a.keys() & b.keys()) - set(PARAMETERS))
 
 
 def describe(config: Mapping[str, str]) -> str:
@@ -77,3 +81,34 @@ def _component(item: Mapping[str, Any]) -> str:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
+
+
+# What a run without a parameter ran: the server's or the benchmark's own default.
+DEFAULT = "(default)"
+
+
+def parameters(extra: Mapping[str, Any]) -> dict[str, str]:
+    """A run's parameters (`overrides`, then `metadata`), name -> canonical text. A metadata
+    label that repeats an override's name is kept apart as `metadata.NAME`."""
+    found: dict[str, str] = {}
+    for part in PARAMETERS:
+        values = extra.get(part)
+        if not isinstance(values, dict):
+            continue
+        for key, value in sorted(values.items()):
+            found[key if key not in found else f"{part}.{key}"] = _text(value)
+    return found
+
+
+def one_change(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """(name, before's value, after's value) when two parameter sets differ in exactly one
+    parameter (one of them may leave it at its default), else None."""
+    changed = [
+        key
+        for key in sorted(before.keys() | after.keys())
+        if before.get(key, DEFAULT) != after.get(key, DEFAULT)
+    ]
+    if len(changed) != 1:
+        return None
+    (key,) = changed
+    return key, before.get(key, DEFAULT), after.get(key, DEFAULT)

@@ -550,15 +550,32 @@ def promote_load_test(
     reason; the override (who, when, why, which findings) is kept on the run and shown on the
     dossier timeline. Runs promoted with one `promotion_batch` id are one reference set.
     """
+    credential = ci_token.credential_label if ci_token is not None else ""
+    if promotion_batch and load_test.promotion_batch != promotion_batch:
+        load_test.promotion_batch = promotion_batch[:32]
+        load_test.save(update_fields=["promotion_batch"])
+    baseline = baseline_of_run(
+        load_test=load_test, user=user, credential=credential, override_lint=override_lint
+    )
+    services.baseline_promote(baseline=baseline, user=user, credential=credential)
+    return baseline
+
+
+@transaction.atomic
+def baseline_of_run(
+    *, load_test: LoadTest, user=None, credential: str = "", override_lint: str = ""
+) -> Baseline:
+    """The run as a baseline of its service (a Baseline linked back to it), without making it
+    the current one: the run's own baseline when it has one, else a new one.
+
+    Refuses (PromotionError) what `promote_load_test` refuses: a failed run, and a run with
+    refusing lint findings unless `override_lint` gives the reason.
+    """
     if load_test.failed:
         raise PromotionError(
             f"“{load_test.label}” failed ({load_test.failure}): a failed run cannot become "
             "a baseline"
         )
-    credential = ci_token.credential_label if ci_token is not None else ""
-    if promotion_batch and load_test.promotion_batch != promotion_batch:
-        load_test.promotion_batch = promotion_batch[:32]
-        load_test.save(update_fields=["promotion_batch"])
     refusal = lint_refusal(load_test)
     if refusal and not override_lint.strip():
         raise PromotionError(refusal)
@@ -570,11 +587,9 @@ def promote_load_test(
             "checks": [f["check"] for f in load_test.refusing_findings],
         }
         load_test.save(update_fields=["lint_override"])
-    existing = load_test.promoted_to
-    if existing is not None:
-        services.baseline_promote(baseline=existing, user=user, credential=credential)
-        return existing
-    notes = f"Promoted from load test “{load_test.label}” ({load_test.format}"
+    if load_test.promoted_to is not None:
+        return load_test.promoted_to
+    notes = f"From load test “{load_test.label}” ({load_test.format}"
     notes += f", {load_test.source_name})." if load_test.source_name else ")."
     if not load_test.date_known:
         notes += " The file gave no measurement time: the date is the import's."
@@ -586,9 +601,7 @@ def promote_load_test(
     baseline = services.baseline_record(
         service=load_test.service,
         label=load_test.label[:120],
-        make_current=True,
         created_by=user if getattr(user, "pk", None) else None,
-        credential=credential,
         notes=notes,
         **measured_values(load_test),
     )

@@ -42,6 +42,8 @@ class Sweep:
     replicates: list[LoadTest] = field(default_factory=list)
     # What its runs record of the serving configuration (`loadtests.configuration`).
     configuration: dict[str, str] = field(default_factory=dict)
+    # Its parameters one by one (`configuration.parameters`): name -> value.
+    parameters: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> int:
@@ -128,11 +130,13 @@ def same_workload(first: LoadTest, run: LoadTest) -> bool:
 FETCHED = "configuration_extra_"
 
 
+def _fetched(run: LoadTest) -> dict:
+    return {key: getattr(run, FETCHED + key) for key in configuration.EXTRA_KEYS}
+
+
 def configuration_of(run: LoadTest) -> dict[str, str]:
     """The run's serving configuration, from the keys of `extra` `runs_for_sweeps` fetched."""
-    return configuration.configuration(
-        {key: getattr(run, FETCHED + key) for key in configuration.EXTRA_KEYS}
-    )
+    return configuration.configuration(_fetched(run))
 
 
 def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
@@ -166,6 +170,7 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
                     output_tokens=run.output_tokens_mean,
                     runs=[run],
                     configuration=config,
+                    parameters=configuration.parameters(_fetched(run)),
                 )
             )
     sweeps = []

@@ -16,6 +16,11 @@ urlpatterns = [
     path(S + "loadtests/<int:pk>/", views.detail, name="detail"),
     path(S + "loadtests/<int:pk>/promote/", views.promote, name="promote"),
     path(S + "loadtests/<int:pk>/sweep/", views.sweep, name="sweep"),
+    path(
+        S + "loadtests/<int:pk>/experiment/",
+        views.experiment_from_runs,
+        name="experiment_from_runs",
+    ),
     path(S + "ci-tokens/", views.ci_tokens, name="ci_tokens"),
     path(S + "ci-tokens/<int:pk>/revoke/", views.ci_token_revoke, name="ci_token_revoke"),
     path(S + "gate-runs/", views.gate_runs, name="gate_runs"),

@@ -30,7 +30,8 @@ from loadtests.importing import (
     promote_load_test,
 )
 from loadtests.models import GateRun, LoadTest
-from loadtests.sweeps import sweep_containing, sweet_spot
+from loadtests.one_change import ExperimentFromRunsError, changes_into, record_experiment
+from loadtests.sweeps import sweep_containing, sweeps_for_service, sweet_spot
 from loadtests.tokens import ci_token_issue
 
 # --- Load tests -------------------------------------------------------------------------------
@@ -137,7 +138,8 @@ def promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 @login_required
 def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     service = service_for_reading(slug)
-    found = sweep_containing(service, pk)
+    sweeps = sweeps_for_service(service)
+    found = next((s for s in sweeps if pk in s.run_pks), None)
     if found is None:
         raise Http404("That load test is not part of a sweep.")
     spot = sweet_spot(found, service)
@@ -148,9 +150,37 @@ def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "service": service,
             "spot": spot,
             "sweep": found,
+            "changes": changes_into(found, sweeps),
+            "can_edit": service.can_edit(request.user),
             "chart_json": charts.to_json_script(charts.sweep_figure(spot), "sweep-chart-data"),
         },
     )
+
+
+@login_required
+@require_POST
+def experiment_from_runs(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Record run `pk` (after) and the run in the POST's `before` as an experiment."""
+    service = service_for_editing(request.user, slug)
+    after = get_object_or_404(LoadTest, service=service, pk=pk)
+    before_pk = request.POST.get("before", "")
+    if not before_pk.isdigit():
+        messages.error(request, "Say which run is the before: the form's “before” is missing.")
+        return redirect(after)
+    before = get_object_or_404(LoadTest, service=service, pk=int(before_pk))
+    try:
+        experiment, created = record_experiment(before=before, after=after, user=request.user)
+    except (ExperimentFromRunsError, PromotionError) as exc:
+        messages.error(request, str(exc)[:1].upper() + str(exc)[1:] + ".")
+        return redirect(after)
+    if created:
+        messages.success(
+            request,
+            f"Recorded “{experiment.title}”, pending: say what was expected, and judge it.",
+        )
+    else:
+        messages.info(request, f"These two runs are already “{experiment.title}”.")
+    return redirect("dossiers:experiment_edit", slug=service.slug, pk=experiment.pk)
 
 
 # --- CI tokens --------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 from datetime import UTC, datetime
 
 import numpy as np
@@ -71,6 +72,8 @@ TOOL_KEYS = frozenset(
     sharegpt_output_len random_input_len random_output_len random_range_ratio
     rps_change_events""".split()  # noqa: SIM905 (a list of words reads better as words)
 )
+# How much of a run's parameters its label names (the rest is on the run's page).
+LABEL_PARAMETERS = 60
 TOOL_PREFIXES = ("total_", "spec_decode_", "diffusion_", "ramp_up_", "acceptance_")
 TOOL_METRIC = re.compile(r"^(mean|median|std|p\d+(\.\d+)?)_\w+_ms$")
 # Bounds on what a file may record as overrides or metadata: a sweep sets a handful.
@@ -172,6 +175,11 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     label = f"{tool} {rate_label(concurrency, rate, rate_inf)}".strip()
     if file_label:
         label = f"{label} ({file_label})"
+    overrides, metadata = _sweep_overrides(ctx, data), _metadata(ctx, data, sglang)
+    if parameters := {**overrides, **metadata}:
+        # Runs of one `vllm bench sweep` differ in these only: say which is which.
+        named = ", ".join(f"{key}={value}" for key, value in parameters.items())
+        label = f"{label} [{textwrap.shorten(named, LABEL_PARAMETERS, placeholder=' …')}]"
 
     goodput_key = "request_goodput" if "request_goodput" in data else "request_goodput:"
     errors, errors_source = _errors(ctx, data, succeeded, completed)
@@ -201,8 +209,8 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         },
         "max_output_tokens_per_s": ctx.num(data, "max_output_tokens_per_s"),
         "max_concurrent_requests": ctx.integer(data, "max_concurrent_requests"),
-        "overrides": _sweep_overrides(ctx, data),
-        "metadata": _metadata(ctx, data, sglang),
+        "overrides": overrides,
+        "metadata": metadata,
         "goodput_rps": ctx.num(data, goodput_key),
         "latency_ms": stats,
         "date_timezone": "UTC (assumed: the tool writes local time without a zone)"

@@ -53,3 +53,36 @@ def test_an_owner_uploads_a_zipped_results_folder_and_reads_what_the_tool_got_wr
     page.click("text=evalscope 20 req/s")
     assert "TTFT of 0" in page.locator("#file-notes").inner_text()
     assert page.problems == []
+
+
+SWEEP_FOLDER = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "real"
+    / "vllm-bench"
+    / "e2e-vllm-0.32.0-cpu-sweep-max_num_seqs.tar.gz"
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_owner_records_two_sweeps_one_parameter_apart_as_an_experiment(
+    live_server, browser_page, owner, service
+):
+    """`vllm bench sweep serve`'s folder (max_num_seqs 1 and 4): from the second sweep's page,
+    one click on concurrency 4 records the experiment and opens it for its hypothesis."""
+    page = browser_page
+    browser_login(page, live_server.url, "alice", "pw-alice-123")
+
+    page.goto(f"{live_server.url}/services/{service.slug}/loadtests/upload/")
+    page.set_input_files("#id_file", str(SWEEP_FOLDER))
+    page.click("button:has-text('Import')")
+    page.click("a:has-text('max_num_seqs=4')")
+    page.locator(
+        "[data-change='max_num_seqs'] tr:has-text('4') >> text=Record as experiment"
+    ).last.click()
+
+    assert (
+        "Recorded “max_num_seqs 1 → 4 at concurrency 4”" in page.locator(".messages").inner_text()
+    )
+    assert page.input_value("#id_variable_key") == "max_num_seqs"
+    assert page.problems == []

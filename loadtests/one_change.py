@@ -1,0 +1,152 @@
+"""Sweeps one parameter apart: an experiment already measured.
+
+`vllm bench sweep serve` starts the server once per setting of its parameters and measures each
+at the same loads. Two of its sweeps whose parameters differ in exactly one (`max_num_seqs` 1
+and 4), with the same model, serving stack, workload and tool, are what the dossier calls an
+experiment: one variable changed, before and after measured. At every load both sweeps measured,
+the pair of runs can be recorded as one (`record_experiment`): both runs become baselines of the
+service (not the current one) and the experiment, pending, links them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from dossiers import services
+from dossiers.models import Experiment
+from loadtests import configuration
+from loadtests.importing import baseline_of_run
+from loadtests.models import LoadTest
+from loadtests.sweeps import CONCURRENCY, Sweep, same_workload, sweeps_for_service
+
+# Experiment's field lengths (a longer parameter value is cut, the runs keep it whole).
+KEY_LENGTH = 120
+VALUE_LENGTH = 200
+
+
+class ExperimentFromRunsError(ValueError):
+    """The two runs are not one parameter apart at one load; the message says why."""
+
+
+@dataclass(frozen=True)
+class LoadPair:
+    """One load measured by both sweeps: the run before the change and the run after."""
+
+    x: float
+    before: LoadTest
+    after: LoadTest
+
+
+@dataclass(frozen=True)
+class OneChange:
+    """`other` is `sweep` with one parameter changed: `key` from `before_value` (in `other`)
+    to `after_value` (in `sweep`)."""
+
+    sweep: Sweep
+    other: Sweep
+    key: str
+    before_value: str
+    after_value: str
+    pairs: tuple[LoadPair, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.key} {self.before_value} → {self.after_value}"
+
+
+def load_label(sweep: Sweep, x: float) -> str:
+    return f"concurrency {x:g}" if sweep.axis == CONCURRENCY else f"{x:g} req/s"
+
+
+def one_change(before: Sweep, after: Sweep) -> OneChange | None:
+    """How `after` differs from `before`, when that is one parameter and nothing else."""
+    if before is after or (before.format, before.axis, before.fixed) != (
+        after.format,
+        after.axis,
+        after.fixed,
+    ):
+        return None
+    if not configuration.same_model_and_stack(before.configuration, after.configuration):
+        return None
+    change = configuration.one_change(before.parameters, after.parameters)
+    if change is None or not same_workload(before.runs[0], after.runs[0]):
+        return None
+    at_before = {before.x(run): run for run in before.runs}
+    pairs = tuple(
+        LoadPair(x=after.x(run), before=at_before[after.x(run)], after=run)
+        for run in after.runs
+        if after.x(run) in at_before
+    )
+    return OneChange(after, before, *change, pairs=pairs)
+
+
+def changes_into(sweep: Sweep, sweeps: list[Sweep]) -> list[OneChange]:
+    """The other sweeps of the service that `sweep` is one parameter away from, as changes
+    *into* `sweep` (it is the after), by parameter then value."""
+    found = [c for other in sweeps if (c := one_change(other, sweep)) is not None]
+    return sorted(found, key=lambda c: (c.key, c.before_value))
+
+
+@transaction.atomic
+def record_experiment(*, before: LoadTest, after: LoadTest, user=None) -> tuple[Experiment, bool]:
+    """Record the two runs as an experiment of their service (pending: the team judges it);
+    (experiment, created). Recording the same pair again returns the first experiment.
+
+    Refuses (ExperimentFromRunsError) runs of two services, runs that are not at one load of
+    two sweeps one parameter apart, and (PromotionError) runs that cannot be baselines."""
+    if before.service_id != after.service_id:
+        raise ExperimentFromRunsError("the two runs belong to different services")
+    change = _change_between(before, after)
+    if change is None:
+        raise ExperimentFromRunsError(
+            f"“{before.label}” and “{after.label}” are not runs of two sweeps that differ "
+            "in one parameter and nothing else"
+        )
+    pair = next((p for p in change.pairs if (p.before, p.after) == (before, after)), None)
+    if pair is None:
+        raise ExperimentFromRunsError(
+            f"“{before.label}” and “{after.label}” were not measured at the same load "
+            "(or a newer run stands for that load in its sweep)"
+        )
+    before_baseline = baseline_of_run(load_test=before, user=user)
+    after_baseline = baseline_of_run(load_test=after, user=user)
+    existing = Experiment.objects.filter(before=before_baseline, after=after_baseline).first()
+    if existing is not None:
+        return existing, False
+    at = load_label(change.sweep, pair.x)
+    experiment = services.experiment_record(
+        service=before.service,
+        created_by=user if getattr(user, "pk", None) else None,
+        title=_cut(f"{change.label} at {at}", 200),
+        hypothesis=(
+            f"{change.key} = {change.after_value} instead of {change.before_value}, with the "
+            f"model, workload, load ({at}) and every other recorded parameter unchanged. "
+            "(Recorded from two sweeps; say what the change was expected to do.)"
+        ),
+        variable_key=_cut(change.key, KEY_LENGTH),
+        value_from=_cut(change.before_value, VALUE_LENGTH),
+        value_to=_cut(change.after_value, VALUE_LENGTH),
+        before=before_baseline,
+        after=after_baseline,
+        run_on=after.measured_at.date(),
+        notes=(
+            f"Measured by {after.format}: before “{before.label}”, after “{after.label}” "
+            f"({change.other.title}; {change.sweep.title})."
+        ),
+    )
+    return experiment, True
+
+
+def _change_between(before: LoadTest, after: LoadTest) -> OneChange | None:
+    sweeps = sweeps_for_service(after.service)
+    into = next((s for s in sweeps if after.pk in s.run_pks), None)
+    out_of = next((s for s in sweeps if before.pk in s.run_pks), None)
+    if into is None or out_of is None:
+        return None
+    return one_change(out_of, into)
+
+
+def _cut(text: str, length: int) -> str:
+    return text if len(text) <= length else text[: length - 1] + "…"

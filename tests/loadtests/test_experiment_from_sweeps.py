@@ -1,0 +1,222 @@
+"""Two sweeps one parameter apart are an experiment already measured (loadtests.one_change).
+
+The folder is real: `vllm bench sweep serve` (vLLM 0.32.0, CPU) starting the server with
+--max-num-seqs 1 and then 4, each benchmarked three times at concurrency 1, 2 and 4
+(SOURCES.md); the labelled runs are `vllm bench serve --metadata tp=1 gpu=cpu` and tp=2."""
+
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from dossiers.models import Baseline, Experiment
+from loadtests import configuration
+from loadtests.formats import parse_loadtest
+from loadtests.importing import import_loadtest_files
+from loadtests.one_change import ExperimentFromRunsError, changes_into, record_experiment
+from loadtests.sweeps import sweeps_for_service
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vllm-bench"
+FOLDER = REAL / "e2e-vllm-0.32.0-cpu-sweep-max_num_seqs.tar.gz"
+LABELLED = REAL / "e2e-vllm-0.32.0-cpu-metadata-rates.tar.gz"
+
+
+def import_file(service, path: Path) -> None:
+    import_loadtest_files(service=service, files=[(path.read_bytes(), path.name)])
+
+
+def sweep_with(service, parameter: str):
+    """The service's sweep whose parameters include `parameter` (`key=value`)."""
+    key, value = parameter.split("=")
+    return next(s for s in sweeps_for_service(service) if s.parameters.get(key) == value)
+
+
+def change_into(service, parameter: str):
+    sweeps = sweeps_for_service(service)
+    (change,) = changes_into(sweep_with(service, parameter), sweeps)
+    return change
+
+
+def record_url(service, after) -> str:
+    return reverse("loadtests:experiment_from_runs", args=[service.slug, after.pk])
+
+
+# -- which parameter changed -------------------------------------------------------------------
+
+
+def test_parameter_sets_differing_in_one_value_are_one_change():
+    assert configuration.one_change({"a": "1", "b": "x"}, {"a": "4", "b": "x"}) == ("a", "1", "4")
+
+
+def test_parameter_sets_differing_in_two_values_are_not_one_change():
+    assert configuration.one_change({"a": "1", "b": "x"}, {"a": "4", "b": "y"}) is None
+
+
+def test_a_parameter_set_against_the_default_is_one_change():
+    assert configuration.one_change({}, {"a": "4"}) == ("a", configuration.DEFAULT, "4")
+
+
+def test_a_metadata_label_named_like_an_override_is_kept_apart():
+    params = configuration.parameters({"overrides": {"tp": 1}, "metadata": {"tp": "2"}})
+    assert params == {"tp": "1", "metadata.tp": "2"}
+
+
+def test_a_sweep_runs_label_names_the_parameter_it_ran_with():
+    """Otherwise the runs at one load of `vllm bench sweep`'s servers all read "c=4"."""
+    (run,) = parse_loadtest((REAL / "er0080-sweep-max_num_seqs4-run0.json").read_bytes())
+    assert run.label.endswith("[max_num_seqs=4]")
+
+
+# -- the sweep page ----------------------------------------------------------------------------
+
+
+def test_the_server_parameter_a_vllm_sweep_changed_is_found(service):
+    import_file(service, FOLDER)
+    change = change_into(service, "max_num_seqs=4")
+    assert (change.key, change.before_value, change.after_value) == ("max_num_seqs", "1", "4")
+
+
+def test_each_load_both_sweeps_measured_is_a_pair(service):
+    import_file(service, FOLDER)
+    assert [p.x for p in change_into(service, "max_num_seqs=4").pairs] == [1, 2, 4]
+
+
+def test_metadata_labels_one_value_apart_are_a_change(service):
+    import_file(service, LABELLED)
+    change = change_into(service, "tp=2")
+    assert (change.key, change.before_value, change.after_value) == ("tp", "1", "2")
+
+
+def test_sweeps_of_another_workload_are_not_one_parameter_apart(service):
+    import_file(service, FOLDER)
+    import_file(service, LABELLED)  # rate sweeps, another prompt set: not comparable
+    sweeps = sweeps_for_service(service)
+    assert {c.key for s in sweeps for c in changes_into(s, sweeps)} == {"max_num_seqs", "tp"}
+
+
+def test_the_sweep_page_offers_the_measured_experiment(owner_client, service):
+    import_file(service, FOLDER)
+    sweep = sweep_with(service, "max_num_seqs=4")
+    page = owner_client.get(reverse("loadtests:sweep", args=[service.slug, sweep.key]))
+    html = page.content.decode()
+    assert 'data-change="max_num_seqs"' in html
+    assert html.count("Record as experiment") == 3
+
+
+def test_a_reader_outside_the_team_sees_the_change_but_no_record_button(outsider_client, service):
+    import_file(service, FOLDER)
+    sweep = sweep_with(service, "max_num_seqs=4")
+    html = outsider_client.get(reverse("loadtests:sweep", args=[service.slug, sweep.key]))
+    html = html.content.decode()
+    assert 'data-change="max_num_seqs"' in html and "Record as experiment" not in html
+
+
+# -- recording ---------------------------------------------------------------------------------
+
+
+def test_recording_makes_an_experiment_of_the_changed_parameter(owner_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    experiment = Experiment.objects.get(service=service)
+    assert (experiment.variable_key, experiment.value_from, experiment.value_to) == (
+        "max_num_seqs",
+        "1",
+        "4",
+    )
+
+
+def test_recording_links_the_two_runs_as_before_and_after(owner_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    experiment = Experiment.objects.get(service=service)
+    assert (experiment.before.source_load_test, experiment.after.source_load_test) == (
+        pair.before,
+        pair.after,
+    )
+
+
+def test_recording_leaves_the_current_baseline_alone(owner_client, make_service):
+    service = make_service("chat-8b")
+    current = Baseline.objects.get(service=service, is_current=True)
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[0]
+    owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    assert Baseline.objects.get(service=service, is_current=True) == current
+
+
+def test_the_recorded_experiment_shows_the_measured_throughput_change(owner_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    deltas = {d.metric: d for d in Experiment.objects.get(service=service).deltas()}
+    assert (deltas["output_tps"].before, deltas["output_tps"].after) == (
+        pytest.approx(pair.before.output_tps),
+        pytest.approx(pair.after.output_tps),
+    )
+
+
+def test_recording_a_pair_twice_keeps_one_experiment(owner_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[1]
+    for _ in range(2):
+        owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    assert Experiment.objects.filter(service=service).count() == 1
+
+
+def test_recording_opens_the_experiment_to_write_its_hypothesis(owner_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[0]
+    answer = owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    experiment = Experiment.objects.get(service=service)
+    assert answer.url == reverse("dossiers:experiment_edit", args=[service.slug, experiment.pk])
+
+
+def test_runs_at_two_loads_are_refused_and_nothing_is_stored(service):
+    import_file(service, FOLDER)
+    change = change_into(service, "max_num_seqs=4")
+    with pytest.raises(ExperimentFromRunsError, match="same load"):
+        record_experiment(before=change.pairs[0].before, after=change.pairs[1].after)
+    assert not Experiment.objects.filter(service=service).exists()
+
+
+def test_two_runs_of_one_sweep_are_refused(service):
+    import_file(service, FOLDER)
+    pairs = change_into(service, "max_num_seqs=4").pairs
+    with pytest.raises(ExperimentFromRunsError, match="one parameter"):
+        record_experiment(before=pairs[0].after, after=pairs[1].after)
+
+
+def test_a_refused_pair_says_why_on_the_runs_page(owner_client, service):
+    import_file(service, FOLDER)
+    pairs = change_into(service, "max_num_seqs=4").pairs
+    answer = owner_client.post(
+        record_url(service, pairs[1].after), {"before": pairs[0].before.pk}, follow=True
+    )
+    assert "were not measured at the same load" in answer.content.decode()
+
+
+def test_a_post_without_the_before_run_is_refused_with_a_message(owner_client, service):
+    import_file(service, FOLDER)
+    after = change_into(service, "max_num_seqs=4").pairs[0].after
+    answer = owner_client.post(record_url(service, after), {"before": "x"}, follow=True)
+    assert answer.status_code == 200 and "“before” is missing" in answer.content.decode()
+
+
+def test_someone_outside_the_team_cannot_record(outsider_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[0]
+    answer = outsider_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    assert answer.status_code == 403 and not Experiment.objects.exists()
+
+
+def test_the_demos_second_configuration_is_offered_as_an_experiment(demo_fleet, db):
+    """support-chat-7b's rate sweep labelled max_num_seqs=512 against its default one, at the
+    four rates both measured."""
+    sweeps = sweeps_for_service(demo_fleet.services["support-chat-7b"])
+    labelled = next(s for s in sweeps if s.parameters)
+    changes = [
+        (c.key, c.before_value, c.after_value, len(c.pairs)) for c in changes_into(labelled, sweeps)
+    ]
+    assert changes == [("max_num_seqs", configuration.DEFAULT, "512", 4)]
