@@ -4,9 +4,11 @@ The folder is real: `vllm bench sweep serve` (vLLM 0.32.0, CPU) starting the ser
 --max-num-seqs 1 and then 4, each benchmarked three times at concurrency 1, 2 and 4
 (SOURCES.md); the labelled runs are `vllm bench serve --metadata tp=1 gpu=cpu` and tp=2."""
 
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from dossiers.models import Baseline, Experiment
@@ -220,3 +222,12 @@ def test_the_demos_second_configuration_is_offered_as_an_experiment(demo_fleet, 
         (c.key, c.before_value, c.after_value, len(c.pairs)) for c in changes_into(labelled, sweeps)
     ]
     assert changes == [("max_num_seqs", configuration.DEFAULT, "512", 4)]
+
+
+def test_the_import_command_names_the_experiment_a_sweep_folder_measured(service):
+    out = StringIO()
+    call_command("import_loadtest", str(FOLDER), "--service", service.slug, stdout=out)
+    lines = [line.strip() for line in out.getvalue().splitlines() if "one parameter apart" in line]
+    assert [line.split(";")[0] for line in lines] == [
+        "one parameter apart: max_num_seqs 1 → 4 at concurrency 1, 2, 4"
+    ]

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.urls import reverse
 
 from dossiers.models import Service
 from loadtests.formats import archives, format_names
@@ -39,6 +40,7 @@ from loadtests.importing import (
     prepare_files,
 )
 from loadtests.models import LoadTest
+from loadtests.one_change import changes_into
 from loadtests.sweeps import sweeps_for_service
 
 
@@ -210,12 +212,21 @@ def sweep_lines(service: Service, imported: list[LoadTest]) -> list[str]:
     them: which configuration, at which settings."""
     pks = {run.pk for run in imported}
     lines = []
-    for sweep in sweeps_for_service(service):
+    sweeps = sweeps_for_service(service)
+    for index, sweep in enumerate(sweeps):
         if not pks & sweep.run_pks:
             continue
         settings = ", ".join(f"{sweep.x(run):g}" for run in sweep.runs)
         again = f"; {len(sweep.replicates)} measured again" if sweep.replicates else ""
         lines.append(f"sweep: {sweep.title}: {sweep.axis} {settings}{again}")
+        # Each pair once: as the change from the older sweep into this one.
+        for change in changes_into(sweep, sweeps[:index]):
+            loads = ", ".join(f"{pair.x:g}" for pair in change.pairs) or "none"
+            page = reverse("loadtests:sweep", args=[service.slug, sweep.key])
+            lines.append(
+                f"  one parameter apart: {change.label} at {sweep.axis} {loads}; record it as an "
+                f"experiment on the sweep page ({page})"
+            )
     return lines
 
 
