@@ -20,8 +20,11 @@ The summary holds no date and no request count. LoadGen's detail log beside it
 (`mlperf_log_detail.txt`, one `:::MLLOG {json}` line an event) has both: when the two come
 together (a run folder, its archive, or both files in one upload) they are joined into one
 document (`join_with_detail`), and the run takes its date (`test_datetime`), LoadGen's version
-and its query count from the log. Alone, the summary asks the importer for the date. There is
-no failed-request count in either.
+and its query count from the log. Alone, the summary asks the importer for the date. The
+detail log alone is a run too: it logs every figure of the summary as an event
+(`result_99.00_percentile_latency_ns`, `result_completed_samples_per_sec`, ...), unrounded,
+which `summary_from_detail` sets out as the summary's lines. There is no failed-request count
+in either.
 """
 
 from __future__ import annotations
@@ -62,6 +65,42 @@ DETAIL_KEYS = (
     "result_query_count",
     "result_invalid_reason",
 )
+# The detail log's events that stand for the summary's lines (LoadGen's `LogDetail` and
+# `LogSummary`, results.cc), for a detail log that comes without its summary.
+SUMMARY_OF_DETAIL = {
+    "sut_name": "SUT name",
+    "effective_scenario": "Scenario",
+    "effective_test_mode": "Mode",
+    "result_validity": "Result is",
+    "result_perf_constraints_met": "Performance constraints satisfied",
+    "result_min_duration_met": "Min duration satisfied",
+    "result_min_queries_met": "Min queries satisfied",
+    "early_stopping_met": "Early stopping satisfied",
+    "result_completed_samples_per_sec": "Completed samples per second",
+    "result_samples_per_second": "Samples per second",
+    "result_qps_with_loadgen_overhead": "QPS w/ loadgen overhead",
+    "result_completed_tokens_per_second": "Completed tokens per second",
+    "result_tokens_per_second": "Tokens per second",
+    "effective_target_qps": "target_qps",
+    "effective_samples_per_query": "samples_per_query",
+    "effective_target_latency_ns": "target_latency (ns)",
+    "requested_server_ttft_latency": "ttft_latency (ns)",
+    "requested_server_tpot_latency": "tpot_latency (ns)",
+    "effective_min_duration_ms": "min_duration (ms)",
+}
+# Percentile events, by the summary's row they stand for ({} is "99.00"). MultiStream's summary
+# gives the per-query latencies, the detail log both.
+PERCENTILE_EVENTS = {
+    "{} percentile latency (ns)": "result_{}_percentile_latency_ns",
+    "{} percentile first token latency (ns)": "result_first_token_{}_percentile_latency_ns",
+    "{} percentile time to output token (ns)": "result_time_per_output_token_{}_percentile_ns",
+}
+MULTISTREAM_LATENCY = "result_{}_percentile_per_query_latency_ns"
+EARLY_STOPPING_EVENTS = (
+    "early_stopping_result",
+    "early_stopping_ttft_result",
+    "early_stopping_tpot_result",
+)
 NS_PER_MS = 1_000_000.0
 # LoadGen's percentile rows -> PerfHub's labels.
 ROWS = {"50.00": "p50", "90.00": "p90", "95.00": "p95", "99.00": "p99", "99.90": "p999"}
@@ -100,10 +139,13 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     values = summary.get("values") if isinstance(summary.get("values"), dict) else {}
     lines = summary.get("lines") if isinstance(summary.get("lines"), dict) else {}
     bullets = [b for b in summary.get("bullets") or [] if isinstance(b, str)]
+    # A summary made from a detail log: the event each line came from, for the errors.
+    events = summary.get("events") if isinstance(summary.get("events"), dict) else {}
 
     def ctx(key: str) -> Ctx:
         line = lines.get(key)
-        return Ctx(FORMAT, repr(key), line=line if isinstance(line, int) else None)
+        name = repr(events[key]) if isinstance(events.get(key), str) else repr(key)
+        return Ctx(FORMAT, name, line=line if isinstance(line, int) else None)
 
     def number(key: str) -> float | None:
         return ctx(key).number(values.get(key)) if key in values else None
@@ -269,13 +311,21 @@ def _from_detail(
 
 
 def detail_events(content: bytes, name: str | None) -> dict:
-    """The events of a detail log that PerfHub reads ({key: value}, the first of each)."""
+    """The events of a detail log that PerfHub reads beside a summary ({key: value}, the first
+    of each)."""
+    events, _ = read_detail(content, name)
+    return {key: value for key, value in events.items() if key in DETAIL_KEYS}
+
+
+def read_detail(content: bytes, name: str | None) -> tuple[dict, dict[str, int]]:
+    """Every event of a detail log ({key: value}, the first of each) and the line of each."""
     label = name or DETAIL_FILE
     try:
         text = decode(content)
     except LoadTestFormatError as exc:
         raise LoadTestFormatError(f"{FORMAT}: {label}: {exc}") from None
     events: dict = {}
+    lines: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.startswith(MLLOG):
             continue
@@ -286,24 +336,67 @@ def detail_events(content: bytes, name: str | None) -> dict:
                 f"{FORMAT}: {label}: line {number}: not a LoadGen event (JSON after ':::MLLOG')"
             ) from None
         key = event.get("key") if isinstance(event, dict) else None
-        if key in DETAIL_KEYS and key not in events:
+        if isinstance(key, str) and key not in events:
             events[key] = event.get("value")
+            lines[key] = number
     if not events:
         raise LoadTestFormatError(f"{FORMAT}: {label}: no LoadGen event ({MLLOG.strip()} lines)")
-    return events
+    return events, lines
+
+
+def summary_from_detail(content: bytes, name: str | None) -> dict:
+    """A detail log that came alone, as the document `parse` reads from a summary: its events
+    under the summary's names (`SUMMARY_OF_DETAIL`, `PERCENTILE_EVENTS`), each with its line."""
+    events, at = read_detail(content, name)
+    rows = dict(SUMMARY_OF_DETAIL)
+    for theirs in ROWS:
+        for row, event in PERCENTILE_EVENTS.items():
+            rows[event.format(theirs)] = row.format(theirs)
+        if events.get("effective_scenario") == "MultiStream":
+            rows[MULTISTREAM_LATENCY.format(theirs)] = LATENCY_ROWS["e2e"].format(theirs)
+            rows.pop(PERCENTILE_EVENTS["{} percentile latency (ns)"].format(theirs))
+    values, lines, names = {}, {}, {}
+    for event, row in rows.items():
+        if event in events:
+            value = events[event]
+            values[row] = ("Yes" if value else "NO") if isinstance(value, bool) else value
+            lines[row], names[row] = at[event], event
+    bullets = [
+        part.strip()[:300]
+        for event in EARLY_STOPPING_EVENTS
+        if isinstance(events.get(event), str)
+        for part in events[event].split(" * ")
+        if part.strip()
+    ]
+    detail = {key: value for key, value in events.items() if key in DETAIL_KEYS}
+    document = {"values": values, "lines": lines, "bullets": bullets, "events": names}
+    return {KEY: {**document, "detail": detail}}
 
 
 def arrange_folder(files: Files) -> Files:
-    """A submission folder's detail logs without a summary beside them (the accuracy run's) are
-    not runs: left out (and named as skipped), where a lone one uploaded by itself is refused."""
+    """A submission folder's detail logs of accuracy runs (without a summary beside them) are
+    not runs: left out (and named as skipped), where one uploaded by itself is refused saying
+    so. A detail log of a performance run is a run, with its summary or alone."""
     with_summary = {
         posixpath.dirname(name) for _, name in files if posixpath.basename(name) == SUMMARY_FILE
     }
     return [
         (content, name)
         for content, name in files
-        if posixpath.basename(name) != DETAIL_FILE or posixpath.dirname(name) in with_summary
+        if posixpath.basename(name) != DETAIL_FILE
+        or posixpath.dirname(name) in with_summary
+        or not _accuracy_only(content)
     ]
+
+
+def _accuracy_only(content: bytes) -> bool:
+    """Whether a detail log is of a run that measured accuracy, not performance."""
+    try:
+        events, _ = read_detail(content, None)
+    except LoadTestFormatError:
+        return False  # read as a run, to be refused saying why
+    mode = events.get("effective_test_mode")
+    return isinstance(mode, str) and not mode.startswith("Performance")
 
 
 def join_with_detail(
@@ -311,8 +404,9 @@ def join_with_detail(
 ) -> list[tuple[bytes, str | None]]:
     """`files` with each folder's summary and detail log made into one document, which `parse`
     reads (canonical JSON: the same pair from any archive is one digest). Files named with no
-    folder (a browser's upload) are one folder. A detail log without its summary is refused,
-    naming the file to add; a summary alone passes unchanged."""
+    folder (a browser's upload) are one folder. A detail log without its summary is the
+    summary's document made from its events (`summary_from_detail`); a summary alone passes
+    unchanged."""
     folders = by_folder(files, (SUMMARY_FILE, DETAIL_FILE))
     joined: dict[str | None, bytes] = {}
     consumed: set[str | None] = set()
@@ -321,10 +415,8 @@ def join_with_detail(
             continue
         detail_content, detail_name = found[DETAIL_FILE]
         if SUMMARY_FILE not in found:
-            raise LoadTestFormatError(
-                f"{FORMAT}: {detail_name or DETAIL_FILE}: LoadGen's detail log is read with the "
-                f"{SUMMARY_FILE} beside it, which is not there"
-            )
+            joined[detail_name] = _canonical(summary_from_detail(detail_content, detail_name))
+            continue
         summary_content, summary_name = found[SUMMARY_FILE]
         try:
             documents = summary_documents(decode(summary_content))
@@ -336,13 +428,17 @@ def join_with_detail(
             )
         document = documents[0].data
         document[KEY]["detail"] = detail_events(detail_content, detail_name)
-        joined[summary_name] = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+        joined[summary_name] = _canonical(document)
         consumed.add(detail_name)
     return [
         (joined.get(name, content), name)
         for content, name in files
         if name not in consumed or name is None
     ]
+
+
+def _canonical(document: dict) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
 register(

@@ -123,6 +123,11 @@ def pair(archive: Path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
+def accuracy_log(performance: dict[str, bytes]) -> bytes:
+    """The accuracy run's detail log: LoadGen run again in AccuracyOnly mode."""
+    return performance["mlperf_log_detail.txt"].replace(b'"PerformanceOnly"', b'"AccuracyOnly"')
+
+
 def submission() -> bytes:
     """A run folder laid out as MLCommons publishes one: the performance run's summary beside
     LoadGen's detail log and trace, and the accuracy run's files."""
@@ -133,7 +138,7 @@ def submission() -> bytes:
         f"{run}/performance/run_1/mlperf_log_trace.json": b"[]",
         f"{run}/accuracy/accuracy.txt": b"{'ROUGE1': 44.4}\n",
         f"{run}/accuracy/mlperf_log_accuracy.json": b"[]",
-        f"{run}/accuracy/mlperf_log_detail.txt": performance["mlperf_log_detail.txt"],
+        f"{run}/accuracy/mlperf_log_detail.txt": accuracy_log(performance),
         "closed/PerfHub/measurements/cpu-vllm/tiny-llama/Server/user.conf": b"*.target_qps = 6\n",
     }
     return tarred(members, gz=True)
@@ -177,10 +182,78 @@ def test_an_offline_runs_count_is_its_one_query_of_samples():
     check(run, request_count=1210, concurrency=1210)
 
 
-def test_a_detail_log_uploaded_alone_is_refused_naming_the_summary():
-    detail = pair(SERVER_RUN)["mlperf_log_detail.txt"]
-    with pytest.raises(LoadTestImportError, match=r"read with the mlperf_log_summary\.txt beside"):
-        prepare_files([(detail, "mlperf_log_detail.txt")])
+def detail_alone(archive: Path, text: bytes | None = None):
+    """The run read from LoadGen's detail log uploaded without its summary."""
+    content = text if text is not None else pair(archive)["mlperf_log_detail.txt"]
+    files = prepare_files([(content, "mlperf_log_detail.txt")])
+    return [run for c, n in files for run in parse_file(c, filename=n)]
+
+
+def with_summary(archive: Path):
+    (run,) = runs_of(archive)
+    return run
+
+
+LATENCIES = [f"{m}_{p}_ms" for m in ("e2e", "ttft", "tpot") for p in ("p50", "p90", "p99", "p999")]
+
+
+def test_a_detail_log_alone_gives_the_summarys_latency_percentiles():
+    (alone,) = detail_alone(SERVER_RUN)
+    summary = with_summary(SERVER_RUN)
+    assert [alone.fields[f] for f in LATENCIES] == [summary.fields[f] for f in LATENCIES]
+
+
+def test_a_detail_log_alone_gives_the_rates_unrounded():
+    """The summary prints 5.91 samples/s; the detail log's event holds 5.90538."""
+    (alone,) = detail_alone(SERVER_RUN)
+    check(alone, qps=5.90538, output_tps=177.504, request_rate=6.0, request_count=535)
+
+
+def test_a_detail_log_alone_gives_the_date_and_loadgens_version():
+    (alone,) = detail_alone(SERVER_RUN)
+    assert (alone.measured_at, alone.tool_version) == (
+        datetime(2026, 12, 6, 5, 34, 13, tzinfo=UTC),
+        "LoadGen 6.0.17",
+    )
+
+
+def test_an_offline_detail_log_alone_is_its_one_query_of_samples():
+    (alone,) = detail_alone(OFFLINE_RUN)
+    check(alone, concurrency=1210, request_count=1210, qps=107.08, output_tps=2702.75)
+
+
+def test_a_detail_log_alone_keeps_loadgens_verdict_and_slo():
+    (alone,) = detail_alone(SERVER_RUN)
+    assert (alone.extra["result"], alone.extra["latency_targets"]) == (
+        "VALID",
+        {"ttft_ms": 2000.0, "tpot_ms": 200.0, "latency_ms": 100.0},
+    )
+
+
+@pytest.mark.django_db
+def test_a_detail_log_alone_then_with_its_summary_is_one_run(service):
+    import_loadtest_files(
+        service=service,
+        files=[(pair(SERVER_RUN)["mlperf_log_detail.txt"], "mlperf_log_detail.txt")],
+    )
+    with pytest.raises(LoadTestImportError, match="already stored"):
+        import_loadtest_files(service=service, files=[(SERVER_RUN.read_bytes(), SERVER_RUN.name)])
+
+
+def test_an_accuracy_runs_detail_log_alone_is_refused_saying_so():
+    with pytest.raises(LoadTestImportError, match="AccuracyOnly run: it measures no latency"):
+        detail_alone(SERVER_RUN, accuracy_log(pair(SERVER_RUN)))
+
+
+def test_a_bad_event_in_a_detail_log_alone_is_named_with_its_line():
+    log = pair(SERVER_RUN)["mlperf_log_detail.txt"].decode().splitlines()
+    index = next(i for i, line in enumerate(log) if '"effective_target_qps"' in line)
+    log[index] = ':::MLLOG {"key": "effective_target_qps", "value": "six"}'
+    with pytest.raises(
+        LoadTestImportError,
+        match=rf"line {index + 1}: 'effective_target_qps': expected a number, got 'six'",
+    ):
+        detail_alone(SERVER_RUN, "\n".join(log).encode())
 
 
 def test_a_detail_log_of_another_scenario_is_refused():
@@ -231,6 +304,26 @@ def test_a_detail_log_with_one_line_changed_is_read_or_refused_saying_why(data):
     ]
     try:
         runs = [run for c, n in prepare_files(upload) for run in parse_file(c, filename=n)]
+    except LoadTestImportError as exc:
+        assert "mlperf" in str(exc)
+    else:
+        assert len(runs) == 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_detail_log_alone_with_one_line_changed_is_read_or_refused_saying_why(data):
+    lines = pair(SERVER_RUN)["mlperf_log_detail.txt"].decode().splitlines()
+    index = data.draw(st.integers(0, len(lines) - 1))
+    key = lines[index].partition('"value": ')[0]
+    lines[index] = (
+        key
+        + '"value": '
+        + data.draw(st.sampled_from(['"', "", "null}", "true}", "-1}", '"x"}', "1e400}"]))
+        + data.draw(st.text(max_size=20))
+    )
+    try:
+        runs = detail_alone(SERVER_RUN, "\n".join(lines).encode())
     except LoadTestImportError as exc:
         assert "mlperf" in str(exc)
     else:
