@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import plotly.graph_objects as go
 from django.utils.html import json_script
 from plotly.utils import PlotlyJSONEncoder
 
-from loadtests.sweeps import SweetSpot
+from loadtests.sweeps import Sweep, SweetSpot
 
 
 def _setting(sweep, run) -> str:
@@ -14,19 +16,38 @@ def _setting(sweep, run) -> str:
     return f"c={x:g}" if sweep.axis == "concurrency" else f"{x:g} req/s"
 
 
-def sweep_figure(spot: SweetSpot) -> go.Figure:
+def sweep_figure(
+    spot: SweetSpot, others: Sequence[tuple[str, Sweep]] = (), label: str = "this sweep"
+) -> go.Figure:
     """Output tokens/s (x) against P99 end-to-end latency (y), one marker per setting, the
-    sweet spot annotated and the SLO drawn as a horizontal line."""
+    sweet spot annotated and the SLO drawn as a horizontal line; `others` (label, sweep) drawn
+    grey beside it (`label` names this one then), for comparison (a sweep one parameter
+    apart)."""
     sweep = spot.sweep
     runs = sweep.plotted_runs
-    fig = go.Figure(
+    fig = go.Figure()
+    for other_label, other in others:
+        fig.add_trace(
+            go.Scatter(
+                x=[r.output_tps for r in other.plotted_runs],
+                y=[r.e2e_p99_ms for r in other.plotted_runs],
+                mode="lines+markers",
+                line={"color": "#aaa", "dash": "dot"},
+                name=other_label,
+                text=[_setting(other, r) for r in other.plotted_runs],
+                hovertemplate=f"{other_label}<br>%{{text}}<br>%{{x:,.0f}} tok/s<br>"
+                "P99 %{y:,.0f} ms<extra></extra>",
+            )
+        )
+    fig.add_trace(
         go.Scatter(
             x=[r.output_tps for r in runs],
             y=[r.e2e_p99_ms for r in runs],
             mode="lines+markers+text",
             text=[_setting(sweep, r) for r in runs],
             textposition="top left",
-            name="runs",
+            line={"color": "#636efa"},  # plotly's first colour, whether or not others come first
+            name=label,
             hovertemplate="%{text}<br>%{x:,.0f} tok/s<br>P99 %{y:,.0f} ms<extra></extra>",
         )
     )
@@ -64,7 +85,8 @@ def sweep_figure(spot: SweetSpot) -> go.Figure:
         yaxis_title="P99 end-to-end latency (ms)",
         margin={"l": 60, "r": 20, "t": 30, "b": 50},
         height=420,
-        showlegend=False,
+        showlegend=bool(others),
+        legend={"orientation": "h", "y": -0.2},
         template="plotly_white",
     )
     return fig

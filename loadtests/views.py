@@ -143,6 +143,11 @@ def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     if found is None:
         raise Http404("That load test is not part of a sweep.")
     spot = sweet_spot(found, service)
+    changes = changes_into(found, sweeps)
+    others = [(f"{c.key}={c.before_value}", c.other) for c in changes]
+    keys = {c.key for c in changes}
+    label = f"{changes[0].key}={changes[0].after_value}" if len(keys) == 1 else "this sweep"
+    figure = charts.sweep_figure(spot, others, label)
     return render(
         request,
         "loadtests/sweep.html",
@@ -150,9 +155,9 @@ def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "service": service,
             "spot": spot,
             "sweep": found,
-            "changes": changes_into(found, sweeps),
+            "changes": changes,
             "can_edit": service.can_edit(request.user),
-            "chart_json": charts.to_json_script(charts.sweep_figure(spot), "sweep-chart-data"),
+            "chart_json": charts.to_json_script(figure, "sweep-chart-data"),
         },
     )
 

@@ -4,6 +4,8 @@ The folder is real: `vllm bench sweep serve` (vLLM 0.32.0, CPU) starting the ser
 --max-num-seqs 1 and then 4, each benchmarked three times at concurrency 1, 2 and 4
 (SOURCES.md); the labelled runs are `vllm bench serve --metadata tp=1 gpu=cpu` and tp=2."""
 
+import json
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -103,6 +105,16 @@ def test_the_sweep_page_offers_the_measured_experiment(owner_client, service):
     html = page.content.decode()
     assert 'data-change="max_num_seqs"' in html
     assert html.count("Record as experiment") == 3
+
+
+def test_the_sweep_chart_draws_the_sweep_one_parameter_apart_beside_it(owner_client, service):
+    import_file(service, FOLDER)
+    sweep = sweep_with(service, "max_num_seqs=4")
+    page = owner_client.get(reverse("loadtests:sweep", args=[service.slug, sweep.key]))
+    figure = json.loads(
+        re.search(r'id="sweep-chart-data"[^>]*>(.*?)</script>', page.content.decode(), re.S)[1]
+    )
+    assert [trace["name"] for trace in figure["data"]][:2] == ["max_num_seqs=1", "max_num_seqs=4"]
 
 
 def test_a_reader_outside_the_team_sees_the_change_but_no_record_button(outsider_client, service):
