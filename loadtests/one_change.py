@@ -98,6 +98,10 @@ def record_experiment(*, before: LoadTest, after: LoadTest, user=None) -> tuple[
     two sweeps one parameter apart, and (PromotionError) runs that cannot be baselines."""
     if before.service_id != after.service_id:
         raise ExperimentFromRunsError("the two runs belong to different services")
+    # Two clicks at once record one experiment: the second waits here, then finds the first's.
+    locked = LoadTest.objects.select_for_update().filter(pk__in=[before.pk, after.pk])
+    by_pk = {run.pk: run for run in locked.order_by("pk")}
+    before, after = by_pk[before.pk], by_pk[after.pk]
     change = _change_between(before, after)
     if change is None:
         raise ExperimentFromRunsError(
