@@ -6,14 +6,11 @@ The folder is real: `vllm bench sweep serve` (vLLM 0.32.0, CPU) starting the ser
 
 import json
 import re
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.urls import reverse
 
 from dossiers.models import Baseline, Experiment
@@ -246,22 +243,3 @@ def test_the_import_command_names_the_experiment_a_sweep_folder_measured(service
     assert [line.split(";")[0] for line in lines] == [
         "one parameter apart: max_num_seqs 1 → 4 at concurrency 1, 2, 4"
     ]
-
-
-@pytest.mark.postgres  # two writers at once: SQLite's one shared test connection cannot
-@pytest.mark.django_db(transaction=True)
-def test_two_clicks_at_once_record_one_experiment(service):
-    import_file(service, FOLDER)
-    pair = change_into(service, "max_num_seqs=4").pairs[-1]
-    barrier = threading.Barrier(2)
-
-    def click() -> None:
-        barrier.wait()
-        try:
-            record_experiment(before=pair.before, after=pair.after)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda _: click(), range(2)))
-    assert (Experiment.objects.count(), Baseline.objects.filter(service=service).count()) == (1, 2)
