@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import textwrap
 from datetime import UTC, datetime
 
 import numpy as np
@@ -179,7 +178,9 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     if parameters := {**overrides, **metadata}:
         # Runs of one `vllm bench sweep` differ in these only: say which is which.
         named = ", ".join(f"{key}={value}" for key, value in parameters.items())
-        label = f"{label} [{textwrap.shorten(named, LABEL_PARAMETERS, placeholder=' …')}]"
+        if len(named) > LABEL_PARAMETERS:
+            named = named[: LABEL_PARAMETERS - 1] + "…"
+        label = f"{label} [{named}]"
 
     goodput_key = "request_goodput" if "request_goodput" in data else "request_goodput:"
     errors, errors_source = _errors(ctx, data, succeeded, completed)

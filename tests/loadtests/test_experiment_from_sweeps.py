@@ -71,6 +71,14 @@ def test_a_sweep_runs_label_names_the_parameter_it_ran_with():
     assert run.label.endswith("[max_num_seqs=4]")
 
 
+def test_a_long_parameter_is_cut_in_the_label_and_kept_whole_in_the_run():
+    data = json.loads((REAL / "er0080-sweep-max_num_seqs4-run0.json").read_bytes())
+    data["compilation_config"] = "x" * 300
+    (run,) = parse_loadtest(json.dumps(data).encode())
+    assert run.label.endswith("xx…]")
+    assert run.extra["overrides"]["compilation_config"] == "x" * 300
+
+
 # -- the sweep page ----------------------------------------------------------------------------
 
 
