@@ -82,21 +82,22 @@ def test_a_long_parameter_is_cut_in_the_label_and_kept_whole_in_the_run():
 # -- the sweep page ----------------------------------------------------------------------------
 
 
-def test_the_server_parameter_a_vllm_sweep_changed_is_found(service):
-    import_file(service, FOLDER)
-    change = change_into(service, "max_num_seqs=4")
-    assert (change.key, change.before_value, change.after_value) == ("max_num_seqs", "1", "4")
+@pytest.mark.parametrize(
+    ("path", "after", "expected"),
+    [
+        (FOLDER, "max_num_seqs=4", ("max_num_seqs", "1", "4")),  # `vllm bench sweep serve`
+        (LABELLED, "tp=2", ("tp", "1", "2")),  # `vllm bench serve --metadata`
+    ],
+)
+def test_the_parameter_two_sweeps_differ_in_is_found(service, path, after, expected):
+    import_file(service, path)
+    change = change_into(service, after)
+    assert (change.key, change.before_value, change.after_value) == expected
 
 
 def test_each_load_both_sweeps_measured_is_a_pair(service):
     import_file(service, FOLDER)
     assert [p.x for p in change_into(service, "max_num_seqs=4").pairs] == [1, 2, 4]
-
-
-def test_metadata_labels_one_value_apart_are_a_change(service):
-    import_file(service, LABELLED)
-    change = change_into(service, "tp=2")
-    assert (change.key, change.before_value, change.after_value) == ("tp", "1", "2")
 
 
 def test_sweeps_of_another_workload_are_not_one_parameter_apart(service):
