@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from analysis import gate
 from dossiers import services
 from dossiers.models import Experiment
 from loadtests import configuration
+from loadtests.gate import run_data, service_rules
 from loadtests.importing import baseline_of_run
 from loadtests.models import LoadTest
 from loadtests.sweeps import CONCURRENCY, Sweep, same_workload, sweeps_for_service
@@ -32,11 +34,14 @@ class ExperimentFromRunsError(ValueError):
 
 @dataclass(frozen=True)
 class LoadPair:
-    """One load measured by both sweeps: the run before the change and the run after."""
+    """One load measured by both sweeps: the run that stands for it before the change and
+    after, and every run measured there on each side (repeats included), newest first."""
 
     x: float
     before: LoadTest
     after: LoadTest
+    before_runs: tuple[LoadTest, ...] = ()
+    after_runs: tuple[LoadTest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,11 +80,55 @@ def one_change(before: Sweep, after: Sweep) -> OneChange | None:
         return None
     at_before = {before.x(run): run for run in before.runs}
     pairs = tuple(
-        LoadPair(x=after.x(run), before=at_before[after.x(run)], after=run)
+        LoadPair(
+            x=after.x(run),
+            before=at_before[after.x(run)],
+            after=run,
+            before_runs=_runs_at(before, after.x(run)),
+            after_runs=_runs_at(after, after.x(run)),
+        )
         for run in after.runs
         if after.x(run) in at_before
     )
     return OneChange(after, before, *change, pairs=pairs)
+
+
+def _runs_at(sweep: Sweep, x: float) -> tuple[LoadTest, ...]:
+    runs = [run for run in sweep.every_run if sweep.x(run) == x]
+    return tuple(sorted(runs, key=lambda r: (r.measured_at, r.pk), reverse=True))
+
+
+def pair_of(before: LoadTest, after: LoadTest) -> tuple[OneChange, LoadPair]:
+    """The change and the load pair the two runs stand for, or ExperimentFromRunsError saying
+    why they are not one."""
+    if before.service_id != after.service_id:
+        raise ExperimentFromRunsError("the two runs belong to different services")
+    change = _change_between(before, after)
+    if change is None:
+        raise ExperimentFromRunsError(
+            f"“{before.label}” and “{after.label}” are not runs of two sweeps that differ "
+            "in one parameter and nothing else"
+        )
+    pair = next((p for p in change.pairs if (p.before, p.after) == (before, after)), None)
+    if pair is None:
+        raise ExperimentFromRunsError(
+            f"“{before.label}” and “{after.label}” were not measured at the same load "
+            "(or a newer run stands for that load in its sweep)"
+        )
+    return change, pair
+
+
+def compare(pair: LoadPair) -> gate.GateResult:
+    """The release gate's comparison of the load's runs: before as the baseline set, after as
+    the candidates (repeats measure the run-to-run noise). A row that regresses got worse
+    beyond that noise at the gate's false-alarm budget; an improvement is a change with its
+    interval. ValueError when no gated metric is measured on both sides."""
+    rules = service_rules(pair.after.service)
+    return gate.compare_runs(
+        [run_data(run) for run in pair.before_runs or (pair.before,)],
+        [run_data(run) for run in pair.after_runs or (pair.after,)],
+        rules=rules,
+    )
 
 
 def changes_into(sweep: Sweep, sweeps: list[Sweep]) -> list[OneChange]:
@@ -102,18 +151,7 @@ def record_experiment(*, before: LoadTest, after: LoadTest, user=None) -> tuple[
     locked = LoadTest.objects.select_for_update().filter(pk__in=[before.pk, after.pk])
     by_pk = {run.pk: run for run in locked.order_by("pk")}
     before, after = by_pk[before.pk], by_pk[after.pk]
-    change = _change_between(before, after)
-    if change is None:
-        raise ExperimentFromRunsError(
-            f"“{before.label}” and “{after.label}” are not runs of two sweeps that differ "
-            "in one parameter and nothing else"
-        )
-    pair = next((p for p in change.pairs if (p.before, p.after) == (before, after)), None)
-    if pair is None:
-        raise ExperimentFromRunsError(
-            f"“{before.label}” and “{after.label}” were not measured at the same load "
-            "(or a newer run stands for that load in its sweep)"
-        )
+    change, pair = pair_of(before, after)
     before_baseline = baseline_of_run(load_test=before, user=user)
     after_baseline = baseline_of_run(load_test=after, user=user)
     existing = Experiment.objects.filter(before=before_baseline, after=after_baseline).first()

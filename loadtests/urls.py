@@ -17,6 +17,11 @@ urlpatterns = [
     path(S + "loadtests/<int:pk>/promote/", views.promote, name="promote"),
     path(S + "loadtests/<int:pk>/sweep/", views.sweep, name="sweep"),
     path(
+        S + "loadtests/<int:pk>/compare/<int:before>/",
+        views.compare_runs,
+        name="compare_runs",
+    ),
+    path(
         S + "loadtests/<int:pk>/experiment/",
         views.experiment_from_runs,
         name="experiment_from_runs",

@@ -30,7 +30,14 @@ from loadtests.importing import (
     promote_load_test,
 )
 from loadtests.models import GateRun, LoadTest
-from loadtests.one_change import ExperimentFromRunsError, changes_into, record_experiment
+from loadtests.one_change import (
+    ExperimentFromRunsError,
+    changes_into,
+    compare,
+    load_label,
+    pair_of,
+    record_experiment,
+)
 from loadtests.sweeps import sweep_containing, sweeps_for_service, sweet_spot
 from loadtests.tokens import ci_token_issue
 
@@ -158,6 +165,36 @@ def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "changes": changes,
             "can_edit": service.can_edit(request.user),
             "chart_json": charts.to_json_script(figure, "sweep-chart-data"),
+        },
+    )
+
+
+@login_required
+def compare_runs(request: HttpRequest, slug: str, pk: int, before: int) -> HttpResponse:
+    """Run `pk` (after a one-parameter change) against run `before`, through the release gate:
+    every run at that load on each side, before as the baseline set."""
+    service = service_for_reading(slug)
+    after_run = get_object_or_404(LoadTest, service=service, pk=pk)
+    before_run = get_object_or_404(LoadTest, service=service, pk=before)
+    try:
+        change, pair = pair_of(before_run, after_run)
+    except ExperimentFromRunsError as exc:
+        raise Http404(str(exc)) from None
+    try:
+        result, refusal = compare(pair).to_dict(), None
+    except ValueError as exc:
+        result, refusal = None, str(exc)
+    return render(
+        request,
+        "loadtests/compare.html",
+        {
+            "service": service,
+            "change": change,
+            "pair": pair,
+            "load": load_label(change.sweep, pair.x),
+            "result": result,
+            "refusal": refusal,
+            "can_edit": service.can_edit(request.user),
         },
     )
 

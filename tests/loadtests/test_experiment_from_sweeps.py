@@ -17,7 +17,12 @@ from dossiers.models import Baseline, Experiment
 from loadtests import configuration
 from loadtests.formats import parse_loadtest
 from loadtests.importing import import_loadtest_files
-from loadtests.one_change import ExperimentFromRunsError, changes_into, record_experiment
+from loadtests.one_change import (
+    ExperimentFromRunsError,
+    changes_into,
+    compare,
+    record_experiment,
+)
 from loadtests.sweeps import sweeps_for_service
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vllm-bench"
@@ -252,3 +257,59 @@ def test_the_import_command_names_the_experiment_a_sweep_folder_measured(service
     assert [line.split(";")[0] for line in lines] == [
         "one parameter apart: max_num_seqs 1 → 4 at concurrency 1, 2, 4"
     ]
+
+
+# -- compared through the gate -----------------------------------------------------------------
+
+
+def compare_url(service, pair) -> str:
+    return reverse("loadtests:compare_runs", args=[service.slug, pair.after.pk, pair.before.pk])
+
+
+def gate_rows(pair) -> dict[str, str]:
+    return {row.metric: row.verdict for row in compare(pair).rows}
+
+
+def test_each_load_pair_carries_every_run_measured_there(service):
+    import_file(service, FOLDER)
+    pairs = change_into(service, "max_num_seqs=4").pairs
+    assert [(len(p.before_runs), len(p.after_runs)) for p in pairs] == [(3, 3)] * 3
+
+
+def test_batching_four_requests_is_more_throughput_beyond_the_noise(service):
+    """max_num_seqs 1 -> 4 at concurrency 4, three runs a side: +69% output tokens/s."""
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    assert gate_rows(pair)["output_tps"] == "improved"
+
+
+def test_batching_four_requests_makes_each_token_slower_and_the_gate_says_so(service):
+    """The same change's price: TPOT P50 +118%, a regression beyond the run-to-run noise."""
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    assert gate_rows(pair)["tpot_p50_ms"] == "regression"
+
+
+def test_the_compare_page_shows_the_gates_table_for_the_load(outsider_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    html = outsider_client.get(compare_url(service, pair)).content.decode()
+    assert 'id="compare-table"' in html and "REGRESSION" in html
+    assert "Record as experiment" not in html  # readers compare; team members record
+
+
+def test_comparing_runs_not_one_parameter_apart_is_not_found(owner_client, service):
+    import_file(service, FOLDER)
+    pairs = change_into(service, "max_num_seqs=4").pairs
+    mixed = reverse(
+        "loadtests:compare_runs", args=[service.slug, pairs[1].after.pk, pairs[0].before.pk]
+    )
+    assert owner_client.get(mixed).status_code == 404
+
+
+def test_the_sweep_page_links_each_load_to_its_comparison(owner_client, service):
+    import_file(service, FOLDER)
+    sweep = sweep_with(service, "max_num_seqs=4")
+    html = owner_client.get(reverse("loadtests:sweep", args=[service.slug, sweep.key]))
+    pair = change_into(service, "max_num_seqs=4").pairs[0]
+    assert compare_url(service, pair) in html.content.decode()
