@@ -8,7 +8,8 @@ import plotly.graph_objects as go
 from django.utils.html import json_script
 from plotly.utils import PlotlyJSONEncoder
 
-from loadtests.sweeps import Sweep, SweetSpot
+from loadtests.one_change import OneChange
+from loadtests.sweeps import SweetSpot
 
 
 def _setting(sweep, run) -> str:
@@ -16,16 +17,16 @@ def _setting(sweep, run) -> str:
     return f"c={x:g}" if sweep.axis == "concurrency" else f"{x:g} req/s"
 
 
-def sweep_figure(
-    spot: SweetSpot, others: Sequence[tuple[str, Sweep]] = (), label: str = "this sweep"
-) -> go.Figure:
+def sweep_figure(spot: SweetSpot, changes: Sequence[OneChange] = ()) -> go.Figure:
     """Output tokens/s (x) against P99 end-to-end latency (y), one marker per setting, the
-    sweet spot annotated and the SLO drawn as a horizontal line; `others` (label, sweep) drawn
-    grey beside it (`label` names this one then), for comparison (a sweep one parameter
-    apart)."""
+    sweet spot annotated and the SLO drawn as a horizontal line; the sweeps one parameter apart
+    (`changes` into this one) drawn grey beside it, each named by its value of the parameter."""
     sweep = spot.sweep
     runs = sweep.plotted_runs
     fig = go.Figure()
+    others = [(f"{c.key}={c.before_value}", c.other) for c in changes]
+    keys = {c.key for c in changes}
+    label = f"{changes[0].key}={changes[0].after_value}" if len(keys) == 1 else "this sweep"
     for other_label, other in others:
         fig.add_trace(
             go.Scatter(

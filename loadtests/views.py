@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
 from analysis import cost, kvcache
@@ -151,10 +152,7 @@ def sweep(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         raise Http404("That load test is not part of a sweep.")
     spot = sweet_spot(found, service)
     changes = changes_into(found, sweeps)
-    others = [(f"{c.key}={c.before_value}", c.other) for c in changes]
-    keys = {c.key for c in changes}
-    label = f"{changes[0].key}={changes[0].after_value}" if len(keys) == 1 else "this sweep"
-    figure = charts.sweep_figure(spot, others, label)
+    figure = charts.sweep_figure(spot, changes)
     return render(
         request,
         "loadtests/sweep.html",
@@ -213,7 +211,7 @@ def experiment_from_runs(request: HttpRequest, slug: str, pk: int) -> HttpRespon
     try:
         experiment, created = record_experiment(before=before, after=after, user=request.user)
     except (ExperimentFromRunsError, PromotionError) as exc:
-        messages.error(request, str(exc)[:1].upper() + str(exc)[1:] + ".")
+        messages.error(request, capfirst(str(exc)) + ".")
         return redirect(after)
     if created:
         messages.success(
