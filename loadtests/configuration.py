@@ -12,7 +12,8 @@ in the run's `extra`:
                 role, replicas, per component
     overrides   the parameters `vllm bench sweep` set for the run (server and benchmark),
                 less the load it swept
-    metadata    the `--metadata KEY=VALUE` pairs given to `vllm bench serve` (`tp=2`)
+    metadata    the `--metadata KEY=VALUE` pairs given to `vllm bench serve` (`tp=2`), less
+                those that number a repeat (`run=3`, `trial=2`: `REPEAT_LABELS`)
 
 Two runs share a configuration when they agree on the model and the stack where both record
 them (a file that names no model joins a sweep of any), and have the same parameters: a run
@@ -34,6 +35,14 @@ PARTS = ("model", "stack", *PARAMETERS)
 # is the model part).
 STACK_PARTS = ("kind", "role", "tool", "tool_version", "accelerator")
 STACK_COUNTS = ("accelerator_count", "replicas")
+# `--metadata` labels that number repeats of one measurement rather than name a configuration:
+# runs labelled `run=1` and `run=2` at one load are the run-to-run noise of one sweep, not two
+# sweeps of a point each (compared lower-case, `-` read as `_`). `vllm bench sweep`'s own
+# repeat counter, `run_number`, never becomes a parameter (formats.vllm_bench).
+REPEAT_LABELS = frozenset(
+    {"run", "run_number", "run_id", "run_index", "repeat", "repetition", "rep", "trial",
+     "iteration", "attempt"}
+)  # fmt: skip
 
 
 def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
@@ -50,12 +59,26 @@ def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
     if components:
         found["stack"] = "; ".join(sorted(_component(c) for c in components))
     for part in PARAMETERS:
-        values = extra.get(part)
-        if isinstance(values, dict) and values:
+        values = _parameters_of(extra, part)
+        if values:
             found[part] = ", ".join(
                 f"{key}={_text(value)}" for key, value in sorted(values.items())
             )
     return found
+
+
+def is_repeat_label(key: str) -> bool:
+    """Whether a `--metadata` key numbers a repeat (`REPEAT_LABELS`) rather than a setting."""
+    return key.strip().lower().replace("-", "_") in REPEAT_LABELS
+
+
+def _parameters_of(extra: Mapping[str, Any], part: str) -> dict[str, Any]:
+    values = extra.get(part)
+    if not isinstance(values, dict):
+        return {}
+    if part == "metadata":
+        return {key: value for key, value in values.items() if not is_repeat_label(key)}
+    return values
 
 
 def same_configuration(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
@@ -92,10 +115,7 @@ def parameters(extra: Mapping[str, Any]) -> dict[str, str]:
     label that repeats an override's name is kept apart as `metadata.NAME`."""
     found: dict[str, str] = {}
     for part in PARAMETERS:
-        values = extra.get(part)
-        if not isinstance(values, dict):
-            continue
-        for key, value in sorted(values.items()):
+        for key, value in sorted(_parameters_of(extra, part).items()):
             found[key if key not in found else f"{part}.{key}"] = _text(value)
     return found
 

@@ -148,6 +148,32 @@ def test_runs_labelled_with_other_metadata_make_other_sweeps(service):
     ]
 
 
+def relabelled(old: str, new: str) -> list[tuple[bytes, str]]:
+    """The labelled folder's files with the `--metadata` key `old` renamed `new`."""
+    files = []
+    for content, name in prepare_files([(LABELLED.read_bytes(), LABELLED.name)]):
+        # In place: vLLM's files say which keys are metadata by where they stand.
+        data = {new if key == old else key: value for key, value in json.loads(content).items()}
+        files.append((json.dumps(data).encode(), name))
+    return files
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("label", ["run", "Trial", "run-id", "repeat"])
+def test_runs_numbered_as_repeats_are_one_sweep_measured_twice(service, label):
+    """`--metadata run=1` and `run=2` number two repeats of one measurement: one sweep, each
+    rate measured again (the run-to-run noise), not a sweep of one configuration per repeat."""
+    import_loadtest_files(service=service, files=relabelled("tp", label))
+    (sweep,) = sweeps_for_service(service)
+    assert ([run.request_rate for run in sweep.runs], len(sweep.replicates)) == ([4, 8], 2)
+
+
+@pytest.mark.django_db
+def test_a_label_that_only_contains_a_repeat_word_is_still_a_parameter(service):
+    import_loadtest_files(service=service, files=relabelled("tp", "runtime"))
+    assert len(sweeps_for_service(service)) == 2
+
+
 @pytest.mark.django_db
 def test_a_sweeps_title_names_its_configuration(service):
     import_folder(service)
