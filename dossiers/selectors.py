@@ -11,6 +11,7 @@ from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from analysis import claims, cost
 from analysis.percentiles import QUANTILE_OF, minimum_count
+from dossiers import provenance
 from dossiers.models import (
     LATENCY_METRICS,
     PERCENTILES,
@@ -296,6 +297,9 @@ def dossier(service: Service, *, user) -> Dossier:
             "before__config_version", "after__config_version", "created_by"
         )
     )
+    links = provenance.experiment_links(service, experiments)
+    for experiment in experiments:
+        experiment.links = links.get(experiment.pk, [])
     config = service.config_versions.filter(is_current=True).select_related("author").first()
     previous = None
     if config is not None:

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import capfirst
 
-from dossiers import forms, markdown, rendering, sections, selectors, services
+from dossiers import forms, markdown, provenance, rendering, sections, selectors, services
 from dossiers.models import Service
 from dossiers.permissions import service_for_editing, service_for_reading
 
@@ -85,6 +85,7 @@ def baseline(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
                 for _, items in selectors.bottleneck_groups(list(run.bottlenecks.all()))
                 for b in items
             ],
+            "measured_by": provenance.baseline_links([run]).get(run.pk, []),
             "experiments_before": run.experiments_before.all(),
             "experiments_after": run.experiments_after.all(),
         },

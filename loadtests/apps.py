@@ -6,4 +6,4 @@ class LoadtestsConfig(AppConfig):
     verbose_name = "load tests"
 
     def ready(self) -> None:
-        from loadtests import checks, schema  # noqa: F401  (register the settings check and the CI token's OpenAPI scheme)
+        from loadtests import checks, provenance, schema  # noqa: F401  (register the settings check, the dossier's links to runs and the CI token's OpenAPI scheme)

@@ -98,12 +98,14 @@ def _runs_at(sweep: Sweep, x: float) -> tuple[LoadTest, ...]:
     return tuple(sorted(runs, key=lambda r: (r.measured_at, r.pk), reverse=True))
 
 
-def pair_of(before: LoadTest, after: LoadTest) -> tuple[OneChange, LoadPair]:
+def pair_of(
+    before: LoadTest, after: LoadTest, *, sweeps: list[Sweep] | None = None
+) -> tuple[OneChange, LoadPair]:
     """The change and the load pair the two runs stand for, or ExperimentFromRunsError saying
-    why they are not one."""
+    why they are not one. `sweeps`: the service's, when the caller already grouped them."""
     if before.service_id != after.service_id:
         raise ExperimentFromRunsError("the two runs belong to different services")
-    change = _change_between(before, after)
+    change = _change_between(before, after, sweeps)
     if change is None:
         raise ExperimentFromRunsError(
             f"“{before.label}” and “{after.label}” are not runs of two sweeps that differ "
@@ -129,6 +131,13 @@ def compare(pair: LoadPair) -> gate.GateResult:
         [run_data(run) for run in pair.after_runs],
         rules=rules,
     )
+
+
+def recorded_experiment(pair: LoadPair) -> Experiment | None:
+    """The experiment the pair's two runs were recorded as, if they were."""
+    return Experiment.objects.filter(
+        before__source_load_test=pair.before, after__source_load_test=pair.after
+    ).first()
 
 
 def changes_into(sweep: Sweep, sweeps: list[Sweep]) -> list[OneChange]:
@@ -179,8 +188,11 @@ def record_experiment(*, before: LoadTest, after: LoadTest, user=None) -> tuple[
     return experiment, True
 
 
-def _change_between(before: LoadTest, after: LoadTest) -> OneChange | None:
-    sweeps = sweeps_for_service(after.service)
+def _change_between(
+    before: LoadTest, after: LoadTest, sweeps: list[Sweep] | None
+) -> OneChange | None:
+    if sweeps is None:
+        sweeps = sweeps_for_service(after.service)
     into = next((s for s in sweeps if after.pk in s.run_pks), None)
     out_of = next((s for s in sweeps if before.pk in s.run_pks), None)
     if into is None or out_of is None:

@@ -38,6 +38,7 @@ from loadtests.one_change import (
     load_label,
     pair_of,
     record_experiment,
+    recorded_experiment,
 )
 from loadtests.sweeps import sweep_containing, sweeps_for_service, sweet_spot
 from loadtests.tokens import ci_token_issue
@@ -192,6 +193,7 @@ def compare_runs(request: HttpRequest, slug: str, pk: int, before: int) -> HttpR
             "load": load_label(change.sweep, pair.x),
             "result": result,
             "refusal": refusal,
+            "recorded": recorded_experiment(pair),
             "can_edit": service.can_edit(request.user),
         },
     )

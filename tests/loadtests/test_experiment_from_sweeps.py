@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dossiers.models import Baseline, Experiment
 from loadtests import configuration
 from loadtests.formats import parse_loadtest
-from loadtests.importing import import_loadtest_files
+from loadtests.importing import baseline_of_run, import_loadtest_files
 from loadtests.one_change import (
     ExperimentFromRunsError,
     changes_into,
@@ -313,3 +315,71 @@ def test_the_sweep_page_links_each_load_to_its_comparison(owner_client, service)
     html = owner_client.get(reverse("loadtests:sweep", args=[service.slug, sweep.key]))
     pair = change_into(service, "max_num_seqs=4").pairs[0]
     assert compare_url(service, pair) in html.content.decode()
+
+
+# -- from the dossier back to the runs ----------------------------------------------------------
+
+
+def provenance_links(html: str) -> list[str]:
+    return re.findall(r'<a href="([^"]+)" data-provenance>', html)
+
+
+def test_a_recorded_experiments_card_links_to_its_comparison(owner_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    html = owner_client.get(service.get_absolute_url()).content.decode()
+    assert provenance_links(html) == [compare_url(service, pair)]
+
+
+def test_an_experiment_of_runs_not_one_parameter_apart_has_no_comparison_link(
+    owner_client, service
+):
+    """Two baselines promoted from runs at different loads: the gate page would refuse them."""
+    import_file(service, FOLDER)
+    pairs = change_into(service, "max_num_seqs=4").pairs
+    owner_client.post(record_url(service, pairs[0].after), {"before": pairs[0].before.pk})
+    experiment = Experiment.objects.get(service=service)
+    experiment.after = baseline_of_run(load_test=pairs[1].after)
+    experiment.save()
+    html = owner_client.get(service.get_absolute_url()).content.decode()
+    assert provenance_links(html) == []
+
+
+def test_a_baseline_from_a_load_test_links_to_the_run(owner_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[0]
+    owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    baseline = Experiment.objects.get(service=service).after
+    html = owner_client.get(baseline.get_absolute_url()).content.decode()
+    assert provenance_links(html) == [pair.after.get_absolute_url()]
+
+
+def test_a_baseline_entered_by_hand_links_to_no_run(owner_client, make_service):
+    baseline = Baseline.objects.get(service=make_service("chat-8b"), is_current=True)
+    html = owner_client.get(baseline.get_absolute_url()).content.decode()
+    assert provenance_links(html) == []
+
+
+def test_the_dossier_groups_the_sweeps_once_for_every_experiment(owner_client, service):
+    """The comparison links of a dossier cost the same queries for one experiment or three."""
+    import_file(service, FOLDER)
+    pairs = change_into(service, "max_num_seqs=4").pairs
+    owner_client.post(record_url(service, pairs[0].after), {"before": pairs[0].before.pk})
+    owner_client.get(service.get_absolute_url())  # warm the session and caches
+    with CaptureQueriesContext(connection) as one:
+        owner_client.get(service.get_absolute_url())
+    for pair in pairs[1:]:
+        owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    with CaptureQueriesContext(connection) as three:
+        html = owner_client.get(service.get_absolute_url()).content.decode()
+    assert (len(provenance_links(html)), len(three)) == (3, len(one))
+
+
+def test_the_compare_page_of_a_recorded_pair_links_to_its_experiment(owner_client, service):
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    experiment = Experiment.objects.get(service=service)
+    html = owner_client.get(compare_url(service, pair)).content.decode()
+    assert f"#experiment-{experiment.pk}" in html and "Record as experiment" not in html
