@@ -28,10 +28,12 @@ from django.conf import settings
 from django.db import transaction
 
 from dossiers import services as dossier_services
-from dossiers.models import Baseline, Service
+from dossiers.models import Baseline, Experiment, Service
 from loadtests.gate.run import run_gate
 from loadtests.importing import import_loadtest_file, promote_load_test
 from loadtests.models import GateRun, LoadTest
+from loadtests.one_change import changes_into, record_experiment
+from loadtests.sweeps import sweeps_for_service
 
 DEMO_LOADTESTS = Path(settings.BASE_DIR) / "demo" / "loadtests"
 
@@ -58,7 +60,56 @@ def add_demo_loadtests(services: Iterable[Service], folder: Path = DEMO_LOADTEST
                 )
             )
     add_demo_gate_runs(services)
+    add_demo_experiments(services)
     return runs
+
+
+# service slug -> (the parameter its second sweep changed, that sweep's value, the load to record
+# the change at, the team's hypothesis and verdict): recorded as a user would, from the sweep
+# page's "Record as experiment" (`record_experiment`).
+DEMO_EXPERIMENTS = {
+    "support-chat-7b": (
+        "max_num_seqs",
+        "512",
+        16.0,
+        "Up to 512 sequences a step instead of the default lets the scheduler batch more of a "
+        "burst, so the replica serves 16 req/s with lower end-to-end latency and more tokens "
+        "a second.",
+        Experiment.Verdict.REVERTED,
+    )
+}
+
+
+DEMO_EXPERIMENT_VERDICT = (
+    "Compared through the gate at 16 req/s, three runs a side: end-to-end, TTFT and TPOT all "
+    "slower with 512 slots, beyond the run-to-run noise, and no more tokens a second. Back to "
+    "the default; at 32 req/s the two differ only in TPOT P90."
+)
+
+
+@transaction.atomic
+def add_demo_experiments(services: Iterable[Service]) -> int:
+    """Record each DEMO_EXPERIMENTS change of `services` from its two sweeps (once: recording
+    again finds the first), with the team's hypothesis and verdict. Returns how many were new."""
+    recorded = 0
+    for service in services:
+        if service.slug not in DEMO_EXPERIMENTS:
+            continue
+        key, value, load, hypothesis, verdict = DEMO_EXPERIMENTS[service.slug]
+        sweeps = sweeps_for_service(service)
+        after = next(s for s in sweeps if s.parameters.get(key) == value)
+        (change,) = (c for c in changes_into(after, sweeps) if c.key == key)
+        pair = next(p for p in change.pairs if p.x == load)
+        experiment, created = record_experiment(before=pair.before, after=pair.after)
+        if created:
+            dossier_services.experiment_update(
+                experiment=experiment,
+                hypothesis=hypothesis,
+                verdict=verdict,
+                notes=f"{experiment.notes}\n\n{DEMO_EXPERIMENT_VERDICT}",
+            )
+            recorded += 1
+    return recorded
 
 
 # service slug -> (its nightly file, how many of the first nights are the gate's reference set)

@@ -252,6 +252,32 @@ def test_the_demos_second_configuration_is_offered_as_an_experiment(demo_fleet, 
     assert changes == [("max_num_seqs", configuration.DEFAULT, "512", 4)]
 
 
+def test_the_demo_records_the_512_slots_experiment_judged(demo_fleet, db):
+    experiment = demo_fleet.services["support-chat-7b"].experiments.get(variable_key="max_num_seqs")
+    assert (experiment.value_from, experiment.value_to, experiment.verdict) == (
+        configuration.DEFAULT,
+        "512",
+        Experiment.Verdict.REVERTED,
+    )
+
+
+def test_the_demo_experiments_verdict_is_what_the_gate_measured(demo_fleet, db):
+    """Its notes say 512 slots are slower at 16 req/s beyond the noise: the gate agrees."""
+    service = demo_fleet.services["support-chat-7b"]
+    sweeps = sweeps_for_service(service)
+    (change,) = changes_into(next(s for s in sweeps if s.parameters), sweeps)
+    pair = next(p for p in change.pairs if p.x == 16)
+    rows = gate_rows(pair)
+    assert [rows[m] for m in ("e2e_p50_ms", "ttft_p50_ms", "tpot_p50_ms")] == ["regression"] * 3
+
+
+def test_the_demo_experiments_card_links_to_its_comparison(demo_fleet, client, db):
+    client.force_login(demo_fleet.demo_user)
+    html = client.get(demo_fleet.services["support-chat-7b"].get_absolute_url()).content.decode()
+    (link,) = provenance_links(html)
+    assert client.get(link.replace("&amp;", "&")).status_code == 200
+
+
 def test_the_import_command_names_the_experiment_a_sweep_folder_measured(service):
     out = StringIO()
     call_command("import_loadtest", str(FOLDER), "--service", service.slug, stdout=out)
