@@ -262,13 +262,14 @@ def test_the_demo_records_the_512_slots_experiment_judged(demo_fleet, db):
 
 
 def test_the_demo_experiments_verdict_is_what_the_gate_measured(demo_fleet, db):
-    """Its notes say 512 slots are slower at 16 req/s beyond the noise: the gate agrees."""
+    """Its notes say 512 slots are slower at 16 req/s, one run a side: the gate agrees."""
     service = demo_fleet.services["support-chat-7b"]
     sweeps = sweeps_for_service(service)
     (change,) = changes_into(next(s for s in sweeps if s.parameters), sweeps)
     pair = next(p for p in change.pairs if p.x == 16)
     rows = gate_rows(pair)
     assert [rows[m] for m in ("e2e_p50_ms", "ttft_p50_ms", "tpot_p50_ms")] == ["regression"] * 3
+    assert (len(pair.before_runs), len(pair.after_runs)) == (1, 1)
 
 
 def test_the_demo_experiments_card_links_to_its_comparison(demo_fleet, client, db):
