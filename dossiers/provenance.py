@@ -2,8 +2,8 @@
 apps above `dossiers`, which it may not import (.importlinter): `loadtests` knows the load test
 a baseline was promoted from, and that two of its runs can be compared through the release
 gate. An app registers an instance of its `Provenance` (`register(MyLinks())`) when its
-`AppConfig.ready` runs; the dossier's pages ask every
-registered one, once a page, for all the baselines or experiments they show."""
+`AppConfig.ready` runs; the dossier's pages ask every registered one, once a page, for all the
+baselines or experiments they show."""
 
 from __future__ import annotations
 

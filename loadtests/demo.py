@@ -21,6 +21,7 @@ later the seed's "Batch sweep: batch 16" is made current again (the dossier's fi
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -64,28 +65,39 @@ def add_demo_loadtests(services: Iterable[Service], folder: Path = DEMO_LOADTEST
     return runs
 
 
-# service slug -> (the parameter its second sweep changed, that sweep's value, the load to record
-# the change at, the team's hypothesis and verdict): recorded as a user would, from the sweep
-# page's "Record as experiment" (`record_experiment`).
+@dataclass(frozen=True)
+class DemoExperiment:
+    """A change a service's two sweeps measured, recorded as a user would from the sweep page's
+    "Record as experiment" (`record_experiment`), then judged by the team."""
+
+    key: str  # the parameter the second sweep changed
+    value: str  # its value there
+    load: float  # the load to record the change at
+    hypothesis: str
+    verdict: str
+    finding: str  # added to the notes
+
+
 DEMO_EXPERIMENTS = {
-    "support-chat-7b": (
-        "max_num_seqs",
-        "512",
-        16.0,
-        "Up to 512 sequences a step instead of the default lets the scheduler batch more of a "
-        "burst, so the replica serves 16 req/s with lower end-to-end latency and more tokens "
-        "a second.",
-        Experiment.Verdict.REVERTED,
+    "support-chat-7b": DemoExperiment(
+        key="max_num_seqs",
+        value="512",
+        load=16.0,
+        hypothesis=(
+            "Up to 512 sequences a step instead of the default lets the scheduler batch more of "
+            "a burst, so the replica serves 16 req/s with lower end-to-end latency and more "
+            "tokens a second."
+        ),
+        verdict=Experiment.Verdict.REVERTED,
+        finding=(
+            "Compared through the gate at 16 req/s: end-to-end, TTFT and TPOT 23-36% slower at "
+            "P50 and P90 with 512 slots, for the same tokens a second. One run a side, so the "
+            "gate judged by its thresholds alone, not against a measured run-to-run noise; at "
+            "32 req/s the two differ only in TPOT P90. Back to the default; measure repeats "
+            "before trying it again."
+        ),
     )
 }
-
-
-DEMO_EXPERIMENT_VERDICT = (
-    "Compared through the gate at 16 req/s: end-to-end, TTFT and TPOT 23-36% slower at P50 and "
-    "P90 with 512 slots, for the same tokens a second. One run a side, so the gate judged by "
-    "its thresholds alone, not against a measured run-to-run noise; at 32 req/s the two differ "
-    "only in TPOT P90. Back to the default; measure repeats before trying it again."
-)
 
 
 @transaction.atomic
@@ -94,20 +106,20 @@ def add_demo_experiments(services: Iterable[Service]) -> int:
     again finds the first), with the team's hypothesis and verdict. Returns how many were new."""
     recorded = 0
     for service in services:
-        if service.slug not in DEMO_EXPERIMENTS:
+        demo = DEMO_EXPERIMENTS.get(service.slug)
+        if demo is None:
             continue
-        key, value, load, hypothesis, verdict = DEMO_EXPERIMENTS[service.slug]
         sweeps = sweeps_for_service(service)
-        after = next(s for s in sweeps if s.parameters.get(key) == value)
-        (change,) = (c for c in changes_into(after, sweeps) if c.key == key)
-        pair = next(p for p in change.pairs if p.x == load)
+        after = next(s for s in sweeps if s.parameters.get(demo.key) == demo.value)
+        (change,) = (c for c in changes_into(after, sweeps) if c.key == demo.key)
+        pair = next(p for p in change.pairs if p.x == demo.load)
         experiment, created = record_experiment(before=pair.before, after=pair.after)
         if created:
             dossier_services.experiment_update(
                 experiment=experiment,
-                hypothesis=hypothesis,
-                verdict=verdict,
-                notes=f"{experiment.notes}\n\n{DEMO_EXPERIMENT_VERDICT}",
+                hypothesis=demo.hypothesis,
+                verdict=demo.verdict,
+                notes=f"{experiment.notes}\n\n{demo.finding}",
             )
             recorded += 1
     return recorded
