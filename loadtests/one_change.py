@@ -182,10 +182,19 @@ def record_experiment(*, before: LoadTest, after: LoadTest, user=None) -> tuple[
         run_on=after.measured_at.date(),
         notes=(
             f"Measured by {after.format}: before “{before.label}”, after “{after.label}” "
-            f"({change.other.title}; {change.sweep.title})."
+            f"({change.other.title}; {change.sweep.title}).\n\n{gate_reading(pair)}"
         ),
     )
     return experiment, True
+
+
+def gate_reading(pair: LoadPair) -> str:
+    """What the release gate said of the load's runs, as the experiment records it when it is
+    made: the runs may later be joined by repeats, the notes keep what was known then."""
+    try:
+        return gate.experiment_reading(compare(pair))
+    except ValueError as exc:  # no gated figure measured on both sides
+        return f"The release gate could not compare the runs. {exc}"
 
 
 def _change_between(

@@ -30,11 +30,11 @@ Metrics missing on either side are "not compared", never pass or fail.
 The package's parts, one job each: `shape` (what load a run applied), `rules` (thresholds),
 `runs` (a run validated and its throughput noise measured), `estimates` (which test fits a row
 and what it estimates), `verdict` (Holm across rows, thresholds, the result) and `report` (the CI
-table). Callers import the names below from `analysis.gate`.
+table, and the reading an experiment records). Callers import the names below from `analysis.gate`.
 """
 
 from analysis.gate.estimates import POWER, SHIFT_MIN_REQUESTS, TAIL_REQUESTS
-from analysis.gate.report import format_table
+from analysis.gate.report import experiment_reading, format_table
 from analysis.gate.rules import DEFAULT_RULES, Direction, MetricRule, rules_with_overrides
 from analysis.gate.runs import PreparedRun, RunData, prepare
 from analysis.gate.shape import WorkloadShape, shape_differences
@@ -56,6 +56,7 @@ __all__ = [
     "WorkloadShape",
     "compare",
     "compare_runs",
+    "experiment_reading",
     "format_table",
     "prepare",
     "rules_with_overrides",

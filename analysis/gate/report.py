@@ -103,3 +103,33 @@ def format_table(result: GateResult) -> str:
     out.extend(result.notes)
     out.append(result.summary)
     return "\n".join(out)
+
+
+def experiment_reading(result: GateResult) -> str:
+    """The comparison as an experiment's record reads it: what got better and what worse beyond
+    the noise (an experiment's gain matters as much as its price), then how much the runs could
+    tell. One paragraph, for the experiment's notes."""
+    runs = (
+        f"{result.baseline_runs} run{'s' if result.baseline_runs > 1 else ''} before and "
+        f"{result.candidate_runs} after"
+    )
+    parts = []
+    for verdict, word in (("improved", "Better"), ("regression", "Worse")):
+        rows = [row for row in result.rows if row.verdict == verdict]
+        if rows:
+            parts.append(f"{word}: " + "; ".join(f"{r.label} {change_text(r)}" for r in rows))
+    unchanged = sum(1 for row in result.rows if row.verdict == "pass")
+    if unchanged:
+        parts.append(
+            f"No change these runs can tell: {unchanged} figure{'s' if unchanged > 1 else ''}"
+        )
+    short = [row.label for row in result.rows if row.verdict == "not enough data"]
+    if short:
+        parts.append("Too few requests to judge: " + ", ".join(short))
+    if not parts:
+        parts.append("No figure measured on both sides could be compared")
+    if not result.tested:
+        basis = "judged by the rows' thresholds alone (no noise measured to test against)"
+    else:
+        basis = f"beyond the measured noise (false alarms <= {result.alpha:.1%} a verdict)"
+    return f"The release gate, {runs}, {basis}: " + ". ".join(parts) + "."

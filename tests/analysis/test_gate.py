@@ -388,3 +388,18 @@ def test_a_shape_is_built_from_a_run_record():
 def test_a_shape_rejects_a_zero_concurrency():
     with pytest.raises(ValueError, match="concurrency"):
         WorkloadShape(concurrency=0)
+
+
+# --- the reading an experiment records --------------------------------------------------------
+
+
+def test_an_experiments_reading_names_its_gain_and_its_price():
+    candidate = {**_scaled(BASELINE, throughput=1.5), "tpot_p50_ms": 36.0}
+    reading = gate.experiment_reading(gate.compare(BASELINE, candidate))
+    assert "Better: QPS +6.25 req/s (+50.0%)" in reading
+    assert "Worse: TPOT P50 +18.0 ms (+100.0%)" in reading
+
+
+def test_an_experiments_reading_of_one_run_a_side_says_thresholds_alone():
+    reading = gate.experiment_reading(gate.compare(BASELINE, dict(BASELINE)))
+    assert "1 run before and 1 after, judged by the rows' thresholds alone" in reading

@@ -187,6 +187,18 @@ def test_the_recorded_experiment_shows_the_measured_throughput_change(owner_clie
     )
 
 
+def test_recording_keeps_what_the_gate_said_of_the_runs_in_the_notes(owner_client, service):
+    """Batching four requests: more throughput, and each token slower (TPOT P50 +118%)."""
+    import_file(service, FOLDER)
+    pair = change_into(service, "max_num_seqs=4").pairs[-1]
+    owner_client.post(record_url(service, pair.after), {"before": pair.before.pk})
+    notes = Experiment.objects.get(service=service).notes
+    better, _, worse = notes.partition("The release gate, 3 runs before and 3 after")[2].partition(
+        "Worse:"
+    )
+    assert "output tokens/s +180 tok/s" in better and worse.startswith(" TPOT P50 +3.65 ms")
+
+
 def test_recording_a_pair_twice_keeps_one_experiment(owner_client, service):
     import_file(service, FOLDER)
     pair = change_into(service, "max_num_seqs=4").pairs[1]
