@@ -19,15 +19,14 @@ class LoadTestProvenance(provenance.Provenance):
     name = "loadtests"
 
     def for_baselines(self, baselines: Sequence[Baseline]) -> Mapping[int, provenance.Link]:
-        runs = LoadTest.objects.filter(promoted_to__in=[b.pk for b in baselines]).only(
-            "pk", "label", "promoted_to", "service__slug"
+        runs = (
+            LoadTest.objects.filter(promoted_to__in=[b.pk for b in baselines])
+            .select_related("service")
+            .only("pk", "label", "promoted_to", "service__slug")
         )
         return {
-            run.promoted_to_id: provenance.Link(
-                f"load test “{run.label}”",
-                reverse("loadtests:detail", args=[run.service.slug, run.pk]),
-            )
-            for run in runs.select_related("service")
+            run.promoted_to_id: provenance.Link(f"load test “{run.label}”", run.get_absolute_url())
+            for run in runs
         }
 
     def for_experiments(
