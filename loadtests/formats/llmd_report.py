@@ -32,8 +32,10 @@ import math
 import posixpath
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
+
+import msgspec
 
 from .base import (
     Ctx,
@@ -59,10 +61,6 @@ TOKEN_TIME_UNITS = {"s/token": 1000.0, "ms/token": 1.0}
 ITL_IS_TPOT = ("guidellm", "aiperf")
 # A statistic with any of these is a distribution, not one total.
 SPREAD_KEYS = ("stddev", "min", "max", "p50", "p90", "p99")
-_ISO_DURATION = re.compile(
-    r"^P(?:(?P<d>\d+(?:\.\d+)?)D)?(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?"
-    r"(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
-)
 
 
 def version_of(data: dict) -> str | None:
@@ -501,19 +499,21 @@ def _first_object(items: object) -> dict:
 
 
 def _iso_duration(ctx: Ctx, value: object) -> float | None:
-    """Seconds from an ISO 8601 duration ("PT49.97S"), or a number of seconds; "" is none."""
+    """Seconds from an ISO 8601 duration ("PT49.97S", as pydantic writes a timedelta), or a
+    number of seconds; "" is none. msgspec reads the duration (days, hours, minutes, seconds;
+    not years or months, which have no fixed length)."""
     if value is None or value == "":
         return None
+    dctx = ctx.at("duration")
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return ctx.at("duration").number(value)
-    match = _ISO_DURATION.match(str(value).strip()) if isinstance(value, str) else None
-    if match is None or not any(match.groupdict().values()):
-        raise ctx.at("duration").error(
-            f"expected an ISO 8601 duration such as 'PT49.9S', got {value!r}"
-        )
-    # Summed as floats, not a timedelta, which would round the seconds to microseconds.
-    seconds = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
-    return sum(float(v) * seconds[k] for k, v in match.groupdict().items() if v)
+        return dctx.number(value)
+    try:
+        seconds = msgspec.convert(value, timedelta).total_seconds()
+    except msgspec.ValidationError as exc:
+        raise dctx.error(
+            f"expected an ISO 8601 duration such as 'PT49.9S', got {value!r} ({exc})"
+        ) from None
+    return dctx.number(seconds)
 
 
 def _timestamp(ctx: Ctx, value: object) -> datetime | None:

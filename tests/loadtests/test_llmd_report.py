@@ -83,9 +83,12 @@ def test_guidellms_report_takes_its_inter_token_latency_as_tpot():
 def test_a_throughput_is_the_total_over_the_duration_not_a_mean_of_instantaneous_rates():
     run = report(GUIDELLM, f"{V02}benchmarks.json_1.yaml")
     # The report's output_token_rate is a distribution (max 7,700 tokens/s); 60 requests of
-    # 32.47 tokens in 4.167 s is 467.4 tokens/s.
-    check(run, duration_s=4.167417526245117, qps=60 / 4.167417526245117)
-    assert run.fields["output_tps"] == pytest.approx(60 * 32.46666666666667 / 4.167417526245117)
+    # 32.47 tokens in 4.167 s is 467.4 tokens/s. The report's ISO duration is read to the
+    # microsecond (a timedelta's resolution).
+    duration = 4.167417526245117
+    assert run.fields["duration_s"] == pytest.approx(duration, abs=1e-6)
+    assert run.fields["qps"] == pytest.approx(60 / duration, rel=1e-6)
+    assert run.fields["output_tps"] == pytest.approx(60 * 32.46666666666667 / duration, rel=1e-6)
 
 
 def test_a_version_0_1_guidellm_report_names_no_load_and_joins_no_sweep():
@@ -188,6 +191,18 @@ def test_more_failures_than_requests_is_refused():
 def test_a_bad_iso_duration_is_refused_naming_it():
     with pytest.raises(LoadTestFormatError, match=r"run\.time\.duration.*ISO 8601"):
         parse_loadtest(v02(run__time={"duration": "49 seconds"}))
+
+
+def test_an_iso_duration_in_hours_and_minutes_is_read_as_seconds():
+    run = parse_loadtest(v02(run__time={"duration": "PT1H2M3.5S"}))[0]
+    assert run.fields["duration_s"] == pytest.approx(3723.5)
+
+
+@pytest.mark.parametrize("duration", ["-PT5S", "P1Y", "P1M"])
+def test_a_negative_or_calendar_iso_duration_is_refused_naming_it(duration):
+    """A year or a month has no fixed length in seconds; a run cannot last less than nothing."""
+    with pytest.raises(LoadTestFormatError, match=r"run\.time\.duration"):
+        parse_loadtest(v02(run__time={"duration": duration}))
 
 
 # -- results folders ----------------------------------------------------------------------------
