@@ -13,7 +13,8 @@ in the run's `extra`:
     overrides   the parameters `vllm bench sweep` set for the run (server and benchmark),
                 less the load it swept
     metadata    the `--metadata KEY=VALUE` pairs given to `vllm bench serve` (`tp=2`), less
-                those that number a repeat (`run=3`, `trial=2`: `REPEAT_LABELS`)
+                those that number a repeat (`run=3`, `trial=2`: `REPEAT_LABELS`, and the
+                keys in the setting PERFHUB_REPEAT_LABELS)
 
 Two runs share a configuration when they agree on the model and the stack where both record
 them (a file that names no model joins a sweep of any), and have the same parameters: a run
@@ -25,6 +26,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from django.conf import settings
 
 # The keys of a run's `extra` this reads (a caller fetching `extra` in part needs these).
 EXTRA_KEYS = ("model_id", "model", "stack", "overrides", "metadata")
@@ -68,8 +71,14 @@ def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
 
 
 def is_repeat_label(key: str) -> bool:
-    """Whether a `--metadata` key numbers a repeat (`REPEAT_LABELS`) rather than a setting."""
-    return key.strip().lower().replace("-", "_") in REPEAT_LABELS
+    """Whether a `--metadata` key numbers a repeat (`REPEAT_LABELS`, or one of the keys a team
+    named in the setting PERFHUB_REPEAT_LABELS) rather than a setting."""
+    name = _label_name(key)
+    return name in REPEAT_LABELS or name in map(_label_name, settings.PERFHUB_REPEAT_LABELS)
+
+
+def _label_name(key: str) -> str:
+    return key.strip().lower().replace("-", "_")
 
 
 def _parameters_of(extra: Mapping[str, Any], part: str) -> dict[str, Any]:

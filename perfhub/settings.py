@@ -364,6 +364,9 @@ PERFHUB_DOSSIER_FRAGMENTS = {
 PERFHUB_CLAIMS_WINDOW_MINUTES = env_int("PERFHUB_CLAIMS_WINDOW_MINUTES", 60)
 PERFHUB_BASELINE_STALE_DAYS = env_int("PERFHUB_BASELINE_STALE_DAYS", 90)
 
+# Load tests: `--metadata` keys a team numbers its repeats with (`pass=2`), beside the built-in
+# ones (loadtests.configuration.REPEAT_LABELS): runs differing only in them are one sweep.
+PERFHUB_REPEAT_LABELS = env_list("PERFHUB_REPEAT_LABELS")
 # Capacity planner: the share of each replica's measured capacity kept free in a plan.
 PERFHUB_PLANNER_HEADROOM = env_float("PERFHUB_PLANNER_HEADROOM", 0.2)
 # Load-test lint: thresholds overriding loadtests.lint.thresholds.Thresholds' defaults, as a JSON

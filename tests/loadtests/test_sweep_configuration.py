@@ -169,6 +169,20 @@ def test_runs_numbered_as_repeats_are_one_sweep_measured_twice(service, label):
 
 
 @pytest.mark.django_db
+def test_a_repeat_label_a_team_names_in_the_settings_is_one_sweep(service, settings):
+    settings.PERFHUB_REPEAT_LABELS = ["Pass"]
+    import_loadtest_files(service=service, files=relabelled("tp", "pass"))
+    (sweep,) = sweeps_for_service(service)
+    assert len(sweep.replicates) == 2
+
+
+@pytest.mark.django_db
+def test_a_label_no_setting_names_is_still_a_parameter(service):
+    import_loadtest_files(service=service, files=relabelled("tp", "pass"))
+    assert len(sweeps_for_service(service)) == 2
+
+
+@pytest.mark.django_db
 def test_a_label_that_only_contains_a_repeat_word_is_still_a_parameter(service):
     import_loadtest_files(service=service, files=relabelled("tp", "runtime"))
     assert len(sweeps_for_service(service)) == 2
