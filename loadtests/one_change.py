@@ -148,9 +148,12 @@ def changes_into(sweep: Sweep, sweeps: list[Sweep]) -> list[OneChange]:
 
 
 @transaction.atomic
-def record_experiment(*, before: LoadTest, after: LoadTest, user=None) -> tuple[Experiment, bool]:
+def record_experiment(
+    *, before: LoadTest, after: LoadTest, user=None, recorded_by: str = ""
+) -> tuple[Experiment, bool]:
     """Record the two runs as an experiment of their service (pending: the team judges it);
     (experiment, created). Recording the same pair again returns the first experiment.
+    `recorded_by`: the machine credential that asked, when no person did (its notes say so).
 
     Refuses (ExperimentFromRunsError) runs of two services, runs that are not at one load of
     two sweeps one parameter apart, and (PromotionError) runs that cannot be baselines."""
@@ -182,7 +185,9 @@ def record_experiment(*, before: LoadTest, after: LoadTest, user=None) -> tuple[
         run_on=after.measured_at.date(),
         notes=(
             f"Measured by {after.format}: before “{before.label}”, after “{after.label}” "
-            f"({change.other.title}; {change.sweep.title}).\n\n{gate_reading(pair)}"
+            f"({change.other.title}; {change.sweep.title})."
+            + (f" Recorded through the API by {recorded_by}." if recorded_by else "")
+            + f"\n\n{gate_reading(pair)}"
         ),
     )
     return experiment, True

@@ -58,7 +58,7 @@ CELLS = [(action, who, cell) for action, row in TABLE.items() for who, cell in r
 @pytest.fixture
 def world(db, team, owner, outsider, service, django_user_model, fixtures_dir, make_service):
     c16 = (fixtures_dir / "loadtests" / "vllm-bench-serve-c16.json").read_bytes()
-    import_loadtest_file(service=service, content=c16, baseline=True)  # the gate's reference
+    (run,) = import_loadtest_file(service=service, content=c16, baseline=True)  # gate reference
     other = make_service("ranker", team=Team.objects.create(slug="search", name="Search"))
     staff = django_user_model.objects.create_user("sam", password="pw-sam-123", is_staff=True)
     _, agent = token_issue_for_host_name(host_name="gpu-node-07")
@@ -77,6 +77,7 @@ def world(db, team, owner, outsider, service, django_user_model, fixtures_dir, m
     )  # fmt: skip
     return {
         "c16": c16,
+        "run": run,
         "alert": alert,
         "users": {"outsider": outsider, "member": owner, "staff": staff},
         "tokens": {
@@ -130,6 +131,17 @@ def _plan(client, world) -> str:
     return "yes" if response.status_code == 422 else outcome(response)
 
 
+def _experiment(client, world) -> str:
+    run = world["run"]
+    response = client.post(
+        "/api/v1/services/chat-7b/experiments/",
+        {"before": run.pk, "after": run.pk},
+        content_type="application/json",
+    )
+    # 400: authorized and answered; this world's service has one run, so no pair to record.
+    return "yes" if response.status_code == 400 else outcome(response)
+
+
 def _ingest(client, world) -> str:
     return outcome(client.post("/api/v1/ingest/", make_batch(), content_type="application/json"))
 
@@ -164,6 +176,7 @@ ACTIONS: dict[str, Callable[[Client, dict], str]] = {
     "loadtest-import": _post_file("/api/v1/services/chat-7b/loadtests/"),
     "baseline-promote": _post_file("/api/v1/services/chat-7b/loadtests/?baseline=1"),
     "gate": _post_file("/api/v1/services/chat-7b/gate/"),
+    "experiment-record": _experiment,
     "receivers": _receivers,
     "delivery-error": _delivery_error,
     "ci-tokens": _page("/services/chat-7b/ci-tokens/"),

@@ -59,6 +59,10 @@ class Experiment(models.Model):
     def __str__(self) -> str:
         return self.title
 
+    def get_absolute_url(self) -> str:
+        """Its card on the dossier: experiments have no page of their own."""
+        return f"{self.service.get_absolute_url()}#experiment-{self.pk}"
+
     def clean(self) -> None:
         errors = {}
         if self.before_id and self.before.service_id != self.service_id:

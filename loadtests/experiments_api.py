@@ -1,0 +1,136 @@
+"""/api/v1/services/<slug>/experiments/: record two stored runs as an experiment.
+
+The API twin of the comparison page's "Record as experiment" (`one_change.record_experiment`,
+one implementation): `{"before": <run id>, "after": <run id>}`, two runs of the service at one
+load, of two sweeps that differ in one serving parameter. A CI job that measured a change
+(say `--max-num-seqs 512` against the default, each sweep imported through
+`/loadtests/`) records it in the dossier's optimization history, pending until the team
+judges it; the notes keep what the release gate said of the runs.
+
+Authentication: a CI token in scope with the permission to promote (the two runs become
+baselines of the dossier), or a session of a member of the service's team. Agent tokens: 403.
+
+Answers: 201 with the experiment; 200 with the one already recorded for the same two runs
+(a retry records nothing twice); 400 naming the field (not a run of this service, the same
+run twice); 422 when the runs are not one change at one load, or cannot be baselines (a
+failed run, refusing lint findings), with the reason; 403; 404 unknown service.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.throttling import CredentialScopedThrottle
+from dossiers.models import Experiment, Service
+from loadtests.api import AGENT_TOKEN_REFUSED, authorize
+from loadtests.importing import PromotionError
+from loadtests.models import CIToken, LoadTest
+from loadtests.one_change import ExperimentFromRunsError, record_experiment
+
+
+class ExperimentFromRunsSerializer(serializers.Serializer):
+    before = serializers.IntegerField(
+        min_value=1, help_text="The run (load test id) measured before the change."
+    )
+    after = serializers.IntegerField(
+        min_value=1, help_text="The run measured after it, at the same load."
+    )
+
+    def validate(self, data: dict) -> dict:
+        if data["before"] == data["after"]:
+            raise serializers.ValidationError({"after": "the same run as before: name two runs"})
+        service = self.context["service"]
+        found = set(
+            LoadTest.objects.filter(
+                service=service, pk__in=[data["before"], data["after"]]
+            ).values_list("pk", flat=True)
+        )
+        missing = {
+            side: f"no run {data[side]} of service {service.slug}"
+            for side in ("before", "after")
+            if data[side] not in found
+        }
+        if missing:
+            raise serializers.ValidationError(missing)
+        return data
+
+
+class ExperimentSerializer(serializers.ModelSerializer):
+    """The experiment as recorded: what changed, its baselines, the verdict (pending until the
+    team judges it) and the notes (with the gate's reading)."""
+
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Experiment
+        fields = [
+            "id", "title", "hypothesis", "variable_key", "value_from", "value_to",
+            "before", "after", "verdict", "notes", "run_on", "created_at", "url",
+        ]  # fmt: skip
+
+    def get_url(self, experiment: Experiment) -> str:
+        return self.context["request"].build_absolute_uri(experiment.get_absolute_url())
+
+
+class ExperimentFromRunsView(APIView):
+    throttle_classes = [CredentialScopedThrottle]
+    throttle_scope = "loadtests"
+
+    def initial(self, request, *args, **kwargs) -> None:
+        super().initial(request, *args, **kwargs)
+        if request.auth is not None and not isinstance(request.auth, CIToken):
+            raise PermissionDenied(AGENT_TOKEN_REFUSED)
+
+    @extend_schema(
+        request=ExperimentFromRunsSerializer,
+        responses={
+            201: ExperimentSerializer,
+            200: OpenApiResponse(
+                ExperimentSerializer, description="These two runs were already recorded."
+            ),
+            400: OpenApiResponse(description="A field is missing or names no run of it."),
+            403: OpenApiResponse(
+                description="An agent token, or a CI token out of scope or without the "
+                "permission to promote."
+            ),
+            404: OpenApiResponse(description="No service with this slug."),
+            422: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="Not one change at one load, or a run that cannot be a baseline.",
+            ),
+            429: OpenApiResponse(description="Over the token's rate; see Retry-After."),
+        },
+    )
+    def post(self, request, slug: str) -> Response:
+        service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
+        try:
+            authorize(request, service, CIToken.Action.PROMOTE)
+        except PermissionDenied as exc:
+            if isinstance(request.auth, CIToken):  # say why promoting is what it needs
+                raise PermissionDenied(
+                    f"{exc.detail} Recording an experiment makes its two runs baselines."
+                ) from exc
+            raise
+        given = ExperimentFromRunsSerializer(data=request.data, context={"service": service})
+        given.is_valid(raise_exception=True)
+        runs = LoadTest.objects.in_bulk(
+            [given.validated_data["before"], given.validated_data["after"]]
+        )
+        token = request.auth if isinstance(request.auth, CIToken) else None
+        try:
+            experiment, created = record_experiment(
+                before=runs[given.validated_data["before"]],
+                after=runs[given.validated_data["after"]],
+                user=request.user,
+                recorded_by=str(token) if token else "",
+            )
+        except (ExperimentFromRunsError, PromotionError) as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        body = ExperimentSerializer(experiment, context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
