@@ -71,7 +71,9 @@ def make_batches(n: int, per_batch: int, host: str, service: str, gpus: int) -> 
     import numpy as np
 
     rng = np.random.default_rng(1)
-    start = datetime.now(UTC) - timedelta(minutes=30)
+    # Ten seconds apart (one host's push interval), all in the past: inside the acceptance
+    # window whatever the number of batches.
+    start = datetime.now(UTC) - timedelta(seconds=10 * n + 300)
     batches = []
     for b in range(n):
         ts0 = start + timedelta(seconds=10 * b)
