@@ -16,8 +16,8 @@ from loadtests.sweeps import sweeps_for_service, sweet_spot
 
 pytestmark = pytest.mark.django_db
 
-# demo/loadtests/code-review-13b/: a 7-setting sweep, and 16 nightly runs whose TTFT P50 steps
-# up from run 9 on.
+# demo/loadtests/code-review-13b/: a 7-setting sweep, and 16 nightly runs of 1,000 requests whose
+# TTFT P50 steps up from run 9 on.
 SWEEP_RUNS, HISTORY_RUNS, HISTORY_STEP = 7, 16, 9
 
 
@@ -59,6 +59,18 @@ def test_the_demo_gate_fails_the_night_of_the_ttft_step_and_passes_the_nights_be
     assert verdicts[night] == GateRun.Verdict.REGRESSION
     assert "TTFT" in runs[night].table.splitlines()[-1]
     assert set(verdicts[:night]) == {GateRun.Verdict.PASS}
+
+
+def test_the_demo_gate_judges_every_p99_of_a_night(thirteen_b):
+    """A thousand requests a night leave ten beyond the P99 on each side (300 left three)."""
+    add_demo_loadtests([thirteen_b])
+    rows = GateRun.objects.filter(service=thirteen_b).earliest("created_at").result["rows"]
+    p99 = {row["label"]: row["test"] for row in rows if "P99" in row["label"]}
+    assert p99 == {
+        "E2E P99": "t-test over runs",
+        "TTFT P99": "order statistics",
+        "TPOT P99": "t-test over runs",
+    }
 
 
 def test_the_demo_gate_runs_are_dated_after_their_nights_load_test(thirteen_b):
