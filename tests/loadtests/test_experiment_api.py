@@ -17,13 +17,8 @@ from loadtests.tokens import ci_token_issue
 
 pytestmark = pytest.mark.django_db
 
-FOLDER = (
-    Path(__file__).resolve().parents[1]
-    / "fixtures"
-    / "real"
-    / "vllm-bench"
-    / "e2e-vllm-0.32.0-cpu-sweep-max_num_seqs.tar.gz"
-)
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vllm-bench"
+FOLDER = REAL / "e2e-vllm-0.32.0-cpu-sweep-max_num_seqs.tar.gz"
 URL = "/api/v1/services/chat-7b/experiments/"
 
 
