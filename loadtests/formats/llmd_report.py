@@ -508,7 +508,8 @@ def _iso_duration(ctx: Ctx, value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return dctx.number(value)
     try:
-        seconds = msgspec.convert(value, timedelta).total_seconds()
+        text = value.strip() if isinstance(value, str) else value
+        seconds = msgspec.convert(text, timedelta).total_seconds()
     except msgspec.ValidationError as exc:
         raise dctx.error(
             f"expected an ISO 8601 duration such as 'PT49.9S', got {value!r} ({exc})"

@@ -194,13 +194,14 @@ def test_a_bad_iso_duration_is_refused_naming_it():
 
 
 def test_an_iso_duration_in_hours_and_minutes_is_read_as_seconds():
-    run = parse_loadtest(v02(run__time={"duration": "PT1H2M3.5S"}))[0]
+    run = parse_loadtest(v02(run__time={"duration": " PT1H2M3.5S "}))[0]
     assert run.fields["duration_s"] == pytest.approx(3723.5)
 
 
-@pytest.mark.parametrize("duration", ["-PT5S", "P1Y", "P1M"])
+@pytest.mark.parametrize("duration", ["-PT5S", "P1Y", "P1M", "P99999999999D", ["PT5S"]])
 def test_a_negative_or_calendar_iso_duration_is_refused_naming_it(duration):
-    """A year or a month has no fixed length in seconds; a run cannot last less than nothing."""
+    """A year or a month has no fixed length in seconds; a run cannot last less than nothing,
+    nor longer than a timedelta holds; a list is no duration."""
     with pytest.raises(LoadTestFormatError, match=r"run\.time\.duration"):
         parse_loadtest(v02(run__time={"duration": duration}))
 
