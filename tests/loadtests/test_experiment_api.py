@@ -128,7 +128,10 @@ def test_the_same_run_twice_is_refused_naming_the_after(promoter, pair):
     assert (answer.status_code, "same run" in str(answer.json()["after"])) == (400, True)
 
 
-@pytest.mark.parametrize("body", [{}, {"before": "x", "after": 2}, {"before": -1, "after": 2}])
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"before": "x", "after": 2}, {"before": -1, "after": 2}, {"before": 10**30, "after": 2}],
+)
 def test_a_malformed_body_gets_400_not_a_server_error(promoter, body):
     assert promoter.post(URL, body, format="json").status_code == 400
 
