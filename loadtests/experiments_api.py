@@ -33,13 +33,16 @@ from loadtests.importing import PromotionError
 from loadtests.models import CIToken, LoadTest
 from loadtests.one_change import ExperimentFromRunsError, record_experiment
 
+# The largest id any database's key column holds: SQLite cannot even compare with a larger one.
+MAX_ID = 2**63 - 1
+
 
 class ExperimentFromRunsSerializer(serializers.Serializer):
     before = serializers.IntegerField(
-        min_value=1, help_text="The run (load test id) measured before the change."
+        min_value=1, max_value=MAX_ID, help_text="The run (load test id) measured before it."
     )
     after = serializers.IntegerField(
-        min_value=1, help_text="The run measured after it, at the same load."
+        min_value=1, max_value=MAX_ID, help_text="The run measured after it, at the same load."
     )
 
     def validate(self, data: dict) -> dict:
