@@ -45,3 +45,26 @@ def fix_mmap_threshold() -> bool:
 
 def post_fork(server, worker) -> None:
     fix_mmap_threshold()
+
+
+def freeze_loaded_objects() -> int:
+    """Load every view (Django imports them at the first request otherwise), then move the
+    objects loaded so far out of the garbage collector's reach; returns how many.
+
+    A full collection scans every tracked object: with the application loaded, about 160,000
+    and 50 ms of CPU. One runs every so many requests, and the request it lands on waits: in
+    `bench/ingest.py` the slowest ingest request took 105-110 ms, against 15-21 ms frozen.
+    Frozen, the start-up objects are never scanned again; what requests leave behind is
+    collected as before."""
+    import gc
+
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018 - imports every urls module and its views
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
+def post_worker_init(worker) -> None:
+    freeze_loaded_objects()
