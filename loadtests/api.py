@@ -171,12 +171,12 @@ def authorize(request, service: Service, action: str) -> None:
         raise PermissionDenied("Only members of the service's team post its load tests.")
 
 
-class _FileEndpoint(APIView):
-    """Reads the upload (multipart or raw body) and the service the URL names; checks the
-    credential; counts requests per credential (429 with Retry-After over the rate)."""
+class CIEndpoint(APIView):
+    """An endpoint of a service for CI tokens and team members: reads the service the URL
+    names and checks the credential may do `action` on it; counts requests per credential
+    (429 with Retry-After over the rate)."""
 
     throttle_classes = [CredentialScopedThrottle]
-    content_negotiation_class = _FormatIsOurs
     action: str
 
     def initial(self, request, *args, **kwargs) -> None:
@@ -193,6 +193,12 @@ class _FileEndpoint(APIView):
     @staticmethod
     def ci_token(request) -> CIToken | None:
         return request.auth if isinstance(request.auth, CIToken) else None
+
+
+class _FileEndpoint(CIEndpoint):
+    """A CI endpoint that reads an upload (multipart or raw body)."""
+
+    content_negotiation_class = _FormatIsOurs
 
     def upload(
         self, request, limit: int, what: str

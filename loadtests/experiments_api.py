@@ -18,17 +18,14 @@ failed run, refusing lint findings), with the reason; 403; 404 unknown service.
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from core.throttling import CredentialScopedThrottle
-from dossiers.models import Experiment, Service
-from loadtests.api import AGENT_TOKEN_REFUSED, authorize
+from dossiers.models import Experiment
+from loadtests.api import CIEndpoint
 from loadtests.importing import PromotionError
 from loadtests.models import CIToken, LoadTest
 from loadtests.one_change import ExperimentFromRunsError, record_experiment
@@ -46,22 +43,19 @@ class ExperimentFromRunsSerializer(serializers.Serializer):
     )
 
     def validate(self, data: dict) -> dict:
+        """Adds `runs`: the two runs by id, both of the service in the context."""
         if data["before"] == data["after"]:
             raise serializers.ValidationError({"after": "the same run as before: name two runs"})
         service = self.context["service"]
-        found = set(
-            LoadTest.objects.filter(
-                service=service, pk__in=[data["before"], data["after"]]
-            ).values_list("pk", flat=True)
-        )
+        runs = LoadTest.objects.filter(service=service).in_bulk([data["before"], data["after"]])
         missing = {
             side: f"no run {data[side]} of service {service.slug}"
             for side in ("before", "after")
-            if data[side] not in found
+            if data[side] not in runs
         }
         if missing:
             raise serializers.ValidationError(missing)
-        return data
+        return {**data, "runs": runs}
 
 
 class ExperimentSerializer(serializers.ModelSerializer):
@@ -81,14 +75,9 @@ class ExperimentSerializer(serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(experiment.get_absolute_url())
 
 
-class ExperimentFromRunsView(APIView):
-    throttle_classes = [CredentialScopedThrottle]
+class ExperimentFromRunsView(CIEndpoint):
+    action = CIToken.Action.PROMOTE
     throttle_scope = "loadtests"
-
-    def initial(self, request, *args, **kwargs) -> None:
-        super().initial(request, *args, **kwargs)
-        if request.auth is not None and not isinstance(request.auth, CIToken):
-            raise PermissionDenied(AGENT_TOKEN_REFUSED)
 
     @extend_schema(
         request=ExperimentFromRunsSerializer,
@@ -111,9 +100,8 @@ class ExperimentFromRunsView(APIView):
         },
     )
     def post(self, request, slug: str) -> Response:
-        service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
         try:
-            authorize(request, service, CIToken.Action.PROMOTE)
+            service = self.service(request, slug)
         except PermissionDenied as exc:
             if isinstance(request.auth, CIToken):  # say why promoting is what it needs
                 raise PermissionDenied(
@@ -122,14 +110,12 @@ class ExperimentFromRunsView(APIView):
             raise
         given = ExperimentFromRunsSerializer(data=request.data, context={"service": service})
         given.is_valid(raise_exception=True)
-        runs = LoadTest.objects.in_bulk(
-            [given.validated_data["before"], given.validated_data["after"]]
-        )
-        token = request.auth if isinstance(request.auth, CIToken) else None
+        data = given.validated_data
+        token = self.ci_token(request)
         try:
             experiment, created = record_experiment(
-                before=runs[given.validated_data["before"]],
-                after=runs[given.validated_data["after"]],
+                before=data["runs"][data["before"]],
+                after=data["runs"][data["after"]],
                 user=request.user,
                 recorded_by=str(token) if token else "",
             )
