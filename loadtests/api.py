@@ -158,16 +158,18 @@ AGENT_TOKEN_REFUSED = (
 )
 
 
-def authorize(request, service: Service, action: str) -> None:
+def authorize(request, service: Service, action: str | None) -> None:
     """403 unless the request's credential may do `action` (CIToken.Action) on `service`: a CI
-    token in scope with that permission, or a session of a member of the service's team."""
+    token in scope with that permission, or a session of a member of the service's team.
+    `action` None is reading: a CI token in scope with any permission, or any session (every
+    logged-in user reads the dossiers)."""
     auth = request.auth
     if isinstance(auth, CIToken):
         if reason := auth.refusal(service, action):
             raise PermissionDenied(reason)
     elif auth is not None:
         raise PermissionDenied(AGENT_TOKEN_REFUSED)
-    elif not service.can_edit(request.user):
+    elif action is not None and not service.can_edit(request.user):
         raise PermissionDenied("Only members of the service's team post its load tests.")
 
 
@@ -185,9 +187,11 @@ class CIEndpoint(APIView):
         if request.auth is not None and not isinstance(request.auth, CIToken):
             raise PermissionDenied(AGENT_TOKEN_REFUSED)
 
-    def service(self, request, slug: str) -> Service:
+    def service(self, request, slug: str, *, reading: bool = False) -> Service:
+        """The service the URL names, once the credential may do the endpoint's action on it
+        (`reading`: may read it)."""
         service = get_object_or_404(Service.objects.select_related("team"), slug=slug)
-        authorize(request, service, self.action)
+        authorize(request, service, None if reading else self.action)
         return service
 
     @staticmethod

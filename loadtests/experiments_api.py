@@ -1,4 +1,4 @@
-"""/api/v1/services/<slug>/experiments/: record two stored runs as an experiment.
+"""/api/v1/services/<slug>/experiments/: record two stored runs as an experiment; list them.
 
 The API twin of the comparison page's "Record as experiment" (`one_change.record_experiment`,
 one implementation): `{"before": <run id>, "after": <run id>}`, two runs of the service at one
@@ -14,20 +14,27 @@ Answers: 201 with the experiment; 200 with the one already recorded for the same
 (a retry records nothing twice); 400 naming the field (not a run of this service, the same
 run twice); 422 when the runs are not one change at one load, or cannot be baselines (a
 failed run, refusing lint findings), with the reason; 403; 404 unknown service.
+
+GET lists the service's experiments, newest first (a page of `limit`, at most 500, from
+`offset`), optionally only one `verdict` or only those a `run` is the before or after of: how
+a CI job finds the team's verdict on what it recorded. Who reads: any logged-in user (as the
+dossier page), a CI token in scope with any permission; agent tokens 403.
 """
 
 from __future__ import annotations
 
+from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from dossiers.models import Experiment
 from loadtests.api import CIEndpoint
 from loadtests.importing import PromotionError
-from loadtests.models import CIToken, LoadTest
+from loadtests.models import CIToken, LoadTest, source_run
 from loadtests.one_change import ExperimentFromRunsError, record_experiment
 
 # The largest id any database's key column holds: SQLite cannot even compare with a larger one.
@@ -59,27 +66,100 @@ class ExperimentFromRunsSerializer(serializers.Serializer):
 
 
 class ExperimentSerializer(serializers.ModelSerializer):
-    """The experiment as recorded: what changed, its baselines, the verdict (pending until the
-    team judges it) and the notes (with the gate's reading)."""
+    """The experiment as recorded: what changed, its baselines (`before`, `after`) and the runs
+    they were promoted from (`before_run`, `after_run`: null for a baseline entered by hand),
+    the verdict (pending until the team judges it) and the notes (with the gate's reading)."""
 
+    before_run = serializers.SerializerMethodField()
+    after_run = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
 
     class Meta:
         model = Experiment
         fields = [
             "id", "title", "hypothesis", "variable_key", "value_from", "value_to",
-            "before", "after", "verdict", "notes", "run_on", "created_at", "url",
+            "before", "after", "before_run", "after_run", "verdict", "notes", "run_on",
+            "created_at", "url",
         ]  # fmt: skip
+
+    def get_before_run(self, experiment: Experiment) -> int | None:
+        run = source_run(experiment.before)
+        return run.pk if run else None
+
+    def get_after_run(self, experiment: Experiment) -> int | None:
+        run = source_run(experiment.after)
+        return run.pk if run else None
 
     def get_url(self, experiment: Experiment) -> str:
         return self.context["request"].build_absolute_uri(experiment.get_absolute_url())
 
 
+class ExperimentFilterSerializer(serializers.Serializer):
+    """The list's query: each given filter narrows it."""
+
+    verdict = serializers.ChoiceField(choices=Experiment.Verdict.choices, required=False)
+    run = serializers.IntegerField(
+        min_value=1, max_value=MAX_ID, required=False, help_text="Its before or after run."
+    )
+
+
+class ExperimentPages(LimitOffsetPagination):
+    default_limit = 100
+    max_limit = 500
+
+
+class ExperimentPageSerializer(serializers.Serializer):
+    """One page of the list (the schema of `ExperimentPages`' answer)."""
+
+    count = serializers.IntegerField(help_text="Experiments matching, on every page.")
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = ExperimentSerializer(many=True)
+
+
 class ExperimentFromRunsView(CIEndpoint):
+    """A service's experiments: record two stored runs as one (POST), list them (GET)."""
+
     action = CIToken.Action.PROMOTE
     throttle_scope = "loadtests"
 
     @extend_schema(
+        operation_id="v1_services_experiments_list",
+        summary="List the service's experiments, newest first",
+        parameters=[
+            ExperimentFilterSerializer,
+            OpenApiParameter("limit", int, description="At most this many (100; up to 500)."),
+            OpenApiParameter("offset", int, description="Skip this many of the newest."),
+        ],
+        responses={
+            200: ExperimentPageSerializer,
+            400: OpenApiResponse(description="A filter that is not valid, named."),
+            403: OpenApiResponse(description="An agent token, or a CI token out of scope."),
+            404: OpenApiResponse(description="No service with this slug."),
+        },
+    )
+    def get(self, request, slug: str) -> Response:
+        service = self.service(request, slug, reading=True)
+        given = ExperimentFilterSerializer(data=request.query_params)
+        given.is_valid(raise_exception=True)
+        experiments = service.experiments.select_related(
+            "before__source_load_test", "after__source_load_test"
+        )
+        if verdict := given.validated_data.get("verdict"):
+            experiments = experiments.filter(verdict=verdict)
+        if run := given.validated_data.get("run"):
+            experiments = experiments.filter(
+                Q(before__source_load_test=run) | Q(after__source_load_test=run)
+            )
+        pages = ExperimentPages()
+        page = pages.paginate_queryset(experiments, request, view=self)
+        context = {"request": request}
+        return pages.get_paginated_response(
+            ExperimentSerializer(page, many=True, context=context).data
+        )
+
+    @extend_schema(
+        summary="Record two stored runs as an experiment (pending)",
         request=ExperimentFromRunsSerializer,
         responses={
             201: ExperimentSerializer,

@@ -78,13 +78,16 @@ class CIToken(models.Model):
         ]
         return ", ".join(name for ok, name in allowed if ok) or "nothing"
 
-    def refusal(self, service: Service, action: str) -> str | None:
-        """Why this token may not do `action` on `service`, or None when it may."""
+    def refusal(self, service: Service, action: str | None) -> str | None:
+        """Why this token may not do `action` on `service` (None: read it, which any
+        permission allows in scope), or None when it may."""
         in_scope = (
             self.service_id == service.pk if self.service_id else self.team_id == service.team_id
         )
         if not in_scope:
             return f"{self.credential_label} is scoped to {self.scope_label}, not {service.slug}."
+        if action is None:
+            return None
         allowed = {
             self.Action.IMPORT: self.can_import,
             self.Action.PROMOTE: self.can_promote,

@@ -58,8 +58,5 @@ def _authorize(request, service: Service) -> None:
         raise PermissionDenied(
             "Agent tokens only push metrics; read plans with a session or a CI token."
         )
-    in_scope = auth.service_id == service.pk if auth.service_id else auth.team_id == service.team_id
-    if not in_scope:
-        raise PermissionDenied(
-            f"{auth.credential_label} is scoped to {auth.scope_label}, not {service.slug}."
-        )
+    if reason := auth.refusal(service, None):  # any permission reads, in scope
+        raise PermissionDenied(reason)

@@ -177,6 +177,7 @@ ACTIONS: dict[str, Callable[[Client, dict], str]] = {
     "baseline-promote": _post_file("/api/v1/services/chat-7b/loadtests/?baseline=1"),
     "gate": _post_file("/api/v1/services/chat-7b/gate/"),
     "experiment-record": _experiment,
+    "experiment-read": _page("/api/v1/services/chat-7b/experiments/"),
     "receivers": _receivers,
     "delivery-error": _delivery_error,
     "ci-tokens": _page("/services/chat-7b/ci-tokens/"),

@@ -1,4 +1,5 @@
-"""POST /api/v1/services/<slug>/experiments/: a CI job records two stored runs as an experiment.
+"""/api/v1/services/<slug>/experiments/: a CI job records two stored runs as an experiment (POST)
+and finds what the team judged of it (GET).
 
 The runs are the real `vllm bench sweep serve` folder (--max-num-seqs 1, then 4, each at
 concurrency 1, 2 and 4, three times: SOURCES.md), imported as the load-test API would."""
@@ -162,3 +163,72 @@ def test_an_unknown_service_gets_404(promoter):
         "/api/v1/services/nope/experiments/", {"before": 1, "after": 2}, format="json"
     )
     assert answer.status_code == 404
+
+
+def test_the_answer_names_the_two_runs_it_was_given(promoter, pair):
+    body = record(promoter, pair.before.pk, pair.after.pk).json()
+    assert (body["before_run"], body["after_run"]) == (pair.before.pk, pair.after.pk)
+
+
+# GET: the list.
+
+
+@pytest.fixture
+def two_recorded(promoter, service):
+    """Two experiments of the max_num_seqs change (concurrency 1 and 4); the first adopted."""
+    change = max_num_seqs_1_to_4(service)
+    first, last = change.pairs[0], change.pairs[-1]
+    adopted = record(promoter, first.before.pk, first.after.pk).json()["id"]
+    Experiment.objects.filter(pk=adopted).update(verdict=Experiment.Verdict.ADOPTED)
+    record(promoter, last.before.pk, last.after.pk)
+    return first, last
+
+
+def listed(client: APIClient, query: str = "") -> list[tuple]:
+    answer = client.get(URL + query)
+    assert answer.status_code == 200, answer.content
+    return [(e["before_run"], e["after_run"]) for e in answer.json()["results"]]
+
+
+def test_a_token_that_may_only_run_the_gate_reads_the_list(service, two_recorded):
+    _, plaintext = ci_token_issue(service=service, can_import=False, can_gate=True)
+    first, last = two_recorded
+    assert sorted(listed(client_with(plaintext))) == sorted(
+        [(first.before.pk, first.after.pk), (last.before.pk, last.after.pk)]
+    )
+
+
+def test_the_list_filters_by_verdict(promoter, two_recorded):
+    first, _ = two_recorded
+    assert listed(promoter, "?verdict=adopted") == [(first.before.pk, first.after.pk)]
+
+
+def test_the_list_filters_by_a_run_on_either_side(promoter, two_recorded):
+    _, last = two_recorded
+    assert listed(promoter, f"?run={last.after.pk}") == [(last.before.pk, last.after.pk)]
+
+
+def test_an_unknown_verdict_gets_400_naming_the_field(promoter, two_recorded):
+    answer = promoter.get(URL + "?verdict=kept")
+    assert (answer.status_code, "verdict" in answer.json()) == (400, True)
+
+
+def test_the_list_comes_in_pages_with_the_total(promoter, two_recorded):
+    body = promoter.get(URL + "?limit=1").json()
+    assert (body["count"], len(body["results"]), body["next"] is not None) == (2, 1, True)
+
+
+def test_any_logged_in_user_reads_the_list_as_the_dossier_page(outsider_client, two_recorded):
+    assert outsider_client.get(URL).status_code == 200
+
+
+def test_a_token_of_another_service_may_not_read_the_list(make_service, two_recorded):
+    other = make_service("chat-8b")
+    _, plaintext = ci_token_issue(service=other)
+    answer = client_with(plaintext).get(URL)
+    assert (answer.status_code, "scoped to chat-8b" in answer.json()["detail"]) == (403, True)
+
+
+def test_an_agent_token_may_not_read_the_list(two_recorded):
+    _, plaintext = token_issue_for_host_name(host_name="gpu-host-1")
+    assert client_with(plaintext).get(URL).status_code == 403
