@@ -12,9 +12,12 @@ def test_evaluate_alerts_reports_what_it_did(service):
     assert out.getvalue().startswith("evaluated 13 rule(s) at 2026-03-02T09:05:00+00:00")
 
 
-def test_evaluate_alerts_rejects_a_time_without_a_zone(service):
-    with pytest.raises(CommandError, match="--at"):
-        call_command("evaluate_alerts", "--at", "2026-03-02T09:05:30")
+@pytest.mark.parametrize("at", ["2026-03-02T09:05:30", "yesterday"])
+def test_evaluate_alerts_exits_2_on_a_time_without_a_zone_or_not_a_time(service, at):
+    """docs/contracts.md: 2 on a bad --at (exit 1 is Django's default for any CommandError)."""
+    with pytest.raises(CommandError, match="--at") as refused:
+        call_command("evaluate_alerts", "--at", at)
+    assert refused.value.returncode == 2
 
 
 def test_the_beat_task_evaluates(service):

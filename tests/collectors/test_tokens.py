@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 import time_machine
 from django.conf import settings
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from collectors.models import AgentToken, Host, IngestBatch
@@ -107,6 +107,13 @@ def test_the_command_creates_the_host_and_prints_the_token_once(capsys):
     host = Host.objects.get(name="gpu-node-99")
     assert token_authenticate(out).host == host
     assert not AgentToken.objects.filter(digest=out).exists()
+
+
+@pytest.mark.parametrize("name", ["", "   ", "h" * 201])
+def test_the_command_exits_2_on_a_host_name_it_cannot_store(name):
+    with pytest.raises(CommandError, match="--host") as refused:
+        call_command("create_agent_token", "--host", name)
+    assert (refused.value.returncode, Host.objects.exists()) == (2, False)
 
 
 def test_the_api_answers_401_without_a_token(client, service):

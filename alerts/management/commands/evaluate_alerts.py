@@ -17,7 +17,9 @@ class Command(BaseCommand):
         if options["at"]:
             now = parse_datetime(options["at"])
             if now is None or now.tzinfo is None:
-                raise CommandError("--at: an RFC 3339 time with a zone, e.g. 2026-03-02T09:05:00Z")
+                raise CommandError(
+                    "--at: an RFC 3339 time with a zone, e.g. 2026-03-02T09:05:00Z", returncode=2
+                )
         report = services.evaluate_all(now)
         self.stdout.write(
             f"evaluated {report.rules} rule(s) at {report.evaluated_at.isoformat()}: "

@@ -16,7 +16,7 @@ class Command(BaseCommand):
     def handle(self, *args, host: str, label: str, **options) -> None:
         host = host.strip()
         if not host or len(host) > 200:
-            raise CommandError("--host: a name of 1 to 200 characters.")
+            raise CommandError("--host: a name of 1 to 200 characters.", returncode=2)
         token, plaintext = token_issue_for_host_name(host_name=host, label=label)
         self.stderr.write(
             f"Token {token.prefix}… for host {token.host.name!r}. It is shown once: keep it now."
