@@ -12,7 +12,7 @@ def write_output(command: BaseCommand, text: str, path: str | None) -> None:
         command.stdout.write(text, ending="")
         return
     try:
-        with open(path, "w") as out:
+        with open(path, "w", encoding="utf-8") as out:
             out.write(text)
     except OSError as exc:
         raise CommandError(f"--output: {exc.strerror}: {exc.filename}", returncode=2) from None

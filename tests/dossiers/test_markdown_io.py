@@ -330,6 +330,12 @@ def test_export_command_writes_the_file(dossier, tmp_path):
     assert out.read_text() == export_dossier(dossier)
 
 
+def test_export_command_exits_2_naming_an_unwritable_output(dossier, tmp_path):
+    with pytest.raises(CommandError, match="--output: No such file") as refused:
+        call_command("export_dossier", "chat-7b", "-o", str(tmp_path / "missing" / "chat.md"))
+    assert refused.value.returncode == 2
+
+
 def test_import_command_merges_a_file(dossier, blank, tmp_path):
     path = tmp_path / "chat.md"
     path.write_text(as_blank(export_dossier(dossier)))

@@ -1,9 +1,8 @@
 """`manage.py export_dossier SLUG [-o FILE]`: the whole dossier as one Markdown file."""
 
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
+from core.commands import write_output
 from dossiers.markdown import export_dossier
 from dossiers.models import Service
 
@@ -19,9 +18,6 @@ class Command(BaseCommand):
         service = Service.objects.select_related("team").filter(slug=slug).first()
         if service is None:
             raise CommandError(f"Unknown service slug: '{slug}'.", returncode=2)
-        text = export_dossier(service)
+        write_output(self, export_dossier(service), output)
         if output:
-            Path(output).write_text(text, encoding="utf-8")
             self.stderr.write(f"Wrote {service.slug}'s dossier to {output}.")
-        else:
-            self.stdout.write(text, ending="")
