@@ -226,6 +226,30 @@ def test_the_command_refuses_a_service_without_load_tests_with_exit_2(service):
     assert caught.value.returncode == 2
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--service", "nope"], "unknown service 'nope'"),
+        (["--service", "chat-7b", "--run", "999999"], "--run 999999: no such load test"),
+    ],
+)
+def test_the_command_names_an_unknown_service_or_run_with_exit_2(run, args, message):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=message) as caught:
+        call_command("attach_engine_side", *args)
+    assert caught.value.returncode == 2
+
+
+@pytest.mark.parametrize("bad", [str(10**30), "0", "x"])
+def test_the_command_refuses_a_run_that_is_no_id_before_asking_the_database(run, bad):
+    """(SQLite raised OverflowError past 2**63.) On the command line argparse exits 2."""
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="is not a load test id"):
+        call_command("attach_engine_side", "--service", "chat-7b", "--run", bad)
+
+
 def _scrape_ttfts(client, service, at, cumulative: tuple[int, int, int, int]) -> None:
     text = ttft_exposition(cumulative)
     scrape = {"ts": rfc3339(at), "service": service.slug, "source": "vllm", "exposition": text}

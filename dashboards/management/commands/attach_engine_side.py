@@ -1,9 +1,25 @@
 """Give load tests the engine's figures over their window (again), e.g. after late scrapes."""
 
+import argparse
+
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboards.vantage import attach_engine_side, layers
+from dossiers.models import Service
 from loadtests.models import LoadTest
+
+MAX_ID = 2**63 - 1  # the largest id a key column holds (SQLite cannot compare a larger one)
+
+
+def run_id(text: str) -> int:
+    """A load test id as argparse reads it: a positive integer a key column can hold."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a load test id") from None
+    if not 1 <= value <= MAX_ID:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a load test id")
+    return value
 
 
 class Command(BaseCommand):
@@ -11,12 +27,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--service", required=True, help="the service's slug")
-        parser.add_argument("--run", type=int, action="append", help="a load test id (repeat)")
+        parser.add_argument("--run", type=run_id, action="append", help="a load test id (repeat)")
 
     def handle(self, *args, service: str, run: list[int] | None, **options) -> None:
+        if not Service.objects.filter(slug=service).exists():
+            raise CommandError(f"unknown service {service!r}", returncode=2)
         runs = LoadTest.objects.filter(service__slug=service).select_related("service")
         if run:
-            runs = runs.filter(pk__in=run)
+            runs = list(runs.filter(pk__in=run))
+            if missing := sorted(set(run) - {r.pk for r in runs}):
+                named = ", ".join(map(str, missing))
+                raise CommandError(f"--run {named}: no such load test of {service}", returncode=2)
         runs = list(runs)
         if not runs:
             raise CommandError(f"no load tests of service {service!r}", returncode=2)
