@@ -6,6 +6,10 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
+# The largest id a key column holds (bigint). SQLite cannot even compare a larger integer: an id
+# from outside is bounded by this before it reaches a query.
+MAX_ID = 2**63 - 1
+
 
 def validate_http_url(value: str) -> None:
     """An http(s) URL with a host. Unlike Django's URLValidator, single-label host names

@@ -31,14 +31,12 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
+from core.validators import MAX_ID
 from dossiers.models import Experiment
 from loadtests.api import CIEndpoint
 from loadtests.importing import PromotionError
 from loadtests.models import CIToken, LoadTest, source_run
 from loadtests.one_change import ExperimentFromRunsError, record_experiment
-
-# The largest id any database's key column holds: SQLite cannot even compare with a larger one.
-MAX_ID = 2**63 - 1
 
 
 class ExperimentFromRunsSerializer(serializers.Serializer):

@@ -12,6 +12,7 @@ import math
 
 from rest_framework import serializers
 
+from core.validators import MAX_ID
 from planning.objectives import ObjectiveError, parse_objectives
 
 
@@ -34,7 +35,7 @@ class PlanQuerySerializer(serializers.Serializer):
     headroom = serializers.FloatField(required=False, min_value=0)
     at_concurrency = serializers.FloatField(required=False, validators=[_positive])
     at_rate = serializers.FloatField(required=False, validators=[_positive])
-    sweep = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
     def validate_headroom(self, value: float) -> float:
         if not value < 1:

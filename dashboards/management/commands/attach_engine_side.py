@@ -4,11 +4,10 @@ import argparse
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.validators import MAX_ID
 from dashboards.vantage import attach_engine_side, layers
 from dossiers.models import Service
 from loadtests.models import LoadTest
-
-MAX_ID = 2**63 - 1  # the largest id a key column holds (SQLite cannot compare a larger one)
 
 
 def run_id(text: str) -> int:
