@@ -121,6 +121,11 @@ class ExperimentFromRunsView(CIEndpoint):
     action = CIToken.Action.PROMOTE
     throttle_scope = "loadtests"
 
+    def get_throttles(self) -> list:
+        # Reads are not counted, as the plan and metrics reads are not: a CI job polling for
+        # the team's verdict must not spend the budget its imports and recordings share.
+        return [] if self.request.method == "GET" else super().get_throttles()
+
     @extend_schema(
         operation_id="v1_services_experiments_list",
         summary="List the service's experiments, newest first",

@@ -232,3 +232,12 @@ def test_a_token_of_another_service_may_not_read_the_list(make_service, two_reco
 def test_an_agent_token_may_not_read_the_list(two_recorded):
     _, plaintext = token_issue_for_host_name(host_name="gpu-host-1")
     assert client_with(plaintext).get(URL).status_code == 403
+
+
+def test_reading_the_list_does_not_spend_the_tokens_recording_budget(promoter, pair, monkeypatch):
+    from rest_framework.throttling import SimpleRateThrottle
+
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"loadtests": "2/min"})
+    polls = [promoter.get(URL).status_code for _ in range(3)]
+    assert polls == [200, 200, 200]
+    assert record(promoter, pair.before.pk, pair.after.pk).status_code == 201
