@@ -23,7 +23,6 @@ dossier page), a CI token in scope with any permission; agent tokens 403.
 
 from __future__ import annotations
 
-from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -36,7 +35,7 @@ from dossiers.models import Experiment
 from loadtests.api import CIEndpoint
 from loadtests.importing import PromotionError
 from loadtests.models import CIToken, LoadTest, source_run
-from loadtests.one_change import ExperimentFromRunsError, record_experiment
+from loadtests.one_change import ExperimentFromRunsError, experiments_of, record_experiment
 
 
 class ExperimentFromRunsSerializer(serializers.Serializer):
@@ -145,15 +144,7 @@ class ExperimentFromRunsView(CIEndpoint):
         service = self.service(request, slug, reading=True)
         given = ExperimentFilterSerializer(data=request.query_params)
         given.is_valid(raise_exception=True)
-        experiments = service.experiments.select_related(
-            "before__source_load_test", "after__source_load_test"
-        )
-        if verdict := given.validated_data.get("verdict"):
-            experiments = experiments.filter(verdict=verdict)
-        if run := given.validated_data.get("run"):
-            experiments = experiments.filter(
-                Q(before__source_load_test=run) | Q(after__source_load_test=run)
-            )
+        experiments = experiments_of(service, **given.validated_data)
         pages = ExperimentPages()
         page = pages.paginate_queryset(experiments, request, view=self)
         context = {"request": request}

@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Q, QuerySet
 
 from analysis import gate
 from dossiers import services
-from dossiers.models import Experiment
+from dossiers.models import Experiment, Service
 from loadtests import configuration
 from loadtests.gate import run_data, service_rules
 from loadtests.importing import baseline_of_run
@@ -216,3 +217,20 @@ def _change_between(
 
 def _cut(text: str, length: int) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
+
+
+def experiments_of(
+    service: Service, *, verdict: str | None = None, run: int | None = None
+) -> QuerySet[Experiment]:
+    """The service's experiments, newest first, with the runs their baselines came from;
+    only those of `verdict`, only those run `run` (a load test id) is the before or after of."""
+    experiments = service.experiments.select_related(
+        "before__source_load_test", "after__source_load_test"
+    )
+    if verdict:
+        experiments = experiments.filter(verdict=verdict)
+    if run:
+        experiments = experiments.filter(
+            Q(before__source_load_test=run) | Q(after__source_load_test=run)
+        )
+    return experiments
