@@ -121,7 +121,10 @@ def _shard_worker(job: tuple) -> dict:
         report = evaluate_all(now, shard=(k, n))
         seconds = time.perf_counter() - t0
     connection.close()
-    return {"k": k, "seconds": seconds, "rules": report.rules, "queries": len(queries)}
+    return {
+        "k": k, "seconds": seconds, "rules": report.rules, "queries": len(queries),
+        "changes": len(report.changes), "notifications": len(report.notifications),
+    }  # fmt: skip
 
 
 def evaluate_round_workers(now: datetime, workers: int) -> dict:
@@ -145,8 +148,8 @@ def evaluate_round_workers(now: datetime, workers: int) -> dict:
         "workers": [p["seconds"] for p in parts],
         "rules": sum(p["rules"] for p in parts),
         "queries": max(p["queries"] for p in parts),
-        "changes": 0,
-        "notifications": 0,
+        "changes": sum(p["changes"] for p in parts),
+        "notifications": sum(p["notifications"] for p in parts),
         "states": dict(sorted(states.items())),
     }
 
