@@ -56,14 +56,12 @@ def freeze_loaded_objects() -> int:
     `bench/ingest.py` the slowest ingest request took 105-110 ms, against 15-21 ms frozen.
     Frozen, the start-up objects are never scanned again; what requests leave behind is
     collected as before."""
-    import gc
-
     from django.urls import get_resolver
 
+    from perfhub.gc_freeze import freeze_loaded_objects as freeze
+
     get_resolver().url_patterns  # noqa: B018 - imports every urls module and its views
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
+    return freeze()
 
 
 def post_worker_init(worker) -> None:

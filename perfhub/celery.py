@@ -1,12 +1,12 @@
 """The Celery app. Broker from REDIS_URL; without it tasks run eagerly (see settings)."""
 
-import gc
 import os
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_init
 
 from perfhub import logs
+from perfhub.gc_freeze import freeze_loaded_objects
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "perfhub.settings")
 
@@ -28,9 +28,7 @@ def freeze_before_fork(**_signal) -> int:
     writes to every object it scans: unfrozen, each pool child's first one turned ~60 MB of
     shared pages into its own copies and took ~100 ms. Frozen, the children's collections
     skip them (docs/operations.md, "Workers' memory")."""
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
+    return freeze_loaded_objects()
 
 
 # In the main process, after the task modules are imported and before the pool starts.

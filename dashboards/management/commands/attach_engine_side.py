@@ -32,12 +32,10 @@ class Command(BaseCommand):
         if not Service.objects.filter(slug=service).exists():
             raise CommandError(f"unknown service {service!r}", returncode=2)
         runs = LoadTest.objects.filter(service__slug=service).select_related("service")
-        if run:
-            runs = list(runs.filter(pk__in=run))
-            if missing := sorted(set(run) - {r.pk for r in runs}):
-                named = ", ".join(map(str, missing))
-                raise CommandError(f"--run {named}: no such load test of {service}", returncode=2)
-        runs = list(runs)
+        runs = list(runs.filter(pk__in=run) if run else runs)
+        if run and (missing := sorted(set(run) - {r.pk for r in runs})):
+            named = ", ".join(map(str, missing))
+            raise CommandError(f"--run {named}: no such load test of {service}", returncode=2)
         if not runs:
             raise CommandError(f"no load tests of service {service!r}", returncode=2)
         for r in runs:
