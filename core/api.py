@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
 from django.views import defaults
 from rest_framework import exceptions, parsers, serializers, status
 
@@ -37,6 +38,20 @@ class DetailSerializer(serializers.Serializer):
     """An error answer that is not about one field (for the schema)."""
 
     detail = serializers.CharField()
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 time with its zone offset (`2026-12-01T12:00:00Z`), returned in UTC. A time
+    without one is refused, not read in the server's zone: a CI job's clock may be anywhere."""
+
+    default_error_messages = {
+        "naive": "The time needs a zone offset, e.g. 2026-12-01T12:00:00Z or +01:00.",
+    }
+
+    def enforce_timezone(self, value):
+        if timezone.is_naive(value):
+            self.fail("naive")
+        return super().enforce_timezone(value)
 
 
 class PayloadTooLarge(exceptions.APIException):

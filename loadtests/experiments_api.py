@@ -16,8 +16,9 @@ run twice); 422 when the runs are not one change at one load, or cannot be basel
 failed run, refusing lint findings), with the reason; 403; 404 unknown service.
 
 GET lists the service's experiments, newest first (a page of `limit`, at most 500, from
-`offset`), optionally only one `verdict` or only those a `run` is the before or after of: how
-a CI job finds the team's verdict on what it recorded. Who reads: any logged-in user (as the
+`offset`), optionally only one `verdict`, only those a `run` is the before or after of, only
+those recorded after `created_after`: how a CI job finds the team's verdict on what it
+recorded, or what is new since its last poll. Who reads: any logged-in user (as the
 dossier page), a CI token in scope with any permission; agent tokens 403.
 """
 
@@ -30,6 +31,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
+from core.api import AwareDateTimeField
 from core.validators import MAX_ID
 from dossiers.models import Experiment
 from loadtests.api import CIEndpoint
@@ -97,6 +99,10 @@ class ExperimentFilterSerializer(serializers.Serializer):
     verdict = serializers.ChoiceField(choices=Experiment.Verdict.choices, required=False)
     run = serializers.IntegerField(
         min_value=1, max_value=MAX_ID, required=False, help_text="Its before or after run."
+    )
+    created_after = AwareDateTimeField(
+        required=False,
+        help_text="Recorded after this time (with its zone offset): what a poll has not seen.",
     )
 
 

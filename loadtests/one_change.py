@@ -11,6 +11,7 @@ service (not the current one) and the experiment, pending, links them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
@@ -220,10 +221,15 @@ def _cut(text: str, length: int) -> str:
 
 
 def experiments_of(
-    service: Service, *, verdict: str | None = None, run: int | None = None
+    service: Service,
+    *,
+    verdict: str | None = None,
+    run: int | None = None,
+    created_after: datetime | None = None,
 ) -> QuerySet[Experiment]:
     """The service's experiments, newest first, with the runs their baselines came from;
-    only those of `verdict`, only those run `run` (a load test id) is the before or after of."""
+    only those of `verdict`, only those run `run` (a load test id) is the before or after of,
+    only those recorded after `created_after`."""
     experiments = service.experiments.select_related(
         "before__source_load_test", "after__source_load_test"
     )
@@ -233,4 +239,6 @@ def experiments_of(
         experiments = experiments.filter(
             Q(before__source_load_test=run) | Q(after__source_load_test=run)
         )
+    if created_after is not None:
+        experiments = experiments.filter(created_at__gt=created_after)
     return experiments

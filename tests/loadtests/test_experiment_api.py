@@ -4,9 +4,12 @@ and finds what the team judged of it (GET).
 The runs are the real `vllm bench sweep serve` folder (--max-num-seqs 1, then 4, each at
 concurrency 1, 2 and 4, three times: SOURCES.md), imported as the load-test API would."""
 
+from datetime import timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from collectors.services.tokens import token_issue_for_host_name
@@ -206,6 +209,22 @@ def test_the_list_filters_by_verdict(promoter, two_recorded):
 def test_the_list_filters_by_a_run_on_either_side(promoter, two_recorded):
     _, last = two_recorded
     assert listed(promoter, f"?run={last.after.pk}") == [(last.before.pk, last.after.pk)]
+
+
+def test_the_list_filters_by_when_they_were_recorded(promoter, two_recorded):
+    first, last = two_recorded
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    Experiment.objects.filter(before__source_load_test=first.before).update(created_at=an_hour_ago)
+    since = (an_hour_ago + timedelta(minutes=1)).astimezone(ZoneInfo("Asia/Kolkata"))
+    answer = promoter.get(URL, {"created_after": since.isoformat()})
+    assert [(e["before_run"], e["after_run"]) for e in answer.json()["results"]] == [
+        (last.before.pk, last.after.pk)
+    ]
+
+
+def test_a_time_without_its_zone_gets_400_naming_the_field(promoter, two_recorded):
+    answer = promoter.get(URL, {"created_after": "2026-12-01T12:00:00"})
+    assert (answer.status_code, "zone offset" in answer.json()["created_after"][0]) == (400, True)
 
 
 def test_an_unknown_verdict_gets_400_naming_the_field(promoter, two_recorded):
