@@ -15,6 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 import yaml
+from django.conf import settings
+from django.urls import reverse
 
 from core.templatetags.display import (
     change_with_percent,
@@ -42,6 +44,17 @@ LATENCY_TITLES = {"e2e": "End-to-end", "ttft": "TTFT", "tpot": "TPOT"}
 # The file keeps to what a reader compares first; the page shows every percentile.
 DELTA_METRICS = ("qps", "output_tps", "input_tps", "gpu_util", "e2e_p50_ms", "e2e_p99_ms")
 DELTA_METRICS += ("ttft_p99_ms", "tpot_p99_ms")
+# The service's pages on the PerfHub the file came from, linked under its title: a file read
+# away from PerfHub (a wiki, an e-mail) leads back to the live numbers. Only the service's own
+# pages, named by its slug: a link to one experiment or run would name ids that an import into
+# another PerfHub does not keep, and the round trip would not give the same text.
+LIVE_PAGES = (
+    ("Dossier", "dossiers:dossier"),
+    ("Onboarding", "dossiers:onboarding"),
+    ("Live dashboard", "dashboards:service"),
+    ("Load tests", "loadtests:list"),
+    ("Capacity planner", "planning:planner"),
+)
 
 
 def export_dossier(service: Service) -> str:
@@ -74,6 +87,7 @@ def export_dossier(service: Service) -> str:
         "second (req/s, tok/s), memory in GB (10⁹ bytes), utilization in % of the time; the "
         "terms are explained in the [glossary](#glossary).",
         "",
+        *_live_pages(service),
     ]
 
     out += [f"## {schema.PEOPLE}", ""]
@@ -127,6 +141,16 @@ def export_dossier(service: Service) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Data blocks
+
+
+def _live_pages(service: Service) -> list[str]:
+    """One line of links to the service's pages, at SITE_URL (skipped on import)."""
+    site = settings.SITE_URL.rstrip("/")
+    links = [
+        f"[{title}]({site}{reverse(name, kwargs={'slug': service.slug})})"
+        for title, name in LIVE_PAGES
+    ]
+    return ["Live pages: " + " · ".join(links) + ".", ""]
 
 
 def _front_matter(service: Service) -> list[str]:

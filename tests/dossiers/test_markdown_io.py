@@ -152,6 +152,13 @@ def test_the_export_shows_experiment_changes_in_units_beside_the_percent(dossier
     assert "| Output tokens/s | 1,000 tok/s | 2,000 tok/s | +1,000 tok/s (+100.0%) |" in text
 
 
+def test_the_export_links_to_the_services_live_pages_at_the_site_url(dossier, settings):
+    settings.SITE_URL = "https://perfhub.example.com/"
+    (line,) = [line for line in export_dossier(dossier).splitlines() if line.startswith("Live")]
+    assert "[Dossier](https://perfhub.example.com/services/chat-7b/)" in line
+    assert "[Capacity planner](https://perfhub.example.com/services/chat-7b/planner/)" in line
+
+
 def test_the_export_ends_with_a_glossary(dossier):
     text = export_dossier(dossier)
     assert text.index("## Glossary") > text.index("## Config versions")

@@ -22,8 +22,10 @@ def test_the_command_imports_the_fleet_and_prints_the_demo_login(db, settings):
     assert LoadTest.objects.filter(origin=LoadTest.Origin.DEMO).count() == 7 + 16 + 41 + 5
 
 
-def test_the_demo_files_are_exactly_what_the_export_writes(db):
-    # Imported on the day they were exported (no date shift), each exports back to its file.
+def test_the_demo_files_are_exactly_what_the_export_writes(db, settings):
+    # Imported on the day they were exported (no date shift), each exports back to its file;
+    # their links to the live pages are the demo's own address.
+    settings.SITE_URL = "http://127.0.0.1:8000"
     result = demo.build_demo(today=demo.EXPORTED_ON)
     for path in demo.demo_files():
         slug = path.stem.split("-", 1)[1]

@@ -174,5 +174,7 @@ def dossier_service(slug: str, *, team, name: str | None = None, **overrides) ->
 
 
 def as_blank(text: str) -> str:
-    """The same file, headed as the `blank` service's own dossier."""
-    return text.replace("service: chat-7b", "service: blank", 1)
+    """The same file, headed as the `blank` service's own dossier (its links to the live
+    pages too: they are computed from the service exported, not read back)."""
+    text = text.replace("service: chat-7b", "service: blank", 1)
+    return text.replace("/services/chat-7b/", "/services/blank/")
