@@ -129,6 +129,26 @@ def test_in_multiprocess_mode_every_process_counts(tmp_path, monkeypatch):
     assert value(text, "perfhub_ingest_samples_total", kind="gpus", outcome="stored") == 6
 
 
+# gunicorn's master loads the application, the instruments included, then forks its workers
+# (preload_app): each child must count in a file of its own, not in the master's.
+COUNT_IN_FORKED_WORKERS = """
+import os
+from collectors.instruments import record_ingest
+for _ in range(2):
+    if os.fork() == 0:
+        record_ingest(via='api', outcome='accepted', counts={'gpus': 3})
+        os._exit(0)
+    os.wait()
+"""
+
+
+def test_workers_forked_from_a_master_that_loaded_the_instruments_each_count(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    subprocess.run([sys.executable, "-c", COUNT_IN_FORKED_WORKERS], check=True, cwd=ROOT)
+    text = instruments_text().decode()
+    assert value(text, "perfhub_ingest_batches_total", via="api", outcome="accepted") == 2
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_real_prometheus_scrapes_it(live_server, tmp_path, settings):
     settings.PERFHUB_METRICS_TOKEN = "s3cret"
