@@ -1,13 +1,14 @@
-"""System checks: a demo password that still logs in fails `check --deploy`; a malformed
-outbound allow-list fails every check."""
+"""System checks: a demo password that still logs in fails `check --deploy`, and a SITE_URL
+no reader can open warns there; a malformed outbound allow-list fails every check."""
 
 from __future__ import annotations
 
 import ipaddress
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.checks import Error, Tags, register
+from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError
 
 from dossiers import demo
@@ -49,3 +50,33 @@ def check_outbound_allow_list(app_configs=None, **kwargs) -> list[Error]:
                 )
             )
     return errors
+
+
+@register(deploy=True)
+def check_site_url(app_configs=None, **kwargs) -> list[Warning]:
+    """SITE_URL is where the links PerfHub sends out lead (alert notifications, webhooks, the
+    exported dossier's live pages): on a deployment, loopback is nobody's PerfHub."""
+    parts = urlsplit(settings.SITE_URL)
+    host = parts.hostname or ""
+    if parts.scheme not in ("http", "https") or not host:
+        problem = "is not an http(s) address"
+    elif host == "localhost" or _is_loopback(host):
+        problem = "points at the server's own loopback"
+    else:
+        return []
+    return [
+        Warning(
+            f"SITE_URL {settings.SITE_URL!r} {problem}: the links in alert notifications "
+            "and exported dossiers lead nowhere for the people who read them.",
+            hint="Set SITE_URL to the address people open PerfHub at, "
+            "e.g. https://perfhub.example.com.",
+            id="perfhub.W001",
+        )
+    ]
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name
+        return False

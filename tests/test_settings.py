@@ -11,6 +11,7 @@ PRODUCTION_ENV = {
     "SECRET_KEY": "x" * 30 + "-production-secret-for-the-deploy-check-only-0123456789",
     "DEBUG": "0",
     "ALLOWED_HOSTS": "perfhub.example.com",
+    "SITE_URL": "https://perfhub.example.com",
     "SECURE_SSL_REDIRECT": "1",
     "SECURE_COOKIES": "1",
     "SECURE_HSTS_SECONDS": "31536000",
