@@ -17,9 +17,10 @@ failed run, refusing lint findings), with the reason; 403; 404 unknown service.
 
 GET lists the service's experiments, newest first (a page of `limit`, at most 500, from
 `offset`), optionally only one `verdict`, only those a `run` is the before or after of, only
-those recorded after `created_after`: how a CI job finds the team's verdict on what it
-recorded, or what is new since its last poll. Who reads: any logged-in user (as the
-dossier page), a CI token in scope with any permission; agent tokens 403.
+those recorded after `created_after`, or recorded or changed after `changed_after`: how a CI
+job finds the team's verdict on what it recorded, or what is new since its last poll. Who
+reads: any logged-in user (as the dossier page), a CI token in scope with any permission;
+agent tokens 403.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class ExperimentSerializer(serializers.ModelSerializer):
         fields = [
             "id", "title", "hypothesis", "variable_key", "value_from", "value_to",
             "before", "after", "before_run", "after_run", "verdict", "notes", "run_on",
-            "created_at", "url",
+            "created_at", "updated_at", "url",
         ]  # fmt: skip
 
     def get_before_run(self, experiment: Experiment) -> int | None:
@@ -101,8 +102,12 @@ class ExperimentFilterSerializer(serializers.Serializer):
         min_value=1, max_value=MAX_ID, required=False, help_text="Its before or after run."
     )
     created_after = AwareDateTimeField(
+        required=False, help_text="Recorded after this time (with its zone offset)."
+    )
+    changed_after = AwareDateTimeField(
         required=False,
-        help_text="Recorded after this time (with its zone offset): what a poll has not seen.",
+        help_text="Recorded or changed (a verdict given, notes edited) after this time: "
+        "what a poll has not seen.",
     )
 
 

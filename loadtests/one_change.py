@@ -226,10 +226,11 @@ def experiments_of(
     verdict: str | None = None,
     run: int | None = None,
     created_after: datetime | None = None,
+    changed_after: datetime | None = None,
 ) -> QuerySet[Experiment]:
     """The service's experiments, newest first, with the runs their baselines came from;
     only those of `verdict`, only those run `run` (a load test id) is the before or after of,
-    only those recorded after `created_after`."""
+    only those recorded after `created_after`, only those saved after `changed_after`."""
     experiments = service.experiments.select_related(
         "before__source_load_test", "after__source_load_test"
     )
@@ -241,4 +242,6 @@ def experiments_of(
         )
     if created_after is not None:
         experiments = experiments.filter(created_at__gt=created_after)
+    if changed_after is not None:
+        experiments = experiments.filter(updated_at__gt=changed_after)
     return experiments

@@ -47,6 +47,8 @@ class Experiment(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Every save (a verdict given, a note added): what a CI job polling for verdicts asks about.
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-run_on", "-pk"]

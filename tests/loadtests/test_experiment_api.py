@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from collectors.services.tokens import token_issue_for_host_name
 from dossiers.models import Baseline, Experiment
+from dossiers.services import experiment_update
 from loadtests.importing import import_loadtest_files
 from loadtests.one_change import changes_into
 from loadtests.sweeps import sweeps_for_service
@@ -220,6 +221,17 @@ def test_the_list_filters_by_when_they_were_recorded(promoter, two_recorded):
     assert [(e["before_run"], e["after_run"]) for e in answer.json()["results"]] == [
         (last.before.pk, last.after.pk)
     ]
+
+
+def test_the_list_finds_a_verdict_given_since_a_poll(promoter, two_recorded):
+    first, _ = two_recorded
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    Experiment.objects.update(created_at=an_hour_ago, updated_at=an_hour_ago)
+    judged = Experiment.objects.get(before__source_load_test=first.before)
+    experiment_update(experiment=judged, verdict=Experiment.Verdict.REVERTED)  # as the page does
+    since = (an_hour_ago + timedelta(minutes=1)).isoformat()
+    answer = promoter.get(URL, {"changed_after": since}).json()["results"]
+    assert [(e["before_run"], e["verdict"]) for e in answer] == [(first.before.pk, "reverted")]
 
 
 def test_a_time_without_its_zone_gets_400_naming_the_field(promoter, two_recorded):
