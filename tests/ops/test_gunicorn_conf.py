@@ -5,14 +5,15 @@ import os
 import platform
 import runpy
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+import requests
+
+from deploy.stack import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "deploy" / "gunicorn.conf.py"
@@ -44,16 +45,16 @@ def test_the_master_puts_the_loaded_application_out_of_the_collectors_reach():
         gc.unfreeze()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def private_mb(pid: int) -> float:
     with open(f"/proc/{pid}/smaps_rollup") as smaps:
         fields = dict(line.split()[:2] for line in smaps if line.split()[0].endswith(":"))
     return (int(fields["Private_Dirty:"]) + int(fields["Private_Clean:"])) / 1024
+
+
+def answers_20_times(base: str) -> bool:
+    for _ in range(20):
+        requests.get(f"{base}/healthz", timeout=5).raise_for_status()
+    return True
 
 
 @pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="Linux's smaps_rollup")
@@ -80,21 +81,11 @@ def test_real_workers_share_the_application_their_master_loaded(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                for _ in range(20):  # both workers answer some
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None, (
-                    "gunicorn did not start"
-                )
-                time.sleep(0.3)
+        base = f"http://127.0.0.1:{port}"
+        wait_for("gunicorn answers /healthz", lambda: answers_20_times(base), 60, every=0.3)
         children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
-        while len(children.read_text().split()) < 2:  # one may answer before the other is up
-            assert time.monotonic() < deadline, "the second worker did not start"
-            time.sleep(0.1)
+        # one worker may answer every request before the other is up
+        wait_for("both workers started", lambda: len(children.read_text().split()) == 2, 60, 0.1)
         time.sleep(1)  # its start-up (post_worker_init) done
         children = children.read_text().split()
         assert max(private_mb(int(pid)) for pid in children) < 40
