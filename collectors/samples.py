@@ -6,8 +6,8 @@ request list straight into it, timestamps included, in compiled code; the DRF pa
 (`RequestSampleSerializer`) builds the same type from its validated fields. Either way it
 reaches `collectors.services.ingest` with the same fields and `ts` in UTC.
 
-Timestamps are parsed by msgspec's RFC 3339 parser on both paths (`parse_rfc3339` calls it for
-DRF), so the two paths accept the same strings as the same instants.
+Timestamps are parsed by msgspec's RFC 3339 parser on both paths (`core.api.parse_rfc3339` calls
+it for DRF), so the two paths accept the same strings as the same instants.
 """
 
 from __future__ import annotations
@@ -50,16 +50,3 @@ class ValidRequest(msgspec.Struct, kw_only=True, gc=False, forbid_unknown_fields
     prompt_tokens: Tokens | None = None
     output_tokens: Tokens | None = None
     ok: bool = True
-
-
-def parse_rfc3339(value: object) -> datetime | None:
-    """The datetime an RFC 3339 string spells, or None; naive when it has no offset (the caller
-    decides whether that will do). msgspec's parser: seconds required; "T", "t" or a space
-    between date and time; "Z" or an offset up to +-23:59; digits past the microsecond rounded.
-    """
-    if type(value) is not str:
-        return None
-    try:
-        return msgspec.convert(value, datetime)
-    except msgspec.ValidationError:
-        return None

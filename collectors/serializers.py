@@ -16,16 +16,14 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import exceptions, serializers
 
 from analysis import plausibility
 from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
-from collectors.samples import ValidRequest, parse_rfc3339
-from core.api import flatten_errors
+from collectors.samples import ValidRequest
+from core.api import Rfc3339Field, flatten_errors, parse_rfc3339
 
 # re-exported: callers flatten errors the way the API does, and parse timestamps as it does
 __all__ = ["ValidRequest", "flatten_errors", "parse_rfc3339"]
@@ -56,17 +54,14 @@ def _z(ts: datetime) -> str:
     return ts.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-@extend_schema_field(OpenApiTypes.DATETIME)
-class Rfc3339Field(serializers.Field):
-    """An RFC 3339 timestamp with its offset (any valid one), returned in UTC.
+class BoundedRfc3339Field(Rfc3339Field):
+    """`core.api.Rfc3339Field` bounded in time.
 
     `window=True` (ingest): it must fall inside the acceptance window around the context's
     `now`. Otherwise (metrics queries) it must lie between 1970 and the window's end.
     """
 
     default_error_messages = {
-        "invalid": "An RFC 3339 timestamp is required, e.g. 2025-01-31T12:00:00Z.",
-        "naive": "The timestamp needs a time zone offset (RFC 3339), e.g. Z or +00:00.",
         "window": (
             "{value} is outside the acceptance window {start} .. {end} (now - {age} .. "
             "now + {ahead}); check the host's clock."
@@ -78,12 +73,7 @@ class Rfc3339Field(serializers.Field):
         self.window = window
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data) -> datetime:
-        value = parse_rfc3339(data)
-        if value is None:
-            self.fail("invalid")
-        if value.tzinfo is None:
-            self.fail("naive")
+    def check(self, value: datetime, data: str) -> None:
         if self.window:
             start, end = acceptance_window(self.context_now())
             if not start <= value <= end:
@@ -97,15 +87,11 @@ class Rfc3339Field(serializers.Field):
                 )
         elif not EARLIEST <= value <= acceptance_window(self.context_now())[1]:
             self.fail("range", ahead=_span(settings.PERFHUB_INGEST_MAX_AHEAD_S))
-        return value.astimezone(UTC)
 
     def context_now(self) -> datetime:
         root = self.root
         now = root.context.get("now") if root is not None else None
         return now or timezone.now()
-
-    def to_representation(self, value: datetime) -> str:
-        return value.isoformat()
 
 
 class StrictCharField(serializers.CharField):
@@ -212,7 +198,7 @@ def count(**kwargs) -> serializers.IntegerField:
 
 
 class GpuSampleSerializer(serializers.Serializer):
-    ts = Rfc3339Field(window=True)
+    ts = BoundedRfc3339Field(window=True)
     index = StrictIntegerField(min_value=0, max_value=1023)
     uuid = StrictCharField(max_length=100, allow_blank=True, required=False, default="")
     name = StrictCharField(max_length=100, allow_blank=True, required=False, default="")
@@ -237,7 +223,7 @@ class GpuSampleSerializer(serializers.Serializer):
 
 
 class ScrapeSerializer(serializers.Serializer):
-    ts = Rfc3339Field(window=True)
+    ts = BoundedRfc3339Field(window=True)
     service = StrictCharField(
         max_length=50, allow_blank=True, allow_null=True, required=False, default=""
     )
@@ -269,7 +255,7 @@ class RequestSampleSerializer(serializers.Serializer):
     skip it: `collectors.decoding` checks the request list with msgspec first (the hot path)
     and comes here only to name what is wrong."""
 
-    ts = Rfc3339Field(window=True)
+    ts = BoundedRfc3339Field(window=True)
     service = StrictCharField(min_length=1, max_length=50)
     ttft_ms = within(plausibility.LATENCY_MS)
     tpot_ms = within(plausibility.LATENCY_MS)
@@ -298,7 +284,7 @@ class IngestEnvelopeSerializer(serializers.Serializer):
     batch_id = StrictUUIDField()
     host = StrictCharField(min_length=1, max_length=200)
     agent_version = StrictCharField(max_length=40, allow_blank=True, required=False, default="")
-    sent_at = Rfc3339Field(window=True)
+    sent_at = BoundedRfc3339Field(window=True)
     scrapes = ScrapeSerializer(many=True, required=False, default=list)
 
     def validate_host(self, value: str) -> str:
@@ -340,8 +326,8 @@ class MetricsQuerySerializer(serializers.Serializer):
 
     MAX_RANGE = timedelta(days=400)
 
-    start = Rfc3339Field(required=False)
-    end = Rfc3339Field(required=False)
+    start = BoundedRfc3339Field(required=False)
+    end = BoundedRfc3339Field(required=False)
     hosts = StrictCharField(required=False, allow_blank=True, max_length=2000)
     resolution = serializers.ChoiceField(choices=[60, 300, 3600], required=False)
 

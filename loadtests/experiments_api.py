@@ -32,7 +32,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
-from core.api import AwareDateTimeField
+from core.api import Rfc3339Field
 from core.validators import MAX_ID
 from dossiers.models import Experiment
 from loadtests.api import CIEndpoint
@@ -101,10 +101,10 @@ class ExperimentFilterSerializer(serializers.Serializer):
     run = serializers.IntegerField(
         min_value=1, max_value=MAX_ID, required=False, help_text="Its before or after run."
     )
-    created_after = AwareDateTimeField(
+    created_after = Rfc3339Field(
         required=False, help_text="Recorded after this time (with its zone offset)."
     )
-    changed_after = AwareDateTimeField(
+    changed_after = Rfc3339Field(
         required=False,
         help_text="Recorded or changed (a verdict given, notes edited) after this time: "
         "what a poll has not seen.",

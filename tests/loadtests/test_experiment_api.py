@@ -239,6 +239,16 @@ def test_a_time_without_its_zone_gets_400_naming_the_field(promoter, two_recorde
     assert (answer.status_code, "zone offset" in answer.json()["created_after"][0]) == (400, True)
 
 
+@pytest.mark.parametrize(
+    "sent",
+    ["yesterday", "2026-12-01", "2026-12-01T12:00Z", "9999-12-31T23:59:59-23:59"],
+    ids=["words", "a-date-alone", "no-seconds", "past-the-last-utc-day"],
+)
+def test_a_time_that_is_not_rfc_3339_gets_400_naming_the_field(promoter, two_recorded, sent):
+    answer = promoter.get(URL, {"changed_after": sent})
+    assert (answer.status_code, list(answer.json())) == (400, ["changed_after"])
+
+
 def test_an_unknown_verdict_gets_400_naming_the_field(promoter, two_recorded):
     answer = promoter.get(URL + "?verdict=kept")
     assert (answer.status_code, "verdict" in answer.json()) == (400, True)
