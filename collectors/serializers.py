@@ -23,10 +23,10 @@ from collectors import exposition
 from collectors.exposition.engines import EXPORTERS
 from collectors.models import Host
 from collectors.samples import ValidRequest
-from core.api import Rfc3339Field, flatten_errors, parse_rfc3339
+from core.api import Rfc3339Field, flatten_errors
 
-# re-exported: callers flatten errors the way the API does, and parse timestamps as it does
-__all__ = ["ValidRequest", "flatten_errors", "parse_rfc3339"]
+# re-exported: callers flatten errors the way the API does
+__all__ = ["ValidRequest", "flatten_errors"]
 
 # Control characters (C0, DEL, C1) have no place in names, slugs or ids.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
