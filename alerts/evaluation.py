@@ -4,7 +4,9 @@
 runner both call it). Per call: align `now` to the minute (t), then chunk by chunk: claim up to
 `evaluation_chunk()` enabled rules not yet evaluated at t (a conditional claim: rows locked
 with SKIP LOCKED and stamped with t in the chunk's transaction, so a retried or doubled
-evaluation finds nothing to do and a second worker takes the next chunk), read the closed
+evaluation finds nothing to do and a second worker takes the next chunk; each chunk reads on
+from where the last ended in (service, rule) order, and a last pass from the first rule takes
+what another evaluator let go unstamped), read the closed
 window `[t - window - lag, t - lag)` for all the chunk's services at once, step each alert
 through the pure state machine, write instances, history and changed health in bulk, plan
 notifications (sent after the chunk commits), commit, and claim the next chunk.
@@ -66,14 +68,30 @@ def evaluation_shards() -> int:
 Shard = tuple[int, int]  # (k, n): the services whose id is k modulo n
 
 
+Position = tuple[int, int]  # (service id, rule id) of the last rule a chunk claimed
+
+
 def _claim_rules(
-    t: datetime, rule_ids: list[int] | None, limit: int, shard: Shard | None = None
+    t: datetime,
+    rule_ids: list[int] | None,
+    limit: int,
+    shard: Shard | None = None,
+    after: Position | None = None,
 ) -> list[Rule]:
     """Up to `limit` due rules, a service's rules together, stamped with `t`. On PostgreSQL
-    rows another evaluator holds are skipped (SKIP LOCKED), so it takes the next ones."""
+    rows another evaluator holds are skipped (SKIP LOCKED), so it takes the next ones.
+    `after`: only rules past that position in (service, rule) order, so each chunk of a round
+    reads on from where the last one ended instead of passing over every rule stamped before
+    it (a quadratic walk at 10,000 services)."""
     qs = Rule.objects.filter(enabled=True).filter(
         Q(last_evaluated_at__isnull=True) | Q(last_evaluated_at__lt=t)
     )
+    if after is not None:
+        service_id, pk = after
+        qs = qs.filter(
+            Q(service_id__gt=service_id) | Q(service_id=service_id, pk__gt=pk),
+            service_id__gte=service_id,  # the range the service index scans
+        )
     if rule_ids is not None:
         qs = qs.filter(pk__any=rule_ids)
     if shard is not None:
@@ -82,7 +100,9 @@ def _claim_rules(
     locking = connection.features.has_select_for_update_skip_locked
     if locking:
         qs = qs.select_for_update(skip_locked=True, of=("self",))
-    claimed = list(qs.order_by("service_id", "pk")[:limit])
+    # Not the two bookkeeping times evaluation never reads: 180,000 fewer values to convert
+    # a round at 10,000 services.
+    claimed = list(qs.defer("created_at", "updated_at").order_by("service_id", "pk")[:limit])
     if not claimed:
         return claimed
     if not locking:
@@ -136,14 +156,20 @@ def evaluate_all(
     ensure_defaults_for_new_services()
     report = EvaluationReport(evaluated_at=t)
     limit = evaluation_chunk()
+    after: Position | None = None
     while True:
         with transaction.atomic():
-            claimed = _claim_rules(t, rule_ids, limit, shard)
-            if not claimed:
-                return report
-            _evaluate_claimed(claimed, t, report)
-        if len(claimed) < limit:
-            return report
+            claimed = _claim_rules(t, rule_ids, limit, shard, after)
+            if claimed:
+                _evaluate_claimed(claimed, t, report)
+        if len(claimed) == limit:
+            after = (claimed[-1].service_id, claimed[-1].pk)
+        elif after is None:
+            return report  # a pass from the first rule found them all
+        else:
+            # Once more from the first rule: what another evaluator held and then let go
+            # without stamping (it failed and rolled back) is due still.
+            after = None
 
 
 def _evaluate_claimed(claimed: list[Rule], t: datetime, report: EvaluationReport) -> None:
