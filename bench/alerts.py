@@ -61,7 +61,7 @@ import pstats
 import re
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -118,18 +118,20 @@ def evaluate_round(now: datetime, profile: bool = False) -> dict:
 
 # Literals in logged SQL: quoted strings, numbers, and the lists and arrays they make.
 _LITERAL = re.compile(r"'(?:[^']|'')*'|\b\d+(?:\.\d+)?\b")
-_LIST = re.compile(r"\((?:\?, )+\?\)|ARRAY\[(?:\?, )*\?\]")
+_LIST = re.compile(r"\((?:\?, )*\?\)")
+_ARRAY = re.compile(r"ARRAY\[(?:\?, )*\?\]")
 
 
 def query_shape(sql: str) -> str:
     """The SQL with its literals as `?` (a list of them as one), so one statement's runs group."""
-    return _LIST.sub("(?...)", _LITERAL.sub("?", sql))
+    sql = _LITERAL.sub("?", sql)
+    return _ARRAY.sub("ARRAY[?...]", _LIST.sub("(?...)", sql))
 
 
 def print_query_shapes(captured: list[dict], seconds: float, top: int = 12) -> None:
     """Where the round's database time went: the statements grouped by shape, by total time
     (the client's clock around each execute, so it includes the round trip)."""
-    total: dict[str, float] = Counter()
+    total: defaultdict[str, float] = defaultdict(float)
     runs: Counter[str] = Counter()
     for q in captured:
         shape = query_shape(q["sql"])
