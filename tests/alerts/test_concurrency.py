@@ -1,12 +1,13 @@
-"""Two evaluators at once on PostgreSQL: every rule is evaluated once, nothing is sent twice."""
+"""Evaluators on PostgreSQL: every rule is evaluated once a round, even beside another evaluator
+that fails, nothing is sent twice, and the round's rule writes are heap-only."""
 
 import threading
 
 import pytest
 from django.db import connection, transaction
 
-from alerts import services
-from alerts.models import AlertEvent, Notification, Receiver
+from alerts import evaluation, services
+from alerts.models import AlertEvent, Notification, Receiver, Rule
 from dossiers.models import Service
 from tests.factories.alerts import evaluation_time, feed
 
@@ -57,9 +58,6 @@ def test_rules_another_evaluator_let_go_unstamped_are_evaluated_in_the_same_roun
     # Each chunk reads on from the last one's position; rules skipped there because another
     # evaluator held them, which it then let go without stamping (it failed and rolled
     # back), lie behind that position: the round's last pass from the first rule takes them.
-    from alerts import evaluation
-    from alerts.models import Rule
-
     settings.PERFHUB_ALERTS_EVALUATION_CHUNK = 4
     first, *_ = make_services(3)
     for service in Service.objects.all():
@@ -108,7 +106,7 @@ def _rule_updates() -> tuple[int, int]:
         return cursor.fetchone()
 
 
-def test_a_rounds_writes_to_the_rules_add_no_index_entries(host, make_services):
+def test_a_rounds_writes_to_the_rules_are_heap_only_where_the_pages_have_room(host, make_services):
     # Every rule is written each minute; written in place on its page (heap-only), the
     # write adds no entry to the table's indexes and the table does not grow between vacuums.
     for service in make_services(3):
