@@ -75,12 +75,15 @@ def run_copy_text(
     connections: int,
     per_batch: bool = False,
     cpu: list[Cpu] | None = None,
+    repeat: int = 1,
 ) -> tuple[float, int]:
     """The fair reference: the same rows as preformatted COPY text, large chunks, one COPY per
     table per connection, `connections` connections at once (as many as the API's workers).
     `per_batch`: one transaction per batch instead (its two COPYs, then COMMIT), the unit the
     API must make durable before it answers; printed beside, not the budget. `cpu`: gets the
-    CPU the timed part cost (PostgreSQL and this process)."""
+    CPU the timed part cost (PostgreSQL and this process). `repeat`: each connection loads
+    its rows that many times over (as the long API run posts the same bodies again), so a
+    reference the length of a million API samples needs no million rows formatted."""
     import psycopg
 
     from collectors.models import GpuSample, RequestSample
@@ -93,13 +96,15 @@ def run_copy_text(
         gpu_rows, request_rows = [], []
         for b in batches[i::connections]:
             g, r = _rows(b, host_id, service_id)
-            stored += len(g) + len(r)
+            stored += (len(g) + len(r)) * repeat
             if per_batch:
                 units.append((_copy_text(g), _copy_text(r)))
             else:
                 gpu_rows += g
                 request_rows += r
-        shares.append(units if per_batch else [(_copy_text(gpu_rows), _copy_text(request_rows))])
+        if not per_batch:
+            units = [(_copy_text(gpu_rows), _copy_text(request_rows))]
+        shares.append(units * repeat)
     gpu_sql, request_sql = (
         _copy_sql(GpuSample, GPU_FIELDS),
         _copy_sql(RequestSample, REQUEST_FIELDS),
