@@ -73,11 +73,18 @@ def read_inputs(claimed: list[Rule], t: datetime) -> rules.Inputs:
                         start,
                         end,
                         metrics=metrics_by_window[window_s],
-                        gpu=window_s in gpu_windows,
+                        gpu=False,  # read below, every window length at once
                         last_seen=window_s == seen_window,
                     )
                 }
             ),
+        )
+    gpu_read = {w: inputs.windows[w] for w in sorted(gpu_windows) if w in inputs.windows}
+    if gpu_read:
+        _guarded_read(
+            inputs,
+            [f"gpu:{w}" for w in gpu_read],
+            lambda: sources.add_gpu(gpu_read, end),
         )
     if seen_window is not None:
         seen = inputs.windows.get(seen_window, {})

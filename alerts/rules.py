@@ -68,8 +68,11 @@ def fingerprint(rule_id: int, identity: dict[str, str]) -> str:
 def observe(rule: Rule, inputs: Inputs) -> list[tuple[dict[str, str], Observation]]:
     """(identity labels, observation) pairs for `rule` from the batched inputs (its kind's)."""
     failure = inputs.failures.get(input_key(rule))
-    if rule.kind_spec is not None and rule.kind_spec.reads_baseline_cost and not failure:
+    spec = rule.kind_spec
+    if spec is not None and spec.reads_baseline_cost and not failure:
         failure = inputs.failures.get("baseline_costs")
+    if spec is not None and spec.reads_gpu and not failure:
+        failure = inputs.failures.get(f"gpu:{rule.window_s}")
     if failure:
         reason = f"could not read its data: {failure}"
         return [({"service": rule.service.slug}, Observation(Health.ERROR, reason=reason))]

@@ -22,7 +22,7 @@ of 60 (issue 26). SLO counts are read by `alerts.slo_windows`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -173,13 +173,16 @@ def spans_filter(spans: Iterable[Span]) -> Q:
     return q
 
 
-def _weighted(value: str, weight: str) -> dict[str, Sum]:
-    """Sum(value x weight) and Sum(weight) over the rows where value is known and weighted:
-    the two halves of a weighted mean, added in the database."""
+def _weighted(value: str, weight: str, within: Q | None = None, suffix: str = "") -> dict[str, Sum]:
+    """Sum(value x weight) and Sum(weight) over the rows where value is known and weighted
+    (and, with `within`, that match it): the two halves of a weighted mean, added in the
+    database."""
     known = Q(**{f"{value}__isnull": False, f"{weight}__gt": 0})
+    if within is not None:
+        known &= within
     return {
-        f"{value}_w": Sum(F(value) * F(weight), filter=known, output_field=FloatField()),
-        f"{value}_n": Sum(weight, filter=known),
+        f"{value}_w{suffix}": Sum(F(value) * F(weight), filter=known, output_field=FloatField()),
+        f"{value}_n{suffix}": Sum(weight, filter=known),
     }
 
 
@@ -386,30 +389,65 @@ def _add_distributions(
             w.latency[m] = w.percentiles[m][0.99]
 
 
+def add_gpu(
+    windows: Mapping[int, Mapping[int, ServiceWindow]],
+    end: datetime,
+    *,
+    resolutions: Sequence[int] | None = None,
+) -> None:
+    """`service_windows`' GPU figures for windows of several lengths ending at `end` (window
+    length in seconds -> its service windows, read with `gpu=False`), every length at once.
+
+    Each query reads the rows of every length's spans once and sums each length's own with a
+    FILTER: a 5- and a 15-minute window ending together share most of their rows, and the GPU
+    rows (one per GPU per period) are the bulk of what evaluation reads."""
+    _add_gpu_parts(
+        {
+            length: (ws, covering_spans(end - timedelta(seconds=length), end, resolutions))
+            for length, ws in windows.items()
+            if ws
+        }
+    )
+
+
 def _add_gpu(windows: dict[int, ServiceWindow], spans: list[Span]) -> None:
-    """GPU utilization and SM active of the hosts serving each service in the window, each
-    the mean over every GPU minute weighted by its samples (per-host sums: one query)."""
-    host_ids = sorted({h for w in windows.values() for h in w.host_ids})
+    _add_gpu_parts({0: (windows, spans)})
+
+
+HOSTS_PER_QUERY = 2000  # as many as SERVICES_PER_QUERY services of four hosts
+
+
+def _add_gpu_parts(parts: dict[int, tuple[Mapping[int, ServiceWindow], list[Span]]]) -> None:
+    """GPU utilization and SM active of the hosts serving each service in each window, each
+    the mean over every GPU period weighted by its samples (per-host sums, each window's by
+    its own FILTER over the rows of all of them: one query per `HOSTS_PER_QUERY` hosts)."""
+    host_ids = sorted({h for ws, _ in parts.values() for w in ws.values() for h in w.host_ids})
     if not host_ids:
         return
-    per_host = {
-        r["host_id"]: r
-        for r in GpuRollup.objects.filter(spans_filter(spans), host_id__any=host_ids)
-        .values("host_id")
-        .annotate(
-            sum_samples=Sum("samples"),
-            **_weighted("util_mean", "samples"),
-            **_weighted("sm_active_mean", "samples"),
-        )
-        .order_by()
-    }
-    for w in windows.values():
-        items = [per_host[h] for h in w.host_ids if h in per_host]
-        w.gpu_samples = sum(r["sum_samples"] or 0 for r in items)
-        for attr, value in (("gpu_util", "util_mean"), ("sm_active", "sm_active_mean")):
-            total = sum(r[f"{value}_w"] or 0.0 for r in items)
-            weight = sum(r[f"{value}_n"] or 0 for r in items)
-            setattr(w, attr, total / weight if weight else None)
+    sums: dict[str, Sum] = {}
+    for key, (_, spans) in parts.items():
+        within = spans_filter(spans)
+        sums[f"samples_{key}"] = Sum("samples", filter=within)
+        sums.update(_weighted("util_mean", "samples", within, f"_{key}"))
+        sums.update(_weighted("sm_active_mean", "samples", within, f"_{key}"))
+    rows_of_all = spans_filter(span for _, spans in parts.values() for span in spans)
+    per_host: dict[int, dict] = {}
+    for chunk in chunks(host_ids, HOSTS_PER_QUERY):
+        for r in (
+            GpuRollup.objects.filter(rows_of_all, host_id__any=chunk)
+            .values("host_id")
+            .annotate(**sums)
+            .order_by()
+        ):
+            per_host[r["host_id"]] = r
+    for key, (ws, _) in parts.items():
+        for w in ws.values():
+            items = [per_host[h] for h in w.host_ids if h in per_host]
+            w.gpu_samples = sum(r[f"samples_{key}"] or 0 for r in items)
+            for attr, value in (("gpu_util", "util_mean"), ("sm_active", "sm_active_mean")):
+                total = sum(r[f"{value}_w_{key}"] or 0.0 for r in items)
+                weight = sum(r[f"{value}_n_{key}"] or 0 for r in items)
+                setattr(w, attr, total / weight if weight else None)
 
 
 def baseline_costs(services: Iterable[Service]) -> dict[int, float | None]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from alerts import sources
-from collectors.models import FIVE_MINUTES, HOUR, MINUTE, Host
+from collectors.models import FIVE_MINUTES, HOUR, MINUTE, GpuRollup, Host
 from tests.factories.alerts import feed, minute
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
@@ -119,3 +121,38 @@ def test_a_host_quiet_since_inside_a_5_minute_row_is_seen_to_its_last_minute(fed
     last = {h.host_name: h.last_end for h in coarse.hosts_seen}
     assert last == {"gpu-a": minute(73), "gpu-b": minute(63)}
     assert coarse.hosts_seen == fine.hosts_seen
+
+
+GPU_LENGTHS = (300, 900, 3600)
+
+
+def gpu_figures(w: sources.ServiceWindow) -> tuple:
+    return w.gpu_samples, w.gpu_util, w.sm_active
+
+
+def test_gpu_of_several_window_lengths_read_at_once_equals_each_read_alone(fed):
+    end = minute(73)
+    together = {
+        length: sources.service_windows([fed.pk], end - timedelta(seconds=length), end, gpu=False)
+        for length in GPU_LENGTHS
+    }
+    sources.add_gpu(together, end)
+    for length in GPU_LENGTHS:
+        alone = sources.service_windows([fed.pk], end - timedelta(seconds=length), end)
+        assert gpu_figures(together[length][fed.pk]) == pytest.approx(
+            gpu_figures(alone[fed.pk]), rel=1e-12
+        )
+    # Each length sums its own rows, not the union's.
+    assert len({gpu_figures(together[length][fed.pk]) for length in GPU_LENGTHS}) == 3
+
+
+def test_gpu_rows_of_every_window_length_are_read_in_one_query(fed):
+    end = minute(73)
+    windows = {
+        length: sources.service_windows([fed.pk], end - timedelta(seconds=length), end, gpu=False)
+        for length in GPU_LENGTHS
+    }
+    with CaptureQueriesContext(connection) as ctx:
+        sources.add_gpu(windows, end)
+    assert len(ctx.captured_queries) == 1
+    assert GpuRollup._meta.db_table in ctx.captured_queries[0]["sql"]

@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from alerts import services
+from alerts import services, sources
 from alerts.models import AlertInstance, Rule
 from collectors.models import PrometheusSource
 from collectors.services.prometheus import source_create
@@ -171,6 +171,24 @@ def test_a_rule_that_cannot_be_evaluated_does_not_stop_the_others(timeline, p99_
     broken.refresh_from_db()
     assert broken.health == "error"
     assert "evaluation failed" in broken.health_reason
+
+
+def test_a_failing_gpu_read_marks_only_the_rules_that_read_gpus(monkeypatch, service, host):
+    services.ensure_default_rules(service)
+    for i in range(15):
+        feed(service, host, i, e2e_ms=1000, gpu={"util": 0.9, "sm_active": 0.5})
+
+    def unreadable(*args, **kwargs):
+        raise RuntimeError("GPU rows unreadable")
+
+    monkeypatch.setattr(sources, "add_gpu", unreadable)
+    services.evaluate_all(evaluation_time(14))
+    health = {r.kind: (r.health, r.health_reason) for r in Rule.objects.filter(service=service)}
+    reason = "could not read its data: RuntimeError: GPU rows unreadable"
+    assert health["gpu_waiting"] == ("error", reason)
+    assert health["sm_gap"] == ("error", reason)
+    # The P99 rules read the same 5-minute window, without its GPU rows.
+    assert health["p99_e2e"][0] == "ok"
 
 
 def test_a_failing_prometheus_source_is_the_rules_health_reason(timeline, p99_rule, service):
