@@ -16,7 +16,9 @@ A window is read at the coarsest resolution that tiles it exactly (`covering_spa
 rewrites a host's 5-minute rows (and the merged rows of every resolution) in the same
 transaction as its minutes, as exact merges of them (sums added, sketch bins added), so the
 figures are the same as from minute rows: an hour window reads about 15 rows per host instead
-of 60 (issue 26). SLO counts are read by `alerts.slo_windows`.
+of 60 (issue 26). Evaluation reads the GPU rows of all its window lengths in one query
+(`add_gpu`: the 5- and 15-minute GPU rules' windows share most of their rows). SLO counts are
+read by `alerts.slo_windows`.
 """
 
 from __future__ import annotations
