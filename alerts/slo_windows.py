@@ -144,6 +144,7 @@ COUNT_COLUMNS = (
     "r.start, r.requests, r.pushed_errors AS errors, r.scraped_requests, r.scraped_errors"
 )
 _COUNTS = ("rows", "requests", "errors", "scraped", "scraped_errors", "pushed", "first")
+_JOINT = ("judged", "good", "rows")
 
 
 def _count_columns(i: int) -> list[str]:
@@ -157,7 +158,7 @@ def _count_columns(i: int) -> list[str]:
 
 def _store_counts(out: dict[int, dict[int, SloWindow]], sid: int, values, step: int) -> None:
     """Each window's `SloWindow` of `sid` from its count aggregates, `step` values a window
-    (the `_COUNTS` first)."""
+    (the `_COUNTS` first). `out` holds the windows in the order of the query's flags."""
     for i, w in enumerate(out):
         rows, requests, errors, scraped, scraped_errors, pushed, first = values[
             step * i : step * i + len(_COUNTS)
@@ -221,11 +222,11 @@ def _add_slo_joint(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for sid, key_name, *sums in cursor.fetchall():
-            _store_joint(out, sid, key_name, sums, 3, 0)
+            _store_joint(out, sid, key_name, sums, len(_JOINT), 0)
 
 
 def _joint_columns(i: int) -> list[str]:
-    """Window i's joint-count aggregates (judged, good, rows carrying the key)."""
+    """Window i's joint-count aggregates, `_JOINT` in order (rows: those carrying the key)."""
     f = f"FILTER (WHERE t.w{i})"
     return [f"SUM(t.judged) {f}", f"SUM(t.good) {f}", f"COUNT(*) {f}"]
 
@@ -236,7 +237,7 @@ def _store_joint(
     """Each window's joint count of `key` onto `sid`'s `SloWindow` (made by the counts
     before), from `values`: `step` a window, the joint aggregates from `at` within each."""
     for i, w in enumerate(out):
-        judged_n, good_n, rows = values[step * i + at : step * i + at + 3]
+        judged_n, good_n, rows = values[step * i + at : step * i + at + len(_JOINT)]
         sw = out[w].get(sid)
         if not rows or sw is None:
             continue
@@ -271,7 +272,7 @@ def _add_slo_counts_and_joint(
         [p for pair in pairs for p in pair],
     )
     columns = [c for i in range(len(spans)) for c in (*_count_columns(i), *_joint_columns(i))]
-    step = len(_COUNTS) + 3
+    step = len(_COUNTS) + len(_JOINT)
     sql = (
         f"SELECT t.service_id, t.key, {', '.join(columns)} FROM ({rows_sql}) t "
         "GROUP BY t.service_id, t.key"

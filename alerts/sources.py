@@ -413,6 +413,7 @@ def add_gpu(
 
 
 def _add_gpu(windows: dict[int, ServiceWindow], spans: list[Span]) -> None:
+    """The GPU figures of one window's services (`service_windows` with `gpu`)."""
     _add_gpu_parts({0: (windows, spans)})
 
 
