@@ -62,13 +62,9 @@ def slo_windows(
     out: dict[int, dict[int, SloWindow]] = {w: {} for w in spans}
     if not spans or not ids:
         return out
-    together = connection.vendor == "postgresql" and exact_keys is not None
     for chunk in chunks(ids):
-        if together:  # evaluation's case: one pass over the rows for both
-            _add_slo_counts_and_joint(out, chunk, spans, exact_keys)
-        else:
-            _add_slo_counts(out, chunk, spans)
-            _add_slo_joint(out, chunk, spans, exact_keys)
+        _add_slo_counts(out, chunk, spans)
+        _add_slo_joint(out, chunk, spans, exact_keys)
         wanted = [sid for sid in chunk if _needs_distributions(out, sid, exact_keys)]
         if wanted:
             _add_slo_distributions(out, wanted, spans)
@@ -131,49 +127,37 @@ def _add_slo_counts(
     """Pushed requests and failures, the engine's, rows with pushed requests and the first
     row of each window, summed over periods in the database (the hosts' sums are the merged
     rows', kept at roll-up time)."""
-    rows_sql, params = _flagged_rows(spans, chunk, COUNT_COLUMNS)
-    columns = [c for i in range(len(spans)) for c in _count_columns(i)]
+    rows_sql, params = _flagged_rows(
+        spans,
+        chunk,
+        "r.start, r.requests, r.pushed_errors AS errors, r.scraped_requests, r.scraped_errors",
+    )
+    columns = []
+    for i in range(len(spans)):
+        f = f"FILTER (WHERE t.w{i})"
+        columns += [f"COUNT(*) {f}", f"SUM(t.requests) {f}", f"SUM(t.errors) {f}",
+                    f"SUM(t.scraped_requests) {f}", f"SUM(t.scraped_errors) {f}",
+                    f"COUNT(*) FILTER (WHERE t.w{i} AND t.requests > 0)",
+                    f"MIN(t.start) {f}"]  # fmt: skip
     sql = f"SELECT t.service_id, {', '.join(columns)} FROM ({rows_sql}) t GROUP BY t.service_id"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for sid, *values in cursor.fetchall():
-            _store_counts(out, sid, values, len(_COUNTS))
-
-
-COUNT_COLUMNS = (
-    "r.start, r.requests, r.pushed_errors AS errors, r.scraped_requests, r.scraped_errors"
-)
-_COUNTS = ("rows", "requests", "errors", "scraped", "scraped_errors", "pushed", "first")
-_JOINT = ("judged", "good", "rows")
-
-
-def _count_columns(i: int) -> list[str]:
-    """Window i's count aggregates over `_flagged_rows` of `COUNT_COLUMNS`, `_COUNTS` in order."""
-    f = f"FILTER (WHERE t.w{i})"
-    return [f"COUNT(*) {f}", f"SUM(t.requests) {f}", f"SUM(t.errors) {f}",
-            f"SUM(t.scraped_requests) {f}", f"SUM(t.scraped_errors) {f}",
-            f"COUNT(*) FILTER (WHERE t.w{i} AND t.requests > 0)",
-            f"MIN(t.start) {f}"]  # fmt: skip
-
-
-def _store_counts(out: dict[int, dict[int, SloWindow]], sid: int, values, step: int) -> None:
-    """Each window's `SloWindow` of `sid` from its count aggregates, `step` values a window
-    (the `_COUNTS` first). `out` holds the windows in the order of the query's flags."""
-    for i, w in enumerate(out):
-        rows, requests, errors, scraped, scraped_errors, pushed, first = values[
-            step * i : step * i + len(_COUNTS)
-        ]
-        if not rows:
-            continue
-        out[w][sid] = SloWindow(
-            service_id=sid,
-            requests=int(requests or 0),
-            errors=int(errors or 0),
-            scraped_requests=float(scraped or 0.0),
-            scraped_errors=float(scraped_errors or 0.0),
-            pushed_rows=pushed,
-            first_start=_as_datetime(first),
-        )
+            for i, w in enumerate(spans):
+                rows, requests, errors, scraped, scraped_errors, pushed, first = values[
+                    7 * i : 7 * i + 7
+                ]
+                if not rows:
+                    continue
+                out[w][sid] = SloWindow(
+                    service_id=sid,
+                    requests=int(requests or 0),
+                    errors=int(errors or 0),
+                    scraped_requests=float(scraped or 0.0),
+                    scraped_errors=float(scraped_errors or 0.0),
+                    pushed_rows=pushed,
+                    first_start=_as_datetime(first),
+                )
 
 
 def _add_slo_joint(
@@ -214,7 +198,10 @@ def _add_slo_joint(
     rows_sql, params = _flagged_rows(
         spans, chunk, f"{key} AS key, {judged} AS judged, {good} AS good", source, params
     )
-    columns = [c for i in range(len(spans)) for c in _joint_columns(i)]
+    columns = []
+    for i in range(len(spans)):
+        f = f"FILTER (WHERE t.w{i})"
+        columns += [f"SUM(t.judged) {f}", f"SUM(t.good) {f}", f"COUNT(*) {f}"]
     sql = (
         f"SELECT t.service_id, t.key, {', '.join(columns)} FROM ({rows_sql}) t "
         "GROUP BY t.service_id, t.key"
@@ -222,70 +209,13 @@ def _add_slo_joint(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for sid, key_name, *sums in cursor.fetchall():
-            _store_joint(out, sid, key_name, sums, len(_JOINT), 0)
-
-
-def _joint_columns(i: int) -> list[str]:
-    """Window i's joint-count aggregates, `_JOINT` in order (rows: those carrying the key)."""
-    f = f"FILTER (WHERE t.w{i})"
-    return [f"SUM(t.judged) {f}", f"SUM(t.good) {f}", f"COUNT(*) {f}"]
-
-
-def _store_joint(
-    out: dict[int, dict[int, SloWindow]], sid: int, key: str, values, step: int, at: int
-) -> None:
-    """Each window's joint count of `key` onto `sid`'s `SloWindow` (made by the counts
-    before), from `values`: `step` a window, the joint aggregates from `at` within each."""
-    for i, w in enumerate(out):
-        judged_n, good_n, rows = values[step * i + at : step * i + at + len(_JOINT)]
-        sw = out[w].get(sid)
-        if not rows or sw is None:
-            continue
-        sw.joint[key] = [int(judged_n or 0), int(good_n or 0)]
-        sw.joint_rows[key] = rows
-
-
-def _add_slo_counts_and_joint(
-    out: dict[int, dict[int, SloWindow]],
-    chunk: list[int],
-    spans: dict[int, list[Span]],
-    exact_keys: dict[int, set[str]],
-) -> None:
-    """`_add_slo_counts` and `_add_slo_joint` (given keys, PostgreSQL) in one pass over the
-    rows: each row is joined to its service's keys it holds and to one row of no key, the
-    groups of no key carry the counts, the others the joint counts. The rows are read and
-    their window flags worked out once, where two queries did both twice."""
-    pairs = [(sid, None) for sid in chunk]
-    pairs += [(sid, key) for sid in chunk for key in sorted(exact_keys.get(sid, ()))]
-    values = ", ".join(["(%s::bigint, %s::text)"] * len(pairs))
-    source = (
-        f"JOIN (VALUES {values}) v ON v.column1 = r.service_id"
-        " AND (v.column2 IS NULL OR r.slo_good ? v.column2)"
-    )
-    value = "(r.slo_good -> v.column2)"
-    rows_sql, params = _flagged_rows(
-        spans,
-        chunk,
-        f"{COUNT_COLUMNS}, v.column2 AS key, ({value} ->> 0)::bigint AS judged,"
-        f" ({value} ->> 1)::bigint AS good",
-        source,
-        [p for pair in pairs for p in pair],
-    )
-    columns = [c for i in range(len(spans)) for c in (*_count_columns(i), *_joint_columns(i))]
-    step = len(_COUNTS) + len(_JOINT)
-    sql = (
-        f"SELECT t.service_id, t.key, {', '.join(columns)} FROM ({rows_sql}) t "
-        "GROUP BY t.service_id, t.key"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    for sid, key, *values in rows:  # the counts first: the joint counts go onto their windows
-        if key is None:
-            _store_counts(out, sid, values, step)
-    for sid, key, *values in rows:
-        if key is not None:
-            _store_joint(out, sid, key, values, step, len(_COUNTS))
+            for i, w in enumerate(spans):
+                judged_n, good_n, rows = sums[3 * i : 3 * i + 3]
+                sw = out[w].get(sid)
+                if not rows or sw is None:
+                    continue
+                sw.joint[key_name] = [int(judged_n or 0), int(good_n or 0)]
+                sw.joint_rows[key_name] = rows
 
 
 def _add_slo_distributions(

@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 
 from alerts import slo as slo_reads
-from alerts.slo_windows import slo_windows
 from analysis import slo
 from collectors import storage
 from collectors.models import Host, RequestSample
@@ -121,40 +120,3 @@ def test_availability_without_pushed_requests_is_counted_from_the_engine_counter
     )
     assert (reading.count.total, reading.count.good_low) == (1000, 990)
     assert reading.source.startswith("engine counters")
-
-
-def _counts(w) -> dict:
-    return {
-        "requests": w.requests,
-        "errors": w.errors,
-        "scraped": (w.scraped_requests, w.scraped_errors),
-        "pushed_rows": w.pushed_rows,
-        "first_start": w.first_start,
-    }
-
-
-@pytest.mark.postgres
-def test_one_pass_over_the_rows_counts_what_the_separate_reads_count(make_services):
-    """Evaluation reads counts and joint counts in one pass (PostgreSQL); read apart they
-    are the same, for a service whose rows carry its SLO's key and one whose rows do not."""
-    exact, late = make_services(2)
-    for service, seed in ((exact, 3), (late, 4)):
-        host = Host.objects.create(name=f"node-{service.pk}")
-        if service is exact:
-            Slo.objects.create(service=service, name="Fast", ttft_ms=500, tpot_ms=50)
-        push(service, host, random.Random(seed), slow_share=0.05)
-        if service is late:  # rolled up before its SLO existed: no joint count of its key
-            Slo.objects.create(service=service, name="Fast", ttft_ms=500, tpot_ms=50)
-    ids, end, windows = [exact.pk, late.pk], minute(MINUTES), {300, 1200}
-    slos = {s.pk: s.slo_objects() for s in (exact, late)}
-    one_pass = slo_reads.read_windows(ids, end, windows, slos)
-    apart = slo_windows(ids, end, windows, exact_keys=None)
-    for w in windows:
-        for sid in ids:
-            assert _counts(one_pass[w][sid]) == _counts(apart[w][sid])
-            for key, joint in one_pass[w][sid].joint.items():
-                assert joint == apart[w][sid].joint[key]
-                assert one_pass[w][sid].joint_rows[key] == apart[w][sid].joint_rows[key]
-    assert one_pass[300][exact.pk].joint  # the exact service's key was counted
-    assert one_pass[300][exact.pk].requests < one_pass[1200][exact.pk].requests
-    assert not one_pass[300][late.pk].joint.keys() & one_pass[300][exact.pk].joint.keys()
