@@ -220,6 +220,48 @@ def time_reads(end: datetime, repeats: int) -> None:
     )
 
 
+def time_shared_reads(end: datetime, repeats: int) -> None:
+    """The GPU rows of the 5- and 15-minute GPU rules' windows, each window's own query
+    (`service_windows(gpu=True)` per window) against one query for both (`add_gpu`), in the
+    same process, alternating; the median of each way and their ratio. Both ways read the
+    windows' traffic too, as evaluation does."""
+    import statistics
+
+    from alerts import sources
+    from dossiers.models import Service
+
+    ids = list(Service.objects.values_list("pk", flat=True))
+    lengths = (300, 900)
+
+    def apart() -> None:
+        for length in lengths:
+            sources.service_windows(ids, end - timedelta(seconds=length), end, metrics=[])
+
+    def together() -> None:
+        windows = {
+            length: sources.service_windows(
+                ids, end - timedelta(seconds=length), end, metrics=[], gpu=False
+            )
+            for length in lengths
+        }
+        sources.add_gpu(windows, end)
+
+    seconds: dict[str, list[float]] = {"apart": [], "together": []}
+    for _ in range(repeats):
+        for label, read in (("apart", apart), ("together", together)):
+            t0 = time.perf_counter()
+            read()
+            seconds[label].append(time.perf_counter() - t0)
+    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    print(
+        f"5- and 15-minute windows with their GPU rows, {len(ids):,} services, {repeats} times"
+        f" each way, alternating: apart median {medians['apart']:.2f} s, together"
+        f" {medians['together']:.2f} s; together / apart = "
+        f"{medians['together'] / medians['apart']:.3f} | load {load_average()}",
+        flush=True,
+    )
+
+
 def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -249,7 +291,8 @@ def main() -> None:
         "--reads",
         type=int,
         default=0,
-        help="before the rounds, time the hour window's read alone this many times each way",
+        help="before the rounds, time the hour window's read, and the GPU read of two "
+        "windows, alone, this many times each way",
     )
     parser.add_argument(
         "--no-slo-burn",
@@ -342,6 +385,7 @@ def main() -> None:
 
         if args.reads:
             time_reads(evals[args.warmup] - lag, args.reads)
+            time_shared_reads(evals[args.warmup] - lag, args.reads)
         results = []
         default_resolutions = sources.WINDOW_RESOLUTIONS
         for j, when in enumerate(evals):
