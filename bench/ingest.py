@@ -50,6 +50,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -266,6 +267,21 @@ def worker_rss(master_pid: int) -> dict[int, int]:
     return rss
 
 
+@dataclass(frozen=True)
+class Pair:
+    """One million of the long run: the API's seconds and samples, then the COPY reference's
+    seconds and rows loaded right after it."""
+
+    api_seconds: float
+    api_samples: int
+    copy_seconds: float
+    copy_rows: int
+
+    @property
+    def ratio(self) -> float:
+        return (self.api_samples / self.api_seconds) / (self.copy_rows / self.copy_seconds)
+
+
 def run_api_memory(
     url: str,
     master_pid: int,
@@ -274,10 +290,10 @@ def run_api_memory(
     workers: int,
     samples: int,
     reference: Callable[[int], tuple[float, int]] | None = None,
-) -> tuple[float, int, list[tuple[int, float, dict[int, int]]], list[tuple[float, int]]]:
+) -> tuple[float, int, list[tuple[int, float, dict[int, int]]], list[Pair]]:
     """Post batches (`templates` in turn, each under a new batch_id) until `samples` are stored,
     a million at a time; returns (seconds posting, samples stored, [(samples stored, seconds,
-    worker RSS)] after each million and at the end, [(seconds, rows)] of `reference`).
+    worker RSS)] after each million and at the end, a `Pair` a million with `reference`).
 
     After each million, with the server idle, `reference(samples of that million)` loads as
     many rows by COPY (timed apart: the API's seconds are its own). The two sides then take
@@ -289,10 +305,10 @@ def run_api_memory(
     total_batches = -(-samples // per_batch)
     per_segment = -(-1_000_000 // per_batch)
     lock = threading.Lock()
-    state = {"next": 0, "stored": 0}
+    state = {"next": 0}  # the next batch to post, shared by the posting threads
     marks: list[tuple[int, float, dict[int, int]]] = []
-    pairs: list[tuple[float, int]] = []
-    posting = 0.0
+    pairs: list[Pair] = []
+    posting, stored = 0.0, 0
 
     def post_until(last: int) -> int:
         stored = 0
@@ -312,16 +328,15 @@ def run_api_memory(
             segment = sum(pool.map(post_until, [last] * workers))
         seconds = time.perf_counter() - started
         posting += seconds
-        state["stored"] += segment
-        marks.append((state["stored"], posting, worker_rss(master_pid)))
-        line = f"  {state['stored']:>12,} samples {posting:7.1f} s | API {segment / seconds:,.0f}/s"
+        stored += segment
+        marks.append((stored, posting, worker_rss(master_pid)))
+        line = f"  {stored:>12,} samples {posting:7.1f} s | API {segment / seconds:,.0f}/s"
         if reference is not None:
-            copy_seconds, rows = reference(segment)
-            pairs.append((copy_seconds, rows))
-            ratio = (segment / seconds) / (rows / copy_seconds)
-            line += f", COPY {rows / copy_seconds:,.0f}/s, ratio {ratio:.2f}"
+            pair = Pair(seconds, segment, *reference(segment))
+            pairs.append(pair)
+            line += f", COPY {pair.copy_rows / pair.copy_seconds:,.0f}/s, ratio {pair.ratio:.2f}"
         print(line, flush=True)
-    return posting, state["stored"], marks, pairs
+    return posting, stored, marks, pairs
 
 
 def main() -> None:
@@ -428,8 +443,7 @@ def main() -> None:
         report_memory(args, *memory, rate=rate)
         return
 
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"load average at the end: {load}")
+    print(f"load average at the end: {load_average()}")
     print(f"{args.batches} batches a round x ({args.requests} requests + {args.gpus} GPU samples)")
     print(
         f"API: gunicorn, {args.workers} sync workers on 127.0.0.1, "
@@ -482,6 +496,10 @@ def report_cpu(results: list, api_cpu: list[Cpu], copy_cpu: list[Cpu]) -> None:
     )
 
 
+def load_average() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def report_memory(args, api, before, after, *, rate) -> None:
     elapsed, stored, marks, pairs = api
     mib = 1 << 20
@@ -513,18 +531,14 @@ def report_memory(args, api, before, after, *, rate) -> None:
             f" the rest {(stored - n0) / (elapsed - t0):,.0f}"
         )
     api_rate = stored / elapsed
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"load average at the end: {load}")
+    print(f"load average at the end: {load_average()}")
     if pairs:
         # The budget's reading: COPY loaded as many rows as the API after each of its
         # millions, so both sides paid for the same table sizes, and the run's whole seconds
         # of each side are compared.
-        copy_seconds = sum(seconds for seconds, _ in pairs)
-        copy_rows = sum(rows for _, rows in pairs)
-        ratios = [
-            ((b[0] - a[0]) / (b[1] - a[1])) / (rows / seconds)
-            for a, b, (seconds, rows) in zip([(0, 0.0, {}), *marks], marks, pairs, strict=False)
-        ]
+        copy_seconds = sum(p.copy_seconds for p in pairs)
+        copy_rows = sum(p.copy_rows for p in pairs)
+        ratios = [p.ratio for p in pairs]
         print(
             f"COPY text on {args.workers} connections, the same number of rows after each API"
             f" million: {copy_rows:,} rows at {copy_rows / copy_seconds:,.0f} samples/s"
