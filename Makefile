@@ -56,7 +56,7 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# Benchmarks print ratios against a reference run in the same process (DESIGN.md section 8).
+# Benchmarks print ratios against a reference run in the same process (docs/measurements.md).
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/perfhub_bench
 bench: install
 	createdb -h 127.0.0.1 -U postgres perfhub_bench 2>/dev/null || true

@@ -1,4 +1,4 @@
-"""The alert state machine (DESIGN.md section 5), as plain functions over plain values.
+"""The alert state machine, as plain functions over plain values.
 
 One alert instance moves inactive -> pending -> firing -> resolved:
 - it becomes *pending* when the fire condition holds (value beyond the threshold),

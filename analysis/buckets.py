@@ -3,7 +3,7 @@
 A `BucketCounts` holds per-bucket (not cumulative) counts over a window: `counts[i]` counts the
 observations in `(edges[i-1], edges[i]]`, and the last count is the `+Inf` bucket. Windows merge by
 adding counts, so a P99 over any range of minutes and hosts is taken from the merged counts, never
-averaged (DESIGN.md section 4).
+averaged (docs/method.md).
 
 A quantile is interpolated linearly inside the bucket it lands in, as Prometheus'
 `histogram_quantile` does, and carries the bucket's edges as its error bar

@@ -1,4 +1,4 @@
-"""Cost per million tokens and margin (DESIGN.md section 1).
+"""Cost per million tokens and margin (docs/method.md).
 
 cost per Mtok = GPU hourly price x GPUs x (1e6 / tokens per second) / 3600
 

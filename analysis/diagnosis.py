@@ -1,4 +1,4 @@
-"""Proposes bottlenecks from the seed's symptom table (DESIGN.md section 1).
+"""Proposes bottlenecks from the seed's symptom table (docs/method.md).
 
 A proposal is a hypothesis with the numbers that triggered it, a suggested layer and kind (the
 exact values of `dossiers.models.Bottleneck.Layer` / `.Kind`); it becomes a Bottleneck only when

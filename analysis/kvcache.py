@@ -1,10 +1,10 @@
-"""KV cache size (DESIGN.md section 1) and how many sequences fit in the memory left for it.
+"""KV cache size (docs/method.md) and how many sequences fit in the memory left for it.
 
 KV cache bytes = 2 (K and V) x layers x KV heads x head_dim x sequence length x batch
 x bytes per element.
 
 Seed example: a 13B model, 40 layers, 40 heads, head_dim 128, fp16 (2 bytes), 2,048 tokens,
-batch 16. The product is 26,843,545,600 bytes = 26.8 GB = 25 GiB. The seed (and DESIGN.md) print
+batch 16. The product is 26,843,545,600 bytes = 26.8 GB = 25 GiB. The seed article prints
 "21.5 GB" (21,474,836,480 bytes = 20 GiB) for it, which is what 32 heads would give: a slip in
 the seed's arithmetic, not in the formula.
 """

@@ -1,6 +1,6 @@
 """A percentile as PerfHub shows it: a value, how many requests it rests on, and its error bound.
 
-Percentiles are never averaged (DESIGN.md section 4): distributions are merged first
+Percentiles are never averaged (docs/method.md): distributions are merged first
 (sketches or bucket counts), then the percentile is taken from the merge.
 """
 

@@ -3,7 +3,7 @@
 Every sketch PerfHub keeps uses one relative accuracy, 0.010830, so the bucket growth factor
 gamma = (1 + a) / (1 - a) is 2^(1/32) to within 3e-9: the layout of Prometheus native histograms
 at schema 5. Sketches with the same setting merge exactly (bin counts add), so the P99 of a
-merge is the P99 of all the requests, never an average of P99s (DESIGN.md section 4).
+merge is the P99 of all the requests, never an average of P99s (docs/method.md).
 
 Units: bin keys are ceil(32 x log2(value)), so they depend on the unit. Sketches to be merged
 must share one; to take Prometheus native histogram buckets bin for bin the unit must be theirs,

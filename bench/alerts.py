@@ -1,4 +1,4 @@
-"""Alert budget (DESIGN.md section 8, issue 14): evaluating 10,000 services' rules fits in one
+"""Alert budget (docs/measurements.md, issue 14): evaluating 10,000 services' rules fits in one
 evaluation interval (60 s) on one worker, and the time is linear in services.
 
     DATABASE_URL=postgres://... .venv/bin/python bench/alerts.py [--services 1000] [--hosts 4]

@@ -1,4 +1,4 @@
-"""Dashboard budget (DESIGN.md section 8): a service dashboard over 30 days, from roll-ups vs
+"""Dashboard budget (docs/measurements.md): a service dashboard over 30 days, from roll-ups vs
 from raw samples.
 
     DATABASE_URL=postgres://... .venv/bin/python bench/dashboard.py [--days 30] [--keepdb]

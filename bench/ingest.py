@@ -1,4 +1,4 @@
-"""Ingest budget (DESIGN.md section 8): samples/s through the real HTTP API vs the database's
+"""Ingest budget (docs/measurements.md): samples/s through the real HTTP API vs the database's
 own speed on the same rows.
 
     DATABASE_URL=postgres://... .venv/bin/python bench/ingest.py [--batches 40] [--rounds 3]
@@ -7,7 +7,7 @@ own speed on the same rows.
 
 Server: gunicorn started by this script on 127.0.0.1 with deploy/gunicorn.conf.py, as deploy/web.sh
 starts it (sync workers, one per CPU by default),
-talking to the PostgreSQL in DATABASE_URL; the client posts agent batches (DESIGN.md section 3)
+talking to the PostgreSQL in DATABASE_URL; the client posts agent batches (docs/contracts.md)
 from as many threads as there are workers (`--clients`: another number), each with a
 keep-alive session.
 

@@ -3,7 +3,7 @@
 The read side of the roll-ups (`collectors.services.rollups` writes the rows): selectors, alert
 sources and dashboards merge `ServiceRollup` rows into `Traffic`, take percentiles from the
 merged sketches or bucket counts (`distribution_percentiles`; never an average of
-percentiles, DESIGN.md section 4), and read the quantiles a service-merged row stores packed
+percentiles, docs/method.md), and read the quantiles a service-merged row stores packed
 (`unpack_quantiles`) through named accessors (`StoredQuantiles`), never by position.
 """
 

@@ -1,6 +1,6 @@
 """Reads the rest of PerfHub uses: a service's series over a time range, from roll-ups only.
 
-Resolution rule (the coarsest that still draws the range, DESIGN.md section 4):
+Resolution rule (the coarsest that still draws the range, docs/architecture.md):
     range <= 6 h  -> 1 min   (minute rows)
     range <= 2 d  -> 5 min   (5-minute rows: at most 576 points)
     longer        -> 1 h     (hourly rows; weeks and months never read minute rows)

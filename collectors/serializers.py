@@ -1,4 +1,4 @@
-"""Validation of what agents send (DESIGN.md section 3) and of metrics queries.
+"""Validation of what agents send (docs/contracts.md) and of metrics queries.
 
 Everything from outside is checked here, with errors naming the field path
 (`requests[3].e2e_ms`, `scrapes[0].exposition` plus the bad line). Exposition text is parsed

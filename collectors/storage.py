@@ -1,7 +1,7 @@
 """Bulk writes of raw and roll-up rows: psycopg 3's COPY on PostgreSQL, `bulk_create` elsewhere.
 
 COPY streams rows in one round trip with no per-row SQL to parse or plan, which is what lets
-the ingest API keep up with a raw COPY (DESIGN.md section 8). It uses COPY's binary format with
+the ingest API keep up with a raw COPY (docs/measurements.md). It uses COPY's binary format with
 the column types declared up front: psycopg dumps each value in C without formatting text,
 and the server has no text (floats, timestamps) to parse. It runs inside the caller's
 transaction, so a rejected batch still stores nothing. Before PostgreSQL 17 the statement asks

@@ -1,7 +1,7 @@
 """Markdown to safe HTML, and readable line diffs, for dossier pages.
 
 Narratives are written by people and imported from files, so they are untrusted: Markdown is
-rendered first and the resulting HTML is then sanitized with nh3 (DESIGN.md section 9). Sanitizing
+rendered first and the resulting HTML is then sanitized with nh3 (docs/security.md). Sanitizing
 after rendering matters: raw HTML inside Markdown passes through the renderer untouched.
 """
 

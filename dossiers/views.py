@@ -44,7 +44,7 @@ def _dossier_context(request: HttpRequest, slug: str) -> dict:
 def dossier_fragments(service: Service) -> dict[str, str]:
     """URLs of fragments other apps serve for this dossier (live panels, alert timeline).
 
-    dossiers imports neither dashboards nor alerts (DESIGN.md section 2): the wiring lives in
+    dossiers imports neither dashboards nor alerts (docs/architecture.md): the wiring lives in
     settings.PERFHUB_DOSSIER_FRAGMENTS, e.g. {"live_panels": "/dashboards/services/{slug}/live/"},
     and the page's script fetches each URL into its placeholder.
     """

@@ -1,4 +1,4 @@
-"""Forms for the load-test pages: the upload, and the two calculators (DESIGN.md formulas)."""
+"""Forms for the load-test pages: the upload, and the two calculators (docs/method.md)."""
 
 from __future__ import annotations
 

@@ -235,7 +235,7 @@ ENDS_AT_MEASURED = frozenset({"vllm-bench"})
 class LoadTestSketch(models.Model):
     """A load test's per-request distribution of one latency family, as a DDSketch (ms).
 
-    Count, sum, min and max sit in columns beside the compressed sketch (DESIGN.md section 4).
+    Count, sum, min and max sit in columns beside the compressed sketch (docs/method.md).
     """
 
     class Family(models.TextChoices):

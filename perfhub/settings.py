@@ -1,6 +1,6 @@
 """PerfHub settings: one file, driven by the environment.
 
-Unset, everything falls back to the embedded default (DESIGN.md section 7): a SQLite file
+Unset, everything falls back to the embedded default (docs/operations.md): a SQLite file
 under var/, Celery tasks run eagerly in-process. Production sets DATABASE_URL, REDIS_URL,
 SECRET_KEY and ALLOWED_HOSTS.
 """
@@ -173,7 +173,7 @@ STORAGES = {
     },
 }
 
-# Upload and ingest size limits (DESIGN.md section 9).
+# Upload and ingest size limits (docs/operations.md, "Settings").
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 PERFHUB_INGEST_MAX_BYTES = env_int("PERFHUB_INGEST_MAX_BYTES", 5 * 1024 * 1024)

@@ -1,4 +1,4 @@
-"""The release gate: candidate load-test runs vs a baseline set of the same shape (DESIGN.md s.6).
+"""The release gate: candidate load-test runs vs a baseline set of the same shape (docs/gate.md).
 
 Baselines are sets (the last accepted runs of the workload shape, or runs promoted together) and a
 candidate may be several repeats: run-to-run variance is measured, not assumed away. Each row is

@@ -1,4 +1,4 @@
-"""The push document (DESIGN.md section 3, agent push v1)."""
+"""The push document (docs/contracts.md, agent push v1)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Send batches to `POST <server>/api/v1/ingest/`, spooling what the server cannot take now.
 
-Outcomes (DESIGN.md section 3):
+Outcomes (docs/contracts.md):
 - 2xx: accepted; 200 `{"duplicate": true}` is a replay the server already has, also a success.
 - connection error, timeout, 408, 429, 5xx: transient. The batch is spooled and replayed in order,
   with exponential backoff, reusing its batch_id so the server counts it once.

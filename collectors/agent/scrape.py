@@ -1,6 +1,6 @@
 """Fetch engine and dcgm-exporter `/metrics` pages, sending the text as scraped.
 
-The server parses (DESIGN.md section 3), so the agent never interprets the exposition. A failed
+The server parses (docs/contracts.md), so the agent never interprets the exposition. A failed
 scrape is logged and skipped; the rest of the batch goes on.
 """
 

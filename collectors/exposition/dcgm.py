@@ -1,4 +1,4 @@
-"""Per-GPU readings from dcgm-exporter, in the shape of the ingest `gpus` items (DESIGN.md s. 3).
+"""Per-GPU readings from dcgm-exporter, in the shape of the ingest `gpus` items (docs/contracts.md).
 
 One dict per GPU: index, uuid, name, hostname, util, mem_util, mem_used_bytes, mem_total_bytes,
 power_w, temp_c, sm_clock_mhz, sm_active, sm_occupancy, dram_active. A field the exporter does not

@@ -1,7 +1,7 @@
 """Reading Prometheus exposition text with prometheus_client's parser, with line numbers on errors.
 
 The parser raises a bare ValueError without saying where; the ingest API must name the bad line
-(DESIGN.md section 3), so on failure we find it: the first line that fails on its own, or else
+(docs/contracts.md), so on failure we find it: the first line that fails on its own, or else
 the line the parser was reading when it gave up.
 """
 

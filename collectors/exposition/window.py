@@ -1,4 +1,4 @@
-"""What happened between two consecutive scrapes of one host and service (DESIGN.md section 4).
+"""What happened between two consecutive scrapes of one host and service (docs/method.md).
 
 Per series: the delta between the scrapes, with no extrapolation. A series that went down
 restarted, so its new value is the delta. A series absent from the earlier scrape appeared since

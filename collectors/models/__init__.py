@@ -3,7 +3,7 @@
 Raw tables (`GpuSample`, `RequestSample`, `ScrapeWindow`) are append-only, sized for volume
 (BigAutoField, composite `(host, ts)` / `(service, host, ts)` indexes) and pruned after
 `PERFHUB_RAW_RETENTION_DAYS`. Pages read `ServiceRollup` / `GpuRollup` (1-minute and hourly
-rows), never raw rows for long ranges (DESIGN.md sections 2 and 4).
+rows), never raw rows for long ranges (docs/architecture.md, "Data flow").
 
 One module an area; everything is re-exported here, so `from collectors.models import X` and
 the migrations' `collectors.models.<callable>` paths keep working. The imports run in the

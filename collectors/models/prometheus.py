@@ -141,5 +141,5 @@ class PrometheusSource(models.Model):
                 {"dcgm_selector": "Leave blank in the aggregated mode: it reads no GPU series."}
             )
         if self.backfill_hours is not None and self.backfill_hours > 24 * 7:
-            # Ingest accepts samples up to 7 days old (DESIGN.md section 3).
+            # Ingest accepts samples up to 7 days old (docs/contracts.md).
             raise ValidationError({"backfill_hours": "At most 168 hours (7 days)."})

@@ -1,4 +1,4 @@
-"""Storing an agent's batch: one transaction, idempotent by batch id (DESIGN.md section 3).
+"""Storing an agent's batch: one transaction, idempotent by batch id (docs/contracts.md).
 
 GPU rows, counts and touched minutes are built before the transaction opens. Then the batch row
 goes in first, under a unique constraint on `batch_id` with ON CONFLICT DO NOTHING: a replay (or

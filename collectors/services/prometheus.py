@@ -1,4 +1,4 @@
-"""Prometheus as a data source (DESIGN.md section 3, "Prometheus source").
+"""Prometheus as a data source (docs/integrations.md, "Prometheus").
 
 Each sync reads, step by step, the raw series the mapping tables name from the source's
 Prometheus (`/api/v1/query_range`), rebuilds the text each step's scrape would have served

@@ -1,4 +1,4 @@
-"""Pull mode: fetch a host's URL and feed the ingest pipeline (DESIGN.md section 3, "Pull").
+"""Pull mode: fetch a host's URL and feed the ingest pipeline (docs/integrations.md, "Pull").
 
 An engine or dcgm-exporter `/metrics` becomes a one-scrape batch; an agent's endpoint answers
 with a whole batch document, deduplicated by its batch id like a push. A failure marks the host

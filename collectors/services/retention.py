@@ -1,4 +1,4 @@
-"""Retention (DESIGN.md sections 4 and 7): raw rows for PERFHUB_RAW_RETENTION_DAYS, per-host
+"""Retention (docs/operations.md, "Retention"): raw rows for PERFHUB_RAW_RETENTION_DAYS, per-host
 minute roll-ups for PERFHUB_MINUTE_ROLLUP_RETENTION_DAYS, hourly roll-ups kept.
 
 Raw tables: on PostgreSQL they are partitioned by day, and retention detaches and drops the

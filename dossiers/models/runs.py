@@ -41,7 +41,7 @@ def _latency_fields() -> dict[str, models.FloatField]:
 
 
 class MeasuredRun(models.Model):
-    """What a measured run records: workload, environment, results (DESIGN.md section 1).
+    """What a measured run records: workload, environment, results (docs/method.md).
 
     Abstract so load-test records and baselines share one definition of "a measurement".
     Latency percentile columns are `<metric>_<pXX>_ms`, e.g. `ttft_p99_ms`; missing is null.

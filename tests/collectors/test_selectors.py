@@ -20,7 +20,7 @@ def test_the_merged_p99_equals_one_sketch_of_all_the_requests(service):
 
 
 def test_the_merged_p99_is_within_the_sketch_accuracy_of_the_exact_one(service):
-    # DDSketch guarantees its relative accuracy, 1.083% (DESIGN.md's "within 1%" rounds it):
+    # DDSketch guarantees its relative accuracy, 1.083% (the budget's "within 1%" rounds it):
     # on this sample the error is 1.03%, so asserting a strict 1% would be a false promise.
     values = fill(service)
     metrics = service_metrics(service=service, start=START, end=START + timedelta(hours=1))

@@ -1,4 +1,4 @@
-"""Valid agent batches for ingest tests (DESIGN.md section 3): a library module,
+"""Valid agent batches for ingest tests (docs/contracts.md): a library module,
 imported by tests anywhere; fixtures stay in conftest.py."""
 
 from __future__ import annotations

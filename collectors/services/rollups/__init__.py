@@ -14,7 +14,7 @@ service-merged rows, recomputed, never incremented.
 
 Latency distributions: request-level values go into DDSketch (ms); scraped histogram bucket
 deltas are added per minute (seconds, `BucketCounts`). Both merge exactly, so hourly rows,
-hosts and ranges merge without ever averaging a percentile (DESIGN.md section 4). Reading
+hosts and ranges merge without ever averaging a percentile (docs/method.md). Reading
 them back (`Traffic`, percentiles, the stored quantiles) is `collectors.distributions`.
 """
 

@@ -1,4 +1,4 @@
-"""`manage.py run_demo`: the embedded default in one process tree (DESIGN.md section 7).
+"""`manage.py run_demo`: the embedded default in one process tree (docs/operations.md).
 
 Serves the site with Django's server, runs the periodic jobs (pulls, roll-ups, pruning, alert
 evaluation) in a background thread instead of Celery beat, and starts simulated GPU agents

@@ -1,4 +1,4 @@
-"""The agent push contract (DESIGN.md section 3), checked independently of the agent's code."""
+"""The agent push contract (docs/contracts.md), checked independently of the agent's code."""
 
 from __future__ import annotations
 
