@@ -1,4 +1,4 @@
-"""Celery tasks: take ids, call a service (STYLE.md point 6). Scheduled in CELERY_BEAT_SCHEDULE."""
+"""Celery tasks: take ids and call a service, which holds the logic (scheduled by beat)."""
 
 from __future__ import annotations
 
