@@ -3,7 +3,9 @@
 One dict per GPU: index, uuid, name, hostname, util, mem_util, mem_used_bytes, mem_total_bytes,
 power_w, temp_c, sm_clock_mhz, sm_active, sm_occupancy, dram_active. A field the exporter does not
 send, or sends as a blank sentinel, is None, never 0. The scrape's timestamp is the caller's.
-MIG instances (GPU_I_ID labels) are not told apart: one entry per physical GPU.
+One entry per physical GPU, from its own rows: with MIG, dcgm-exporter also writes a row per
+GPU instance (a `GPU_I_ID` label), a reading of that slice, not of the GPU, and those are left
+out (a field exported only per instance is None).
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ def is_blank(value: float) -> bool:
     return not math.isfinite(value) or abs(value) >= BLANK_THRESHOLD
 
 
+def is_whole_gpu(labels: dict[str, str]) -> bool:
+    """A row of one physical GPU: it names the GPU and no MIG instance of it."""
+    return "gpu" in labels and not labels.get("GPU_I_ID")
+
+
 def is_dcgm_field(name: str) -> bool:
     return name in FIELDS or name in MEMORY_FIELDS
 
@@ -66,7 +73,7 @@ def gpus(samples: Iterable[Sample]) -> list[dict]:
     memory: dict[tuple, dict[str, float]] = {}
     for sample in samples:
         labels = sample.labels
-        if "gpu" not in labels:
+        if not is_whole_gpu(labels):
             continue
         hostname = labels.get("Hostname", labels.get("hostname"))
         key = (hostname, labels["gpu"], labels.get("UUID"))

@@ -50,7 +50,9 @@ def _families(source: str) -> dict[str, _Family]:
         base, *older = rule.names
         family = families.setdefault(base, _Family(rule.kind))
         family.alternates += [n for n in older if n not in family.alternates]
-        family.labels |= {name for name, _ in (*rule.where, *rule.exclude, *rule.only)}
+        family.labels |= {
+            name for name, _ in (*rule.where, *rule.exclude, *rule.only, *rule.prefer)
+        }
         family.collapse = rule.collapse
         family.aggregate = rule.aggregate
     return families
@@ -109,7 +111,8 @@ def dcgm_rules(*, service_label: str = "service") -> list[dict]:
     """GPU fields summed and counted per service (needs the service label on DCGM's series)."""
     out = []
     for name in (*dcgm.FIELDS, *dcgm.MEMORY_FIELDS):
-        valid = f"({name} < {dcgm.BLANK_THRESHOLD:g})"
+        # Whole GPUs only: a MIG instance's row (GPU_I_ID) reads its slice (`dcgm.is_whole_gpu`).
+        valid = f'({name}{{GPU_I_ID=""}} < {dcgm.BLANK_THRESHOLD:g})'
         for op in ("sum", "count"):
             out.append(
                 {"record": f"{PREFIX}{name}:{op}", "expr": f"{op} by ({service_label}) {valid}"}

@@ -90,8 +90,8 @@ def _parse_dcgm(text: str) -> ParsedScrape:
     for sample in samples(text):
         _check_unique(text, sample, seen)
         # A field without a `gpu` label belongs to no GPU we can name (seen in a published
-        # fixture): it is ignored, and counted so.
-        if dcgm.is_dcgm_field(sample.name) and "gpu" in sample.labels:
+        # fixture), and a MIG instance's row to a slice of one: ignored, and counted so.
+        if dcgm.is_dcgm_field(sample.name) and dcgm.is_whole_gpu(sample.labels):
             wanted.append(sample)
         else:
             parsed.ignored += 1
@@ -124,6 +124,16 @@ def _where_matches(rule: Rule, labels: dict[str, str]) -> bool:
         and not any(labels.get(k) in values for k, values in rule.exclude)
         and all(labels.get(k) in values for k, values in rule.only)
     )
+
+
+def _preferred_series(rule: Rule, found: dict[Labels, dict]) -> dict[Labels, dict]:
+    """The series `rule.prefer` keeps: for each (label, values), those carrying one of the
+    values where any does (else all of them)."""
+    for label, values in rule.prefer:
+        kept = {labels: s for labels, s in found.items() if dict(labels).get(label) in values}
+        if kept:
+            found = kept
+    return found
 
 
 def _series_labels(rule: Rule, labels: dict[str, str]) -> Labels:
@@ -194,7 +204,7 @@ class _EngineParse:
         for index, (rule, name) in enumerate(self.candidates):
             if rule.canonical != canonical or not self.found.get(index):
                 continue
-            for labels, series in self.found[index].items():
+            for labels, series in _preferred_series(rule, self.found[index]).items():
                 self._store(rule, name, labels, series)
             self._aggregate_gauge(rule)
             return

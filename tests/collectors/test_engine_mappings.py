@@ -267,6 +267,33 @@ def test_triton_prefers_the_trt_llm_waiting_count_over_pending_requests():
     assert parse(text, "triton").gauges["requests_waiting"] == 3
 
 
+def test_triton_canceled_requests_are_aborts_not_errors():
+    text = (
+        'nv_inference_request_failure{model="llm",reason="CANCELED",version="1"} 5\n'
+        'nv_inference_request_failure{model="llm",reason="BACKEND",version="1"} 2\n'
+        'nv_inference_request_failure{model="llm",reason="REJECTED",version="1"} 1\n'
+    )
+    scrape = parse(text, "triton")
+    assert (scrape.counter_total("request_errors"), scrape.counter_total("request_aborts")) == (
+        3,
+        5,
+    )
+
+
+def test_triton_bls_model_is_read_alone_beside_the_models_it_calls():
+    text = (
+        'nv_inference_request_success{model="tensorrt_llm_bls",version="1"} 7\n'
+        'nv_inference_request_success{model="tensorrt_llm",version="1"} 7\n'
+        'nv_inference_request_duration_us{model="tensorrt_llm_bls",version="1"} 7000000\n'
+        'nv_inference_request_duration_us{model="tensorrt_llm",version="1"} 6000000\n'
+    )
+    scrape = parse(text, "triton")
+    assert (scrape.counter_total("requests_finished"), scrape.counter_total("e2e_seconds_sum")) == (
+        7,
+        pytest.approx(7.0),
+    )
+
+
 # --- TGI ---------------------------------------------------------------------------------------
 
 

@@ -191,3 +191,53 @@ def test_an_aggregated_sources_page_shows_the_recorded_series_it_reads(client, o
     page = client.get(source.get_absolute_url()).content.decode()
     assert "perfhub_service:vllm:time_to_first_token_seconds_bucket:delta" in page
     assert "export_recording_rules" in page
+
+
+def _promtool_test(tmp_path, sources: list[str], series: dict[str, str], expected: dict) -> str:
+    """Run `promtool test rules` on PerfHub's rules for `sources`: `series` (selector -> values)
+    as input, `expected` (recorded expression -> [(labels, value)]) checked at minute 3."""
+    (tmp_path / "rules.yml").write_text(
+        yaml.safe_dump(recording.rules_document(sources, interval_s=60), sort_keys=False)
+    )
+    cases = [
+        {"expr": expr, "eval_time": "3m",
+         "exp_samples": [{"labels": labels, "value": value} for labels, value in samples]}
+        for expr, samples in expected.items()
+    ]  # fmt: skip
+    test = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "promql_expr_test": cases,
+                   "input_series": [{"series": s, "values": v} for s, v in series.items()]}],
+    }  # fmt: skip
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test, sort_keys=False))
+    return fleet_tsdb.promtool("test", "rules", str(tmp_path / "test.yml"))
+
+
+def test_the_recorded_gpu_sums_leave_mig_instances_rows_out(tmp_path):
+    # dcgm-exporter's MIG rows (GPU_I_ID) read a slice of the GPU whose own row is beside them.
+    name = "DCGM_FI_PROF_DRAM_ACTIVE"
+    record = f"perfhub_service:{name}:sum"
+    out = _promtool_test(
+        tmp_path,
+        ["dcgm"],
+        {f'{name}{{service="s",gpu="0"}}': "0.69x5",
+         f'{name}{{service="s",gpu="0",GPU_I_ID="13",GPU_I_PROFILE="1g.5gb"}}': "0.8x5"},
+        {record: [(f'{record}{{service="s"}}', 0.69)]},
+    )  # fmt: skip
+    assert "SUCCESS" in out
+
+
+def test_the_recorded_triton_counts_keep_the_model_that_tells_an_ensemble(tmp_path):
+    # The reader keeps only the ensemble's counts (`Rule.prefer`), so the model must survive.
+    name = "nv_inference_request_success"
+    record = f"perfhub_service:{name}:delta"
+    out = _promtool_test(
+        tmp_path,
+        ["triton"],
+        {f'{name}{{service="s",model="ensemble",version="1"}}': "0+10x5",
+         f'{name}{{service="s",model="preprocessing",version="1"}}': "0+10x5"},
+        {record: [(f'{record}{{service="s",model="ensemble"}}', 10),
+                  (f'{record}{{service="s",model="preprocessing"}}', 10)]},
+    )  # fmt: skip
+    assert "SUCCESS" in out

@@ -61,6 +61,30 @@ def test_triton_trtllm_readme_scrape(scrape):
     }
 
 
+def test_triton_ensemble_scrape_counts_each_request_once(scrape):
+    # 59 requests reached the ensemble; preprocessing and postprocessing counted them again.
+    parsed = scrape("triton-23.10-trtllm-ensemble-issue.prom", "triton")
+    assert parsed.counter_total("requests_finished") == 59
+
+
+def test_triton_scrape_of_two_independent_models_adds_them(scrape):
+    parsed = scrape("triton-24.08-failure-reasons-issue.prom", "triton")
+    assert parsed.counter_total("requests_finished") == 40
+
+
+def test_triton_failure_reasons_scrape_reads_errors_and_aborts_apart(scrape):
+    parsed = scrape("triton-24.08-failure-reasons-issue.prom", "triton")
+    assert (parsed.counter_total("request_errors"), parsed.counter_total("request_aborts")) == (
+        0,
+        0,
+    )
+
+
+def test_dcgm_mig_scrape_reads_the_whole_gpu_not_an_instance(scrape):
+    gpus = scrape("dcgm-exporter-2.4-mig-docs.prom", "dcgm").gpus
+    assert [(g["index"], g["dram_active"]) for g in gpus] == [(0, 0.690789)]
+
+
 def test_dcgm_exporter_readme_scrape(scrape):
     gpus = scrape("dcgm-exporter-readme.prom", "dcgm").gpus
     assert [(g["index"], g["uuid"], g["sm_clock_mhz"]) for g in gpus] == [

@@ -60,9 +60,11 @@ SGLang (`sglang:` prefix)
   e2e_seconds        e2e_request_latency_seconds;  queue_seconds  queue_time_seconds
   requests_running   num_running_reqs;  requests_waiting  num_queue_reqs
   kv_cache_usage     token_usage
-Triton (core metrics, plus the TensorRT-LLM backend's gauges)
+Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape has an
+`ensemble` or `tensorrt_llm_bls` model, the request series are read from those models alone
   requests_finished  nv_inference_request_success
-  request_errors     nv_inference_request_failure
+  request_errors     nv_inference_request_failure except reason="CANCELED" (Triton 24.x+)
+  request_aborts     nv_inference_request_failure{reason="CANCELED"} (the client went away)
   e2e_seconds_sum    nv_inference_request_duration_us (cumulative microseconds -> seconds)
   queue_seconds_sum  nv_inference_queue_duration_us (cumulative microseconds -> seconds)
   ttft_seconds       nv_inference_first_response_histogram_ms (edges and sum ms -> s)
@@ -130,6 +132,10 @@ class Rule:
     exclude: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # ...and only samples whose label takes one of these values (TGI's err="dropped|cancelled")
     only: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Where some series carry one of these label values, only those series count (Triton's
+    # ensemble or BLS model: the one clients call, while the models it calls count the same
+    # requests again); where none does, every series counts.
+    prefer: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def counter_like(self) -> bool:
@@ -236,12 +242,56 @@ SGLANG = tuple(
     )
 )
 
+# A TensorRT-LLM deployment on Triton answers through an `ensemble` (or `tensorrt_llm_bls`) model
+# that calls `preprocessing`, `tensorrt_llm` and `postprocessing`: each counts every request, so
+# summing all models would count one request three or four times. The entry models are read alone
+# where a scrape has them. Triton 24.x and later give each failure a `reason`: CANCELED is the
+# client going away (an abort, as vLLM's and TGI's); REJECTED, BACKEND and OTHER are failures.
+TRITON_ENTRY_MODELS = (("model", ("ensemble", "tensorrt_llm_bls")),)
+TRITON_CLIENT_GONE = ("CANCELED",)
+
 TRITON = (
-    Rule("requests_finished", "counter", ("nv_inference_request_success",)),
-    Rule("request_errors", "counter", ("nv_inference_request_failure",)),
-    Rule("e2e_seconds_sum", "counter", ("nv_inference_request_duration_us",), scale=1e-6),
-    Rule("queue_seconds_sum", "counter", ("nv_inference_queue_duration_us",), scale=1e-6),
-    Rule("ttft_seconds", "histogram", ("nv_inference_first_response_histogram_ms",), scale=1e-3),
+    Rule(
+        "requests_finished",
+        "counter",
+        ("nv_inference_request_success",),
+        prefer=TRITON_ENTRY_MODELS,
+    ),
+    Rule(
+        "request_errors",
+        "counter",
+        ("nv_inference_request_failure",),
+        exclude=(("reason", TRITON_CLIENT_GONE),),
+        prefer=TRITON_ENTRY_MODELS,
+    ),
+    Rule(
+        "request_aborts",
+        "counter",
+        ("nv_inference_request_failure",),
+        only=(("reason", TRITON_CLIENT_GONE),),
+        prefer=TRITON_ENTRY_MODELS,
+    ),
+    Rule(
+        "e2e_seconds_sum",
+        "counter",
+        ("nv_inference_request_duration_us",),
+        scale=1e-6,
+        prefer=TRITON_ENTRY_MODELS,
+    ),
+    Rule(
+        "queue_seconds_sum",
+        "counter",
+        ("nv_inference_queue_duration_us",),
+        scale=1e-6,
+        prefer=TRITON_ENTRY_MODELS,
+    ),
+    Rule(
+        "ttft_seconds",
+        "histogram",
+        ("nv_inference_first_response_histogram_ms",),
+        scale=1e-3,
+        prefer=TRITON_ENTRY_MODELS,
+    ),
     Rule(
         "requests_running",
         "gauge",
@@ -255,7 +305,12 @@ TRITON = (
         ("nv_trt_llm_request_metrics",),
         where=(("request_type", "waiting"),),
     ),
-    Rule("requests_waiting", "gauge", ("nv_inference_pending_request_count",)),
+    Rule(
+        "requests_waiting",
+        "gauge",
+        ("nv_inference_pending_request_count",),
+        prefer=TRITON_ENTRY_MODELS,
+    ),
     Rule(
         "kv_cache_usage",
         "gauge",
