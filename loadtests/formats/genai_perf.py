@@ -89,10 +89,22 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     put("prompt_tokens_std", prompt.get("std"), "input_sequence_length.std")
     put("output_tokens_mean", output.get("avg"), "output_sequence_length.avg")
     put("output_tokens_std", output.get("std"), "output_sequence_length.std")
-    notes = [
-        "TPOT is GenAI-Perf's inter_token_latency: per request, (end-to-end - TTFT) / "
-        "(output tokens - 1)"
-    ]
+    config = ctx.obj(data, "input_config", required=False) or {}
+    streaming = config.get("streaming", _dig_endpoint(config, "streaming"))
+    latencies = LATENCIES
+    if streaming is False:
+        # Without a stream the first token arrives with the last: GenAI-Perf then writes each
+        # request's whole latency as its time_to_first_token. Neither TTFT nor TPOT was measured.
+        latencies = {k: m for k, m in LATENCIES.items() if m == "e2e"}
+        notes = [
+            "no TTFT or TPOT: the run did not stream (input_config.streaming false), so "
+            "GenAI-Perf's time_to_first_token is each request's whole latency"
+        ]
+    else:
+        notes = [
+            "TPOT is GenAI-Perf's inter_token_latency: per request, (end-to-end - TTFT) / "
+            "(output tokens - 1)"
+        ]
     notes.extend(_prefer_server_count(ctx, data, recorder, output, duration))
 
     if fields["input_tps"] is None and fields["qps"] is not None and prompt.get("avg") is not None:
@@ -104,7 +116,7 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     if fields["duration_s"] is None and count is not None and fields["qps"]:
         put("duration_s", count / fields["qps"], "request_count / request_throughput (derived)")
 
-    for key, metric in LATENCIES.items():
+    for key, metric in latencies.items():
         unit = _unit(ctx, data, key)
         summary = _stats(ctx, data, key, scale=TO_MS[unit] if unit else 1.0)
         stats[key] = summary
@@ -126,7 +138,6 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         f"{', '.join(telemetry.pop('_gpu_util_gpus', []))} (those with memory in use), % -> 0-1",
     )
 
-    config = ctx.obj(data, "input_config", required=False) or {}
     config_ctx = ctx.at("input_config")
     stimulus, stimulus_key = _stimulus(config)
     concurrency = config_ctx.integer(stimulus, "concurrency")
@@ -166,7 +177,7 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         "model": _model(config),
         "endpoint_type": _endpoint_type(config),
         "service_kind": config_ctx.text(config, "service_kind"),
-        "streaming": config.get("streaming", _dig_endpoint(config, "streaming")),
+        "streaming": streaming,
         # AIPerf's measured mean number of requests in flight.
         "achieved_concurrency": _avg(ctx, data, "effective_concurrency"),
         "stats": {key: value for key, value in stats.items() if value},

@@ -108,7 +108,7 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
     samples: dict[str, list[float]] = {"ttft": [], "tpot": [], "itl": [], "e2e": []}
     starts, ends, tokens, prompt = [], [], [], []
     requested: list[float] = []
-    skipped = 0
+    skipped = unstreamed = 0
     bases: set[str] = set()
     for record in records(ctx, experiment, service_kind):
         if record.requested_output is not None:
@@ -119,10 +119,15 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
         start, arrivals, count = record.start, record.arrivals, record.output_tokens
         ttft, e2e = (arrivals[0] - start) / 1e6, (arrivals[-1] - start) / 1e6
         bases.add(record.basis)
-        samples["ttft"].append(ttft)
         samples["e2e"].append(e2e)
-        if count > 1:
-            samples["tpot"].append((e2e - ttft) / (count - 1))
+        if len(arrivals) == 1 and count > 1:
+            # One response carrying several tokens: not streamed, so its first token came
+            # with its last. Neither TTFT nor TPOT was measured.
+            unstreamed += 1
+        else:
+            samples["ttft"].append(ttft)
+            if count > 1:
+                samples["tpot"].append((e2e - ttft) / (count - 1))
         samples["itl"].extend((b - a) / 1e6 for a, b in pairwise(arrivals))
         starts.append(start)
         ends.append(arrivals[-1])
@@ -133,6 +138,11 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
     succeeded = len(tokens)
     put("request_count", succeeded, "requests with a token in their responses")
     notes = ["percentiles are taken from the per-request times (DDSketch, ±1%)"]
+    if unstreamed:
+        notes.append(
+            f"no TTFT or TPOT for {unstreamed} of {succeeded} requests: each came back in one "
+            "response (not streamed), its first token with its last"
+        )
     duration = None
     windows = _window_span(ctx, experiment)
     if windows:

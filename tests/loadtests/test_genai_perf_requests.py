@@ -80,6 +80,32 @@ def test_an_answer_stopped_at_its_length_has_max_tokens_tokens_where_genai_perf_
     assert "finish_reason" in run.sources["output_tokens_mean"]
 
 
+def unstreamed(document: dict) -> dict:
+    """One request of `document` answered in a single response (no stream), 40 times."""
+    request = document["experiments"][0]["requests"][0]
+    body = {"id": "cmpl-1", "object": "text_completion", "model": "tiny-llama",
+            "choices": [{"index": 0, "text": "flglQ abc de", "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28}}  # fmt: skip
+    one = {**request, "response_timestamps": request["response_timestamps"][-1:],
+           "response_outputs": [{"response": json.dumps(body)}]}  # fmt: skip
+    document["experiments"][0]["requests"] = [one] * 40
+    return one
+
+
+def test_an_answer_in_one_response_has_no_ttft_or_tpot():
+    document = data(WITH_USAGE)
+    unstreamed(document)
+    (run,) = parse_loadtest(json.dumps(document))
+    assert (run.fields["ttft_p50_ms"], run.fields["tpot_p50_ms"]) == (None, None)
+
+
+def test_an_answer_in_one_response_keeps_its_end_to_end_latency():
+    document = data(WITH_USAGE)
+    one = unstreamed(document)
+    (run,) = parse_loadtest(json.dumps(document))
+    assert run.fields["e2e_p50_ms"] == pytest.approx(after(one, 0), rel=0.01)
+
+
 def test_the_servers_usage_gives_the_output_and_prompt_tokens():
     (run,) = runs(WITH_USAGE)
     assert run.fields["output_tokens_mean"] == 8.0

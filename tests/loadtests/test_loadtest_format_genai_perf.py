@@ -50,6 +50,21 @@ def test_genai_perf_latencies_in_seconds_are_converted_to_ms(load):
     assert fields["ttft_p99_ms"] == pytest.approx(500)
 
 
+def test_genai_perf_run_that_did_not_stream_has_no_ttft_or_tpot(load):
+    # GenAI-Perf writes a whole request's latency as time_to_first_token when not streaming.
+    raw = load(GENAI_PERF)
+    raw["input_config"]["streaming"] = False
+    fields = only(parse_loadtest(json.dumps(raw))).fields
+    assert (fields["ttft_p99_ms"], fields["tpot_p99_ms"]) == (None, None)
+
+
+def test_genai_perf_run_that_did_not_stream_keeps_its_request_latency(load):
+    raw = load(GENAI_PERF)
+    raw["input_config"]["streaming"] = False
+    fields = only(parse_loadtest(json.dumps(raw))).fields
+    assert fields["e2e_p50_ms"] == pytest.approx(5829.305414011333)
+
+
 def test_genai_perf_derived_duration_is_count_over_throughput(read):
     run = only(parse_loadtest(read(GENAI_PERF)))
     assert run.fields["duration_s"] == pytest.approx(500 / 6.2)
