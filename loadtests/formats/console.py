@@ -14,7 +14,9 @@ script would have written with `--save-result` (vLLM) or `--output-file` (SGLang
   scripts default to an unlimited rate), and the lines vLLM prints before its block ("Traffic
   request rate: inf", "Maximum request concurrency: 32").
 
-A printed value wins over the command's. Nothing else is guessed: the log has no time (give
+A printed value wins over the command's; a number option given no number (`$prompts`) is no
+value, and arguments asking for fewer prompts than the block counts requests are another run's.
+Nothing else is guessed: the log has no time (give
 one with `--measured-at`) and no per-request values.
 """
 
@@ -85,6 +87,7 @@ OPTIONS = {
     "--ignore-eos": ("ignore_eos", False),
     "--disable-ignore-eos": ("disable_ignore_eos", False),
 }
+TEXT_OPTIONS = ("backend", "model_id", "dataset_name")  # the other valued options are numbers
 
 
 def summary_documents(text: str) -> list[Document]:
@@ -98,14 +101,15 @@ def summary_documents(text: str) -> list[Document]:
             index += 1
             continue
         header = last = index
-        data = _preamble(lines[since:header])
+        block: dict = {}
         index += 1
         while index < len(lines) and not _footer(lines[index]):
             if _header(lines[index]):
                 break  # a block cut short: the next one starts here
-            if _read_line(lines[index], data):
+            if _read_line(lines[index], block):
                 last = index
             index += 1
+        data = {**_preamble(lines[since:header], block), **block}  # printed values win
         documents.append(Document(data, line=header + 1, origin="console"))
         # After a cut-short block, the lines past its last value belong to the next run.
         since = index if index == len(lines) or _footer(lines[index]) else last + 1
@@ -156,15 +160,28 @@ def _value(text: str) -> int | float | str | None:
         return text
 
 
-def _preamble(lines: list[str]) -> dict:
+def _preamble(lines: list[str], block: dict) -> dict:
     """What the text before a block says about the run: its command line, then the arguments
     the script printed (`Namespace(...)`), then the lines vLLM prints before the block; later
-    ones win, being closer to what the script understood."""
+    ones win, being closer to what the script understood. A command or Namespace asking for
+    fewer prompts than the block counts requests is another run's (a document's header)."""
     printed: dict = {}
     for line in lines:
         _read_line(line, printed, PREAMBLE_LABELS)
-    found = {**_command(lines), **_namespace(lines), **printed}
+    told = [args for args in (_command(lines), _namespace(lines)) if _may_describe(args, block)]
+    found = {key: value for args in told for key, value in args.items()}
+    found.update(printed)
     return {key: value for key, value in found.items() if value is not None}
+
+
+def _may_describe(args: dict, block: dict) -> bool:
+    """Whether arguments can be those of the run the block summarizes: no fewer prompts than
+    the requests it counts (those that succeeded and those that failed)."""
+    prompts, done = args.get("num_prompts"), block.get("completed")
+    if not isinstance(prompts, int | float) or not isinstance(done, int | float):
+        return True
+    failed = block.get("failed")
+    return prompts >= done + (failed if isinstance(failed, int | float) else 0)
 
 
 def _namespace(lines: list[str]) -> dict:
@@ -177,7 +194,7 @@ def _namespace(lines: list[str]) -> dict:
     for option, (key, _) in OPTIONS.items():
         value = args.get(option.removeprefix("--").replace("-", "_"))
         if value is not None:
-            data[key] = _value(value.strip("'\""))
+            data[key] = _option_value(key, value.strip("'\""))
     for flag in ("ignore_eos", "disable_ignore_eos"):
         if isinstance(data.get(flag), str):
             data[flag] = data[flag] == "True"
@@ -217,10 +234,19 @@ def _command(lines: list[str]) -> dict:
         if not given and index < len(words):
             given = words[index]
             index += 1
-        data[key] = _value(given)
+        data[key] = _option_value(key, given)
     if data.pop("disable_ignore_eos", False):
         data["ignore_eos"] = False
     return data
+
+
+def _option_value(key: str, text: str) -> int | float | str | bool | None:
+    """An option's value; None for a number option given no number (a shell variable such as
+    `$prompts`, a placeholder): the command as written, not what ran."""
+    value = _value(text)
+    if key in TEXT_OPTIONS or not isinstance(value, str) or value in ("True", "False"):
+        return value
+    return None
 
 
 def _option(word: str) -> str | None:

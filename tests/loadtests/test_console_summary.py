@@ -59,6 +59,25 @@ def test_the_rate_the_script_printed_wins_over_the_command():
     assert run.fields["request_rate"] == 4.0
 
 
+def test_a_shell_variable_in_the_command_is_not_a_value_and_refuses_nothing():
+    # A README's command as typed: `--num-prompts $prompts` is no number of prompts.
+    command = "vllm bench serve --num-prompts $prompts --max-concurrency $c --request-rate 8\n"
+    (run,) = parse_loadtest(command + BLOCK)
+    assert (run.fields["request_count"], run.fields["request_rate"]) == (200, 8.0)
+
+
+def test_a_command_for_fewer_prompts_than_the_block_counts_is_another_runs():
+    # The block counts 200 requests: a command of 100 prompts did not make it (a document's
+    # header command, say), so nothing of it is taken, not its unlimited rate either.
+    (document,) = summary_documents("vllm bench serve --num-prompts 100\n" + BLOCK)
+    assert "num_prompts" not in document.data and "request_rate" not in document.data
+
+
+def test_a_command_for_as_many_prompts_as_the_block_counts_is_read():
+    (document,) = summary_documents("vllm bench serve --num-prompts 200\n" + BLOCK)
+    assert document.data["num_prompts"] == 200
+
+
 def test_lines_behind_a_log_prefix_are_read():
     prefixed = "".join(
         f"INFO 12-03 13:49:01 [serve.py:712] {line}\n" for line in BLOCK.splitlines()
