@@ -11,6 +11,7 @@ whose signature keys it has most of), so the refusal says what the file lacks:
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 
@@ -163,6 +164,13 @@ def _json_lines(
         document = _yaml_document(text, prefix)
         if document is not None:
             return [document]
+        header = _csv_header(text)
+        if header:
+            raise LoadTestFormatError(
+                f"{prefix}a CSV whose columns this importer does not know (its header: "
+                f"{header}); the CSVs it reads are GenAI-Perf's and AIPerf's profile exports"
+                + ("" if format else f"; {expected()}")
+            )
         # Not JSON lines or YAML either: report where the JSON itself broke.
         raise LoadTestFormatError(
             f"{prefix}not valid JSON: {whole.msg} (line {whole.lineno}, "
@@ -183,6 +191,16 @@ def _json_lines(
             raise Ctx(fmt, line=number).error(f"expected a JSON object, got a {json_type(value)}")
         documents.append(Document(value, line=number))
     return documents
+
+
+def _csv_header(text: str, shown: int = 120) -> str | None:
+    """The first row, cut to `shown` characters, when the text starts as a table of comma-
+    separated values (a header and a row of its width, two columns or more); else None."""
+    rows = [row for row in csv.reader(text.splitlines()[:20]) if any(cell.strip() for cell in row)]
+    if len(rows) < 2 or len(rows[0]) < 2 or len(rows[1]) != len(rows[0]):
+        return None
+    header = ",".join(rows[0])
+    return header if len(header) <= shown else header[:shown] + "..."
 
 
 def detect_format(documents: list[Document], *, filename: str | None = None) -> LoadTestFormat:
@@ -217,6 +235,13 @@ def _closest(documents: list[Document], data: dict) -> LoadTestFormat:
     scored = [(fmt.score(data), fmt) for fmt in formats()]
     best_score = max((score for score, _ in scored), default=0.0)
     if best_score == 0:
+        for fmt in formats():
+            if fmt.side_record_keys and all(key in data for key in fmt.side_record_keys):
+                raise LoadTestFormatError(
+                    f"could not detect the format: these look like {fmt.name}'s per-request "
+                    f"records ({', '.join(fmt.side_files)}), which are not a run: upload the "
+                    f"run's {fmt.run_file} (with them, in its folder, if you like)"
+                )
         raise LoadTestFormatError(f"could not detect the format: {expected()}")
     closest = next(fmt for score, fmt in scored if score == best_score)
     missing = closest.missing(data)

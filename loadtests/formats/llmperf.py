@@ -183,5 +183,7 @@ register(
         filename_hints=("llmperf", "_summary"),
         # Beside each summary, llmperf writes every request's record (and its text): not a run.
         side_files=("*_individual_responses.json",),
+        side_record_keys=("error_code", "ttft_s", "end_to_end_latency_s", "number_output_tokens"),
+        run_file="*_summary.json",
     )
 )

@@ -39,6 +39,10 @@ class LoadTestFormat:
     # The tool's files that are not runs (fnmatch patterns on the file name): skipped when they
     # come in a results folder or its archive (a config, per-request dumps, engine-side reports).
     side_files: tuple[str, ...] = ()
+    # The keys every one of the tool's per-request records has, when it writes them to a side
+    # file, and the run's own file: such a file uploaded alone is told which file to upload.
+    side_record_keys: tuple[str, ...] = ()
+    run_file: str = ""
     # Files of the tool's folder that are not runs but that its `arrange_folder` or folder join
     # reads (fnmatch patterns on the file name): never skipped, whatever their suffix.
     companion_files: tuple[str, ...] = ()

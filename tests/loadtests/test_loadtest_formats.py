@@ -125,6 +125,23 @@ def test_json_of_an_unknown_shape_lists_the_formats_expected():
     )
 
 
+def test_llmperfs_per_request_records_alone_are_told_to_bring_the_summary():
+    # llmperf writes every request beside its summary: *_individual_responses.json.
+    record = {"error_code": None, "error_msg": "", "inter_token_latency_s": 0.01, "ttft_s": 0.2,
+              "end_to_end_latency_s": 2.1, "request_output_throughput_token_per_s": 60.0,
+              "number_total_tokens": 650, "number_output_tokens": 128,
+              "number_input_tokens": 522}  # fmt: skip
+    with pytest.raises(LoadTestFormatError, match=r"per-request records.*\*_summary\.json"):
+        parse_loadtest(json.dumps([record] * 3).encode())
+
+
+def test_a_csv_of_unknown_columns_is_called_a_csv_with_its_header():
+    # `genai-perf analyze` writes a sweep table that is none of the profile exports.
+    text = "Config Name,Concurrency,ISL\nrun_0,32,200\nrun_1,32,200\n"
+    with pytest.raises(LoadTestFormatError, match=r"a CSV .*Config Name,Concurrency,ISL"):
+        parse_loadtest(text.encode())
+
+
 def test_a_json_list_is_an_unknown_shape():
     with pytest.raises(LoadTestFormatError, match="could not detect the format"):
         parse_loadtest(b"[1, 2, 3]")

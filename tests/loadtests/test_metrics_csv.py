@@ -76,7 +76,7 @@ def test_a_csv_without_throughput_says_what_the_format_needs():
 
 
 def test_another_csv_is_not_taken_for_an_export():
-    with pytest.raises(LoadTestFormatError, match="not valid JSON"):
+    with pytest.raises(LoadTestFormatError, match="a CSV whose columns this importer does not"):
         parse("name,latency\nx,3\n")
 
 
