@@ -292,6 +292,7 @@ def import_loadtest_file(
     """
     content, inner_name = unpack(content, filename)  # the run keeps the name it came under
     runs = parse_file(content, filename=inner_name, format=format)
+    _refuse_a_repeat(runs)
     promote_index = _promote_index(runs, baseline=baseline, baseline_run=baseline_run)
     lints = lint_file(content, runs, format=format)
     digest = content_digest(content)
@@ -470,6 +471,23 @@ def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str)
                 f"hundredth of a millisecond ({', '.join(shared)}). A tool writes one run to "
                 "several files (GenAI-Perf's and AIPerf's .json and .csv): import one of them"
             )
+
+
+def _refuse_a_repeat(runs: Sequence[ParsedRun]) -> None:
+    """LoadTestImportError when a run of the file is another of its runs again (a summary
+    block pasted twice into a document): stored twice, it would count twice."""
+    kept = [(index, run) for index, run in enumerate(runs) if not run.failed]
+    for later, (j, run) in enumerate(kept):
+        for i, earlier in kept[:later]:
+            shared = twins.same_measurement(
+                run.fields, earlier.fields, run.measured_at, earlier.measured_at
+            )
+            if shared is not None:
+                raise LoadTestImportError(
+                    f"run {j + 1} repeats run {i + 1} of this file: its {len(shared)} latency "
+                    f"figures agree to a hundredth of a millisecond ({', '.join(shared)}). "
+                    "A block pasted twice? Import the file without the copy"
+                )
 
 
 def _time_from_file(run: LoadTest) -> bool:
