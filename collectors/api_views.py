@@ -125,10 +125,10 @@ class IngestView(APIView):
             )
         if result.duplicate:
             return Response({"duplicate": True}, status=status.HTTP_200_OK)
-        return Response(
-            {"batch_id": str(result.batch_id), "counts": result.counts},
-            status=status.HTTP_202_ACCEPTED,
-        )
+        answer = {"batch_id": str(result.batch_id), "counts": result.counts}
+        if result.warnings:
+            answer["warnings"] = result.warnings
+        return Response(answer, status=status.HTTP_202_ACCEPTED)
 
 
 class ServiceMetricsView(APIView):

@@ -313,6 +313,12 @@ class IngestAcceptedSerializer(serializers.Serializer):
 
     batch_id = serializers.UUIDField()
     counts = serializers.DictField(child=serializers.IntegerField())
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Present when something stored is likely not what was meant: a scrape none "
+        "of whose samples PerfHub reads for its source.",
+    )
 
 
 class IngestDuplicateSerializer(serializers.Serializer):

@@ -41,12 +41,16 @@ class Outcome(enum.Enum):
     SPOOLED = "spooled"  # Delivery only: kept on disk for a later replay
 
 
+WARNINGS_REMEMBERED = 100  # distinct server warnings, each logged once, then forgotten
+
+
 @dataclass(frozen=True)
 class PushResult:
     outcome: Outcome
     status: int | None
     detail: str
     retry_after: float | None = None
+    warnings: tuple[str, ...] = ()  # the server stored the batch but says what looks wrong
 
 
 class Pusher:
@@ -84,9 +88,12 @@ class Pusher:
         status = response.status_code
         text = _short(response.text)
         if 200 <= status < 300:
-            if status == 200 and _json(response).get("duplicate") is True:
+            answer = _json(response)
+            if status == 200 and answer.get("duplicate") is True:
                 return PushResult(Outcome.DUPLICATE, status, text)
-            return PushResult(Outcome.ACCEPTED, status, text)
+            warnings = answer.get("warnings")
+            said = tuple(str(w)[:500] for w in warnings) if isinstance(warnings, list) else ()
+            return PushResult(Outcome.ACCEPTED, status, text, warnings=said)
         if status in (408, 429) or status >= 500:
             return PushResult(
                 Outcome.RETRY, status, text, _retry_after(response.headers.get("Retry-After"))
@@ -123,6 +130,7 @@ class Delivery:
         self.retry_at: float | None = None if not len(spool) else clock()
         self.delivered = 0
         self.rejected = 0
+        self.warned: set[str] = set()  # each server warning is logged once, not every push
         # Batches the spool could not take (its disk full), oldest first: sent after it.
         self.held: list[tuple[dict[str, Any], int]] = []
 
@@ -224,6 +232,12 @@ class Delivery:
             )
             return
         self.delivered += 1
+        for warning in result.warnings:
+            if warning not in self.warned:
+                if len(self.warned) >= WARNINGS_REMEMBERED:
+                    self.warned.clear()
+                self.warned.add(warning)
+                log.warning("server stored batch %s but warns: %s", batch_id, warning)
         if result.outcome is Outcome.DUPLICATE:
             log.info("batch %s was already stored (replay); counted once", batch_id)
         else:

@@ -54,6 +54,13 @@ class ParsedScrape:
     ignored: int = 0  # samples of metrics no rule maps (and `_created` timestamps)
     invalid: int = 0  # mapped samples whose value is NaN, infinite or negative
 
+    @property
+    def maps_nothing(self) -> bool:
+        """Samples came, and none of them is a metric this source's mapping reads (a wrong
+        `source`, or an engine behind something that renames its metrics)."""
+        read = self.counters or self.histograms or self.gauge_series or self.gpus
+        return bool(self.ignored) and not read and not self.invalid
+
     def counter_total(self, name: str) -> float | None:
         """The cumulative value of a canonical counter summed over its series."""
         values = [v for (n, _), v in self.counters.items() if n == name]

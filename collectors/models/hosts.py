@@ -128,7 +128,8 @@ class Host(models.Model):
         if health == self.Health.NEVER_SEEN:
             return "no push received yet"
         if health == self.Health.UP:
-            return f"pulled {_ago(self.last_pull_at, now)} ago" if self.last_pull_at else ""
+            pulled = f"pulled {_ago(self.last_pull_at, now)} ago" if self.last_pull_at else ""
+            return "; ".join(part for part in (pulled, self.last_error) if part)
         if health == self.Health.RECEIVING:
             return f"last push {_ago(self.last_seen_at, now)} ago"
         return f"nothing for {_ago(self.last_seen_at, now)}"

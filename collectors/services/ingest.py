@@ -63,6 +63,17 @@ class IngestResult:
     duplicate: bool
     batch_id: Any = None
     counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # stored, but likely not what was meant
+
+
+def scrape_warnings(scrapes: list[dict]) -> list[str]:
+    """One line per scrape that was stored yet holds nothing PerfHub reads, naming it."""
+    return [
+        f"scrapes[{i}]: none of its samples is a metric PerfHub reads for source "
+        f"{s['source']!r}: is the source right (docs/integrations.md)?"
+        for i, s in enumerate(scrapes)
+        if s["parsed"].maps_nothing
+    ]
 
 
 def epoch_minute(ts: datetime) -> int:
@@ -113,7 +124,12 @@ def ingest_batch(
             minutes |= {epoch_minute(row[4]) for row in window_rows}
             IngestBatch.objects.filter(pk=batch_pk).update(counts=counts, minutes=sorted(minutes))
         host_touch(host=host, now=now)
-    return IngestResult(duplicate=False, batch_id=data["batch_id"], counts=counts)
+    return IngestResult(
+        duplicate=False,
+        batch_id=data["batch_id"],
+        counts=counts,
+        warnings=scrape_warnings(data["scrapes"]),
+    )
 
 
 def _request_rows(requests: list, service_ids: dict[str, int], host_id: int) -> list[tuple]:

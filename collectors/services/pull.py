@@ -137,7 +137,9 @@ def _mark(
     if error:
         PULL_ERRORS.labels("host").inc()
     status = Host.Status.DOWN if error else Host.Status.UP
-    update = {"status": status, "last_error": error[:MAX_ERROR_CHARS], "last_pull_at": now}
+    # An answer stored but holding nothing PerfHub reads is up, with the reason beside it.
+    note = error or "; ".join(result.warnings if result else [])
+    update = {"status": status, "last_error": note[:MAX_ERROR_CHARS], "last_pull_at": now}
     if not error:
         update["last_seen_at"] = now
     Host.objects.filter(pk=host.pk).update(**update)

@@ -293,6 +293,25 @@ def test_it_rejects_a_malformed_exposition_line_naming_it(agent_client, service,
     assert response.json()["scrapes[0].exposition"][0].startswith("line 10:")
 
 
+def test_a_scrape_of_another_engine_is_stored_with_a_warning_naming_it(
+    agent_client, service, vllm_texts
+):
+    # vLLM's text sent as Triton's: nothing in it is a metric the Triton mapping reads.
+    scrape = {"ts": rfc3339(recent_minute()), "service": "chat-7b", "source": "triton"}
+    response = post(agent_client, make_batch(scrapes=[{**scrape, "exposition": vllm_texts[0]}]))
+    assert response.status_code == 202
+    assert response.json()["warnings"] == [
+        "scrapes[0]: none of its samples is a metric PerfHub reads for source 'triton': "
+        "is the source right (docs/integrations.md)?"
+    ]
+
+
+def test_a_scrape_of_its_own_engine_brings_no_warning(agent_client, service, vllm_texts):
+    scrape = {"ts": rfc3339(recent_minute()), "service": "chat-7b", "source": "vllm"}
+    response = post(agent_client, make_batch(scrapes=[{**scrape, "exposition": vllm_texts[0]}]))
+    assert "warnings" not in response.json()
+
+
 def test_a_rejected_batch_stores_nothing(agent_client, service, host):
     batch = make_batch()
     batch["requests"][2]["e2e_ms"] = -5

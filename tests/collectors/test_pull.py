@@ -50,6 +50,20 @@ def test_pulling_an_engine_twice_makes_a_window_and_marks_the_host_up(served, se
     assert host.last_seen_at == now
 
 
+def test_a_target_answering_another_engines_metrics_is_up_with_the_reason(
+    served, service, vllm_texts
+):
+    # A vLLM endpoint pulled as Triton: stored, but nothing in it is read.
+    host = Host.objects.create(
+        name="pulled-1", pull_url=served.url, pull_kind="triton", pull_service=service
+    )
+    served.body = vllm_texts[0].encode()
+    assert pull_host(host_id=host.pk).ok
+    host.refresh_from_db()
+    assert host.status == "up"
+    assert "is a metric PerfHub reads for source 'triton'" in host.health_detail(timezone.now())
+
+
 def test_a_failing_target_is_marked_down_with_its_error(service):
     host = Host.objects.create(
         name="dead-1", pull_url=closed_port_url(), pull_kind="vllm", pull_service=service

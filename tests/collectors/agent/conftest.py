@@ -22,6 +22,7 @@ class IngestState:
     store_before_failing: bool = False  # store, then answer 503 anyway (a lost response)
     reject_with: int | None = None  # answer this status to every push (e.g. 400)
     retry_after: str | None = None
+    warnings: list[str] = field(default_factory=list)  # said with every 202
     attempts: int = 0
     stored: list[str] = field(default_factory=list)
     duplicates: int = 0
@@ -49,7 +50,10 @@ def _ingest_handler(state: IngestState) -> type[BaseHTTPRequestHandler]:
                 state.stored.append(batch["batch_id"])
                 if failing:
                     return self._answer(503, {"detail": "stored, but the answer was lost"})
-            return self._answer(202, {"gpus": len(batch["gpus"]), "scrapes": len(batch["scrapes"])})
+            answer: dict[str, Any] = {"gpus": len(batch["gpus"]), "scrapes": len(batch["scrapes"])}
+            if state.warnings:
+                answer["warnings"] = state.warnings
+            return self._answer(202, answer)
 
         def _answer(self, status: int, payload: dict[str, Any]) -> None:
             body = json.dumps(payload).encode()

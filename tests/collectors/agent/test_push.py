@@ -140,6 +140,19 @@ def test_it_drops_a_permanently_rejected_batch_with_the_servers_errors(
     assert '{"gpus": ["0: util: not a number"]}' in record.getMessage()
 
 
+def test_a_warning_the_server_answers_with_is_logged_once(ingest, tmp_path, clock, caplog):
+    url, state = ingest
+    state.warnings = ["scrapes[0]: none of its samples is a metric PerfHub reads"]
+    delivery = delivery_to(url, tmp_path, clock)
+
+    with caplog.at_level(logging.WARNING, logger="collectors.agent"):
+        outcomes = run(delivery, clock, [new_batch(host="gpu-01") for _ in range(3)])
+
+    assert outcomes == [Outcome.ACCEPTED] * 3
+    [record] = caplog.records
+    assert "none of its samples is a metric PerfHub reads" in record.getMessage()
+
+
 def test_it_treats_a_wrong_token_as_permanent(ingest, tmp_path, clock):
     url, _ = ingest
     pusher = Pusher(f"{url}/api/v1/ingest/", "wrong", timeout=2)
