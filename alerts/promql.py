@@ -77,8 +77,14 @@ class Metrics:
             suffix = "_sum"
         else:  # the name the engine's counters have in Prometheus (bare for TGI and Triton)
             suffix = engines.ENGINES[self.engine].counter_suffix
+        name = rule.names[0] + suffix
         selector = _selector(self.engine_selector, rule.where, rule.exclude, rule.only)
-        expr = f"sum({fn}({rule.names[0]}{suffix}{selector}[{window}]))"
+        expr = f"sum({fn}({name}{selector}[{window}]))"
+        if rule.prefer:  # the preferred series' sum where there are any, as the parser reads
+            preferred = _selector(
+                self.engine_selector, rule.where, rule.exclude, rule.only + rule.prefer
+            )
+            expr = f"(sum({fn}({name}{preferred}[{window}])) or {expr})"
         return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"
 
     def counter_rate(self, canonical: str, window: str) -> str:
@@ -98,7 +104,8 @@ class Metrics:
         """dcgm-exporter's field for a GPU reading (`util`, `sm_active`, ...)."""
         for name, (field, factor) in dcgm.FIELDS.items():
             if field == key:
-                return Series(name, _selector(self.dcgm_selector), factor)
+                # Whole GPUs: a MIG instance's row reads a slice (`dcgm.is_whole_gpu`).
+                return Series(name, _selector(self.dcgm_selector, (("GPU_I_ID", ""),)), factor)
         raise NotExportable(f"dcgm-exporter has no {key}")
 
     def gpu_mean(self, key: str, window: str) -> str:

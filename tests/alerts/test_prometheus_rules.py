@@ -110,7 +110,7 @@ def test_the_export_names_the_engines_metrics_and_what_it_left_out(service):
     ensure_default_rules(service)
     text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector='job="dcgm"')
     assert 'rate(vllm:e2e_request_latency_seconds_bucket{job="vllm"}[5m])' in text
-    assert 'DCGM_FI_PROF_SM_ACTIVE{job="dcgm"}' in text
+    assert 'DCGM_FI_PROF_SM_ACTIVE{job="dcgm", GPU_I_ID=""}' in text
     assert "# Not exported: Cost per Mtok above baseline: no current baseline" in text
 
 
@@ -175,7 +175,7 @@ def test_selectors_default_to_the_services_prometheus_source(service):
                   engine_selector='job="chat"', dcgm_selector='job="gpus"')  # fmt: skip
     text = rules_yaml(service)
     assert 'vllm:kv_cache_usage_perc{job="chat"}' in text
-    assert 'DCGM_FI_DEV_GPU_UTIL{job="gpus"}' in text
+    assert 'DCGM_FI_DEV_GPU_UTIL{job="gpus", GPU_I_ID=""}' in text
 
 
 def test_the_command_writes_the_file_and_refuses_bad_input(service, tmp_path, capsys):

@@ -78,4 +78,35 @@ def test_tritons_error_rate_exports_its_counters_by_their_bare_names(service):
     from alerts.promql import Metrics
 
     expr = ErrorRate().promql(error_rule(service), Metrics("triton"))
-    assert "increase(nv_inference_request_failure[" in expr and "_total" not in expr
+    assert "increase(nv_inference_request_failure{" in expr and "_total" not in expr
+
+
+def test_exported_triton_counts_read_the_ensemble_alone_as_the_parser_does(tmp_path):
+    # TensorRT-LLM's ensemble calls preprocessing (and more), which count each request again.
+    import yaml
+
+    from alerts.promql import Metrics
+    from tests import fleet_tsdb
+
+    expr = Metrics("triton").counter_increase("requests_finished", "1m")
+    (tmp_path / "rules.yml").write_text(
+        yaml.safe_dump({"groups": [{"name": "t", "rules": [{"record": "done", "expr": expr}]}]})
+    )
+    series = {"ensemble": "0+10x5", "preprocessing": "0+10x5", "postprocessing": "0+10x5"}
+    test = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": f'nv_inference_request_success{{model="{m}",version="1"}}', "values": v}
+                for m, v in series.items()
+            ],
+            "promql_expr_test": [
+                {"expr": "done", "eval_time": "3m",
+                 "exp_samples": [{"labels": "done", "value": 10}]}
+            ],
+        }],
+    }  # fmt: skip
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
+    assert "SUCCESS" in fleet_tsdb.promtool("test", "rules", str(tmp_path / "test.yml"))
