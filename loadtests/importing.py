@@ -476,9 +476,16 @@ def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str)
 def _refuse_a_repeat(runs: Sequence[ParsedRun]) -> None:
     """LoadTestImportError when a run of the file is another of its runs again (a summary
     block pasted twice into a document): stored twice, it would count twice."""
-    kept = [(index, run) for index, run in enumerate(runs) if not run.failed]
-    for later, (j, run) in enumerate(kept):
-        for i, earlier in kept[:later]:
+    # A copy repeats its run's figures to the digit: only runs whose latencies round alike are
+    # compared, so a file of many runs costs one pass, not one comparison a pair.
+    seen: dict[tuple, list[tuple[int, ParsedRun]]] = {}
+    for j, run in enumerate(runs):
+        if run.failed:
+            continue
+        key = tuple(
+            None if run.fields.get(n) is None else round(run.fields[n], 2) for n in LATENCY_FIELDS
+        )
+        for i, earlier in seen.get(key, []):
             shared = twins.same_measurement(
                 run.fields, earlier.fields, run.measured_at, earlier.measured_at
             )
@@ -488,6 +495,7 @@ def _refuse_a_repeat(runs: Sequence[ParsedRun]) -> None:
                     f"figures agree to a hundredth of a millisecond ({', '.join(shared)}). "
                     "A block pasted twice? Import the file without the copy"
                 )
+        seen.setdefault(key, []).append((j, run))
 
 
 def _time_from_file(run: LoadTest) -> bool:
