@@ -18,6 +18,7 @@ from loadtests.importing import (
     prepare_files,
 )
 from loadtests.models import LoadTest
+from tests.loadtests.test_console_summary import BLOCK  # a printed vLLM summary
 from tests.loadtests.test_real_corpus import LOADTEST_FILES, REAL, REFUSED, content_of
 
 pytestmark = pytest.mark.django_db
@@ -153,31 +154,15 @@ def test_across_the_real_corpus_only_files_of_one_run_are_one_measurement():
     assert matched == KNOWN_PAIRS
 
 
-PRINTED_BLOCK = """\
-============ Serving Benchmark Result ============
-Successful requests:                     200
-Benchmark duration (s):                  50.18
-Total input tokens:                      25623
-Total generated tokens:                  6400
-Request throughput (req/s):              3.99
-Output token throughput (tok/s):         127.53
-Median TTFT (ms):                        15.63
-P99 TTFT (ms):                           100.89
-Median TPOT (ms):                        3.81
-P99 TPOT (ms):                           6.93
-==================================================
-"""
-
-
 def test_a_block_pasted_twice_into_one_document_is_refused_naming_both_runs(service):
-    text = "vllm bench serve --request-rate 4\n" + PRINTED_BLOCK
+    text = "vllm bench serve --request-rate 4\n" + BLOCK
     content = (text + "\n" + text).encode()
     with pytest.raises(LoadTestImportError, match="run 2 repeats run 1 of this file"):
         import_loadtest_file(service=service, content=content, filename="README.md")
 
 
 def test_two_blocks_of_one_document_that_differ_are_both_stored(service):
-    other = PRINTED_BLOCK.replace("100.89", "101.40")
-    content = ("vllm bench serve --request-rate 4\n" + PRINTED_BLOCK + "\n" + other).encode()
+    other = BLOCK.replace("100.89", "101.40")
+    content = ("vllm bench serve --request-rate 4\n" + BLOCK + "\n" + other).encode()
     stored = import_loadtest_file(service=service, content=content, filename="README.md")
     assert len(stored) == 2
