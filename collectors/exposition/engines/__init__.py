@@ -250,48 +250,33 @@ SGLANG = tuple(
 TRITON_ENTRY_MODELS = (("model", ("ensemble", "tensorrt_llm_bls")),)
 TRITON_CLIENT_GONE = ("CANCELED",)
 
+# Triton's own per-model series: read from the entry models where a scrape has them.
+TRITON_MODEL_SERIES = tuple(
+    replace(r, prefer=TRITON_ENTRY_MODELS)
+    for r in [
+        Rule("requests_finished", "counter", ("nv_inference_request_success",)),
+        Rule(
+            "request_errors",
+            "counter",
+            ("nv_inference_request_failure",),
+            exclude=(("reason", TRITON_CLIENT_GONE),),
+        ),
+        Rule(
+            "request_aborts",
+            "counter",
+            ("nv_inference_request_failure",),
+            only=(("reason", TRITON_CLIENT_GONE),),
+        ),
+        Rule("e2e_seconds_sum", "counter", ("nv_inference_request_duration_us",), scale=1e-6),
+        Rule("queue_seconds_sum", "counter", ("nv_inference_queue_duration_us",), scale=1e-6),
+        Rule(
+            "ttft_seconds", "histogram", ("nv_inference_first_response_histogram_ms",), scale=1e-3
+        ),
+    ]
+)
+
 TRITON = (
-    Rule(
-        "requests_finished",
-        "counter",
-        ("nv_inference_request_success",),
-        prefer=TRITON_ENTRY_MODELS,
-    ),
-    Rule(
-        "request_errors",
-        "counter",
-        ("nv_inference_request_failure",),
-        exclude=(("reason", TRITON_CLIENT_GONE),),
-        prefer=TRITON_ENTRY_MODELS,
-    ),
-    Rule(
-        "request_aborts",
-        "counter",
-        ("nv_inference_request_failure",),
-        only=(("reason", TRITON_CLIENT_GONE),),
-        prefer=TRITON_ENTRY_MODELS,
-    ),
-    Rule(
-        "e2e_seconds_sum",
-        "counter",
-        ("nv_inference_request_duration_us",),
-        scale=1e-6,
-        prefer=TRITON_ENTRY_MODELS,
-    ),
-    Rule(
-        "queue_seconds_sum",
-        "counter",
-        ("nv_inference_queue_duration_us",),
-        scale=1e-6,
-        prefer=TRITON_ENTRY_MODELS,
-    ),
-    Rule(
-        "ttft_seconds",
-        "histogram",
-        ("nv_inference_first_response_histogram_ms",),
-        scale=1e-3,
-        prefer=TRITON_ENTRY_MODELS,
-    ),
+    *TRITON_MODEL_SERIES,
     Rule(
         "requests_running",
         "gauge",
