@@ -12,6 +12,7 @@ AIPerf adds `benchmark_duration`, token totals and `min_request_timestamp`, whic
 
 from __future__ import annotations
 
+import json
 import posixpath
 from datetime import UTC, datetime
 
@@ -141,11 +142,13 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
     config_ctx = ctx.at("input_config")
     stimulus, stimulus_key = _stimulus(config)
     concurrency = config_ctx.integer(stimulus, "concurrency")
-    rate = config_ctx.num(stimulus, "request_rate")
+    # AIPerf's phases name the rate `rate` (0.10 to 0.13), its arrival pattern `type`.
+    rate_key = "rate" if "rate" in stimulus and "request_rate" not in stimulus else "request_rate"
+    rate = config_ctx.num(stimulus, rate_key)
     # Concurrency mode is closed-loop: no arrival rate limits the load.
     rate_inf = rate is None and concurrency is not None
     put("concurrency", concurrency, f"{stimulus_key}.concurrency")
-    put("request_rate", rate, f"{stimulus_key}.request_rate")
+    put("request_rate", rate, f"{stimulus_key}.{rate_key}")
 
     errors = _avg(ctx, data, "error_request_count")
     if errors is not None:
@@ -430,7 +433,9 @@ def _model(config: dict) -> str | None:
 
 # An artifacts folder's files that are not runs: the prompts sent (`inputs.json`; GenAI-Perf's
 # early `llm_inputs.json`), and AIPerf's raw payloads, time slices, GPU telemetry, server
-# scrapes and the aggregate of several profile runs (each run is in the folder too).
+# scrapes (0.13: `server_metrics_export.*`, and `server_metrics.json` per phase), its console
+# tables, a sweep's run config and the aggregates of several profile runs (of a setting's
+# trials, of a sweep's settings: each run is in the folder too).
 SIDE_FILES = (
     "inputs.json",
     "llm_inputs.json",
@@ -438,8 +443,14 @@ SIDE_FILES = (
     "*_timeslices.*",
     "*_gpu_telemetry.jsonl",
     "*_server_metrics.*",
+    "server_metrics_export.*",
+    "server_metrics.json",
+    "profile_export_console.txt",
+    "run_config.json",
     "*_aggregate.*",
+    "profile_export_aiperf_sweep.*",
 )
+PHASE_MANIFEST = "phase_manifest.json"
 
 
 def _same_run(summary: str) -> tuple[str, ...]:
@@ -454,17 +465,47 @@ def _same_run(summary: str) -> tuple[str, ...]:
     return ()
 
 
+def _phase_exports(files: list[tuple[bytes, str]]) -> set[str]:
+    """AIPerf 0.13 with a warm-up writes each phase's export again under `phases/<name>/`, listed
+    in `phase_manifest.json`: the warm-up's is no result, and a profiling phase's repeats the
+    run's own export beside the manifest (where that is missing, the phase's is kept)."""
+    names = {name for _, name in files}
+    dropped: set[str] = set()
+    for content, name in files:
+        if posixpath.basename(name) != PHASE_MANIFEST:
+            continue
+        dropped.add(posixpath.normpath(name))  # read here, never a run
+        folder = posixpath.dirname(name)
+        try:
+            phases = json.loads(content).get("phases")
+        except (ValueError, AttributeError):
+            continue  # not AIPerf's manifest: nothing is dropped on its word
+        run_export = posixpath.join(folder, "profile_export_aiperf.json")
+        for phase in phases if isinstance(phases, list) else []:
+            if not isinstance(phase, dict):
+                continue
+            if phase.get("phase_kind") != "warmup" and run_export not in names:
+                continue
+            for key in ("metrics_json", "metrics_csv"):
+                if isinstance(path := phase.get(key), str):
+                    dropped.add(posixpath.normpath(posixpath.join(folder, path)))
+    return dropped
+
+
 def arrange_folder(files: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
     """One run per artifacts folder: its summary JSON, without the CSV and per-request files that
-    hold the same requests (imported as well, the run would count twice, or be refused)."""
+    hold the same requests (imported as well, the run would count twice, or be refused), and
+    without AIPerf's per-phase copies (`_phase_exports`)."""
     dropped: set[tuple[str, str]] = set()
     for _, name in files:
         folder, base = posixpath.dirname(name), posixpath.basename(name)
         dropped.update((folder, twin) for twin in _same_run(base))
+    phase_copies = _phase_exports(files)
     return [
         (content, name)
         for content, name in files
         if (posixpath.dirname(name), posixpath.basename(name)) not in dropped
+        and posixpath.normpath(name) not in phase_copies
     ]
 
 

@@ -290,6 +290,7 @@ def read_genai_perf(documents: list[Document], runs: list[ParsedRun]) -> list[Ru
         or _text(config.get("prompt_source"))
         or ("synthetic" if _dig(config, "input", "prompt", "input_tokens") else None)
         or _text(_dig(dataset_config, "path"))
+        or _text(_dig(dataset_config, "dataset"))  # AIPerf: {"type": "public", "dataset": ...}
         or _text(_dig(dataset_config, "type"))
     )
     streaming = flag(config.get("streaming"))

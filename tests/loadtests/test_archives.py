@@ -277,3 +277,27 @@ def test_text_holding_the_tar_magic_where_a_header_has_it_is_not_an_archive():
     assert text[257:262] == b"ustar"
     assert not archives.is_archive(text)
     assert archives.is_archive(tarred({"a.json": b"{}"}))
+
+
+AIPERF_WARMUP = GENAI / "e2e-aiperf-0.13.0-rate4-poisson-warmup-folder.tar.gz"
+AIPERF_SWEEP = GENAI / "e2e-aiperf-0.13.0-rate-sweep-3-6-folder.tar.gz"
+
+
+@pytest.mark.django_db
+def test_an_aiperf_013_folder_with_a_warm_up_stores_the_profiling_run_once(service):
+    """With a warm-up AIPerf 0.13 writes each phase's export again under `phases/` (listed in
+    `phase_manifest.json`), beside server scrapes and its console tables: one run, 40 requests."""
+    (run,) = import_loadtest_files(
+        service=service, files=[(AIPERF_WARMUP.read_bytes(), AIPERF_WARMUP.name)]
+    )
+    assert run.source_name.endswith("/r4/profile_export_aiperf.json")
+    assert run.request_count == 40
+
+
+@pytest.mark.django_db
+def test_an_aiperf_013_rate_sweep_folder_is_a_run_per_rate(service):
+    """`--request-rate 3,6`: a folder per rate, and aggregates per rate and over the sweep."""
+    runs = import_loadtest_files(
+        service=service, files=[(AIPERF_SWEEP.read_bytes(), AIPERF_SWEEP.name)]
+    )
+    assert sorted(run.request_rate for run in runs) == [3.0, 6.0]

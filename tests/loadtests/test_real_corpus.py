@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from loadtests.formats import LoadTestFormatError, parse_loadtest
-from loadtests.importing import import_loadtest_file
+from loadtests.importing import import_loadtest_file, lint_file
 from loadtests.sweeps import sweeps_for_service
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
@@ -515,6 +515,26 @@ def test_aiperf_export_rates_from_totals_over_benchmark_duration():
 def test_aiperf_013_concurrency_from_its_profiling_phase_and_model_from_models():
     run = only("genai-perf/e2e-aiperf-0.13.0-c2-profile_export_aiperf.json")
     assert (run.fields["concurrency"], run.extra["model"]) == (2, "tiny-llama")
+
+
+def test_aiperf_rate_mode_reads_the_rate_of_its_profiling_phase():
+    # AIPerf 0.10, `--request-rate 0.8 --arrival-pattern poisson`: phases[] name it `rate`.
+    run = only("genai-perf/anud18-aiperf-0.10.0-chatbot-r0.8-profile_export_aiperf.json")
+    assert (run.fields["request_rate"], run.label) == (0.8, "aiperf 0.8 req/s")
+    assert not run.request_rate_inf
+
+
+def test_aiperf_010_rate_mode_run_reads_its_figures_as_written():
+    run = only("genai-perf/anud18-aiperf-0.10.0-chatbot-r0.8-profile_export_aiperf.json")
+    check(run, request_count=96, duration_s=118.900130676, ttft_p99_ms=215.540136)
+
+
+def test_aiperf_public_dataset_is_fingerprinted_by_its_name():
+    # datasets[0] = {"type": "public", "dataset": "sharegpt"}: the workload is ShareGPT's.
+    path = REAL / "genai-perf" / "anud18-aiperf-0.10.0-chatbot-r0.8-profile_export_aiperf.json"
+    content = path.read_bytes()
+    (lint,) = lint_file(content, parse_loadtest(content, filename=path.name))
+    assert (lint.fingerprint.dataset, lint.fingerprint.request_rate) == ("sharegpt", 0.8)
 
 
 def test_aiperf_output_tokens_are_the_servers_when_its_own_count_differs():
