@@ -110,9 +110,15 @@ def engine_rules(source: str, *, interval_s: int, service_label: str = "service"
 def dcgm_rules(*, service_label: str = "service") -> list[dict]:
     """GPU fields summed and counted per service (needs the service label on DCGM's series)."""
     out = []
+    gpu = f"{service_label}, gpu, UUID, Hostname"
     for name in (*dcgm.FIELDS, *dcgm.MEMORY_FIELDS):
-        # Whole GPUs only: a MIG instance's row (GPU_I_ID) reads its slice (`dcgm.is_whole_gpu`).
-        valid = f'({name}{{GPU_I_ID=""}} < {dcgm.BLANK_THRESHOLD:g})'
+        # Whole GPUs only: a MIG instance's row (GPU_I_ID) reads its slice (`dcgm.is_whole_gpu`),
+        # save a device-wide field of a GPU without a row of its own (dcgm-exporter 3.x): the
+        # mean of its instances' rows, once per GPU (`dcgm.is_read`).
+        valid = f'({name}{{GPU_I_ID=""}} < {dcgm.LOWEST_BLANK})'
+        if name in dcgm.DEVICE_FIELDS:
+            instances = f'avg by ({gpu}) ({name}{{GPU_I_ID!=""}} < {dcgm.LOWEST_BLANK})'
+            valid = f"({valid} or on ({gpu}) {instances})"
         for op in ("sum", "count"):
             out.append(
                 {"record": f"{PREFIX}{name}:{op}", "expr": f"{op} by ({service_label}) {valid}"}

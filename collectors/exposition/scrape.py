@@ -97,8 +97,9 @@ def _parse_dcgm(text: str) -> ParsedScrape:
     for sample in samples(text):
         _check_unique(text, sample, seen)
         # A field without a `gpu` label belongs to no GPU we can name (seen in a published
-        # fixture), and a MIG instance's row to a slice of one: ignored, and counted so.
-        if dcgm.is_dcgm_field(sample.name) and dcgm.is_whole_gpu(sample.labels):
+        # fixture), and a MIG instance's row to a slice of one, save a device-wide field
+        # (`dcgm.is_read`): ignored, and counted so.
+        if dcgm.is_read(sample.name, sample.labels):
             wanted.append(sample)
         else:
             parsed.ignored += 1

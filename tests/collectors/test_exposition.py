@@ -5,7 +5,7 @@ import json
 import pytest
 
 from analysis.buckets import quantile, quantiles
-from collectors.exposition import ExpositionError, normalize_edge, parse, window
+from collectors.exposition import ExpositionError, dcgm, normalize_edge, parse, window
 
 PAIR = "vllm/metrics-t0.prom -> metrics-t15.prom"
 SENTINEL = "9223372036854775794"
@@ -246,15 +246,37 @@ def test_the_memory_temp_blank_sentinel_becomes_no_reading(gpus):
     assert max(readings) < 9.2e18
 
 
+def blanked(text: str, field_of_gpu0: str, value: str) -> str:
+    return "\n".join(
+        line.rsplit(" ", 1)[0] + " " + value if line.startswith(field_of_gpu0) else line
+        for line in text.splitlines()
+    )
+
+
 def test_a_blank_sentinel_on_a_mapped_field_is_none(read):
-    lines = read("dcgm/metrics.prom").splitlines()
-    blanked = [
-        line.rsplit(" ", 1)[0] + " " + SENTINEL
-        if line.startswith('DCGM_FI_DEV_GPU_TEMP{gpu="0"')
-        else line
-        for line in lines
-    ]
-    assert parse("\n".join(blanked), "dcgm").gpus[0]["temp_c"] is None
+    text = blanked(read("dcgm/metrics.prom"), 'DCGM_FI_DEV_GPU_TEMP{gpu="0"', SENTINEL)
+    assert parse(text, "dcgm").gpus[0]["temp_c"] is None
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("DCGM_FI_DEV_POWER_USAGE", "140737488355330"),  # fp64 "not supported"
+        ("DCGM_FI_PROF_SM_ACTIVE", "140737488355328.0"),  # fp64 blank (H100, DCGM 3.3)
+        ("DCGM_FI_DEV_SM_CLOCK", "2147483634"),  # int32 "not supported"
+        ("DCGM_FI_DEV_GPU_UTIL", "4294967295"),  # NVML's "no reading" (NVIDIA/DCGM#199)
+    ],
+)
+def test_dcgms_other_sentinels_are_no_reading_not_a_refused_scrape(read, field, value):
+    key = dcgm.FIELDS[field][0]
+    gpus = parse(blanked(read("dcgm/metrics.prom"), f'{field}{{gpu="0"', value), "dcgm").gpus
+    assert (gpus[0][key], gpus[1][key] is not None) == (None, True)
+
+
+def test_a_power_reading_past_any_gpus_is_still_refused(read):
+    text = blanked(read("dcgm/metrics.prom"), 'DCGM_FI_DEV_POWER_USAGE{gpu="0"', "350000")
+    with pytest.raises(ExpositionError, match="power_w"):
+        parse(text, "dcgm")
 
 
 def test_a_lowercase_hostname_label_is_accepted(read):

@@ -228,6 +228,35 @@ def test_the_recorded_gpu_sums_leave_mig_instances_rows_out(tmp_path):
     assert "SUCCESS" in out
 
 
+def test_the_recorded_gpu_power_reads_a_3x_mig_gpu_once_from_its_instances_rows(tmp_path):
+    # dcgm-exporter 3.x: no row of the GPU's own, its power repeated on each instance's row.
+    name = "DCGM_FI_DEV_POWER_USAGE"
+    out = _promtool_test(
+        tmp_path,
+        ["dcgm"],
+        {f'{name}{{service="s",gpu="0",UUID="GPU-a",GPU_I_ID="3"}}': "52x5",
+         f'{name}{{service="s",gpu="0",UUID="GPU-a",GPU_I_ID="4"}}': "54x5",
+         f'{name}{{service="s",gpu="1",UUID="GPU-b"}}': "100x5",
+         f'{name}{{service="s",gpu="1",UUID="GPU-b",GPU_I_ID="3"}}': "999x5"},
+        {f"perfhub_service:{name}:sum": [(f'perfhub_service:{name}:sum{{service="s"}}', 153)],
+         f"perfhub_service:{name}:count": [(f'perfhub_service:{name}:count{{service="s"}}', 2)]},
+    )  # fmt: skip
+    assert "SUCCESS" in out
+
+
+def test_the_recorded_gpu_sums_leave_dcgm_blank_readings_out(tmp_path):
+    name = "DCGM_FI_DEV_SM_CLOCK"
+    record = f"perfhub_service:{name}:count"
+    out = _promtool_test(
+        tmp_path,
+        ["dcgm"],
+        {f'{name}{{service="s",gpu="0"}}': "1410x5",
+         f'{name}{{service="s",gpu="1"}}': "2147483634x5"},  # DCGM's int32 "not supported"
+        {record: [(f'{record}{{service="s"}}', 1)]},
+    )  # fmt: skip
+    assert "SUCCESS" in out
+
+
 def test_the_recorded_triton_counts_keep_the_model_that_tells_an_ensemble(tmp_path):
     # The reader keeps only the ensemble's counts (`Rule.prefer`), so the model must survive.
     name = "nv_inference_request_success"

@@ -85,6 +85,18 @@ def test_dcgm_mig_scrape_reads_the_whole_gpu_not_an_instance(scrape):
     assert [(g["index"], g["dram_active"]) for g in gpus] == [(0, 0.690789)]
 
 
+def test_dcgm_3x_mig_scrape_reads_each_gpus_power_from_its_instances_rows(scrape):
+    # dcgm-exporter 3.x labels every row of a MIG GPU with an instance, the device's power on
+    # each: GPU 0 reads 52.636, 52.636, 52.746, 52.746 W on instances 3-6, GPU 1 56.121, 56.127.
+    gpus = scrape("dcgm-exporter-3.x-a30-mig-issue.prom", "dcgm").gpus
+    assert [(g["index"], round(g["power_w"], 3)) for g in gpus] == [(0, 52.691), (1, 56.124)]
+
+
+def test_dcgm_3x_mig_scrape_has_no_utilization_for_a_gpu_only_its_slices_report(scrape):
+    gpus = scrape("dcgm-exporter-3.x-a30-mig-issue.prom", "dcgm").gpus
+    assert {(g["util"], g["mem_used_bytes"]) for g in gpus} == {(None, None)}
+
+
 def test_dcgm_exporter_readme_scrape(scrape):
     gpus = scrape("dcgm-exporter-readme.prom", "dcgm").gpus
     assert [(g["index"], g["uuid"], g["sm_clock_mhz"]) for g in gpus] == [
