@@ -257,6 +257,18 @@ def test_the_recorded_gpu_sums_leave_dcgm_blank_readings_out(tmp_path):
     assert "SUCCESS" in out
 
 
+def test_the_recorded_vllm_counts_add_a_ray_serve_replica_to_a_plain_vllm_one(tmp_path):
+    record = "perfhub_service:vllm:prompt_tokens_total:delta"
+    out = _promtool_test(
+        tmp_path,
+        ["vllm"],
+        {'vllm:prompt_tokens_total{service="s",instance="a"}': "0+10x5",
+         'ray_vllm:prompt_tokens_total{service="s",WorkerId="w1"}': "0+5x5"},
+        {record: [(f'{record}{{service="s"}}', 15)]},
+    )  # fmt: skip
+    assert "SUCCESS" in out
+
+
 def test_the_recorded_triton_counts_keep_the_model_that_tells_an_ensemble(tmp_path):
     # The reader keeps only the ensemble's counts (`Rule.prefer`), so the model must survive.
     name = "nv_inference_request_success"

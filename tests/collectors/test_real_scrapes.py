@@ -104,6 +104,16 @@ def test_dcgm_exporter_readme_scrape(scrape):
     ]
 
 
+def test_ray_serve_scrape_reads_vllms_metrics_under_rays_prefix(scrape):
+    # Ray Serve 2.32 exports vLLM's metrics as `ray_vllm:...`, with its own labels beside.
+    parsed = scrape("ray-serve-2.32-vllm-datadog-excerpt.prom", "vllm")
+    assert [parsed.counter_total(n) for n in ("requests_finished", "prompt_tokens")] == [1, 58]
+    assert (parsed.histogram("itl_seconds").sum, parsed.histogram("e2e_seconds").sum) == (
+        16.178537607192993,
+        16.44955015182495,
+    )
+
+
 def test_vllm_v0_successes_leave_out_aborted_requests(scrape):
     parsed = scrape("written-here-vllm-v0-0.6.prom", "vllm")
     assert parsed.counter_total("requests_finished") == 250 + 40

@@ -18,7 +18,7 @@ Every histogram here is measured by the engine (vantage "server"): its clock sta
 request reaches the engine, after the HTTP server, the gateway and (for vLLM) the tokenizer.
 What each engine's histogram measures, from which moment to which, is in docs/method.md.
 
-vLLM (`vllm:` prefix)
+vLLM (`vllm:` prefix; `ray_vllm:` as Ray Serve LLM exports the same metrics)
   requests_finished  request_success_total, summed over finished_reason except "abort" and
                      "error" (V0 and V1 count aborted and errored requests in it too)
   request_errors     request_success_total{finished_reason="error"}
@@ -142,14 +142,20 @@ class Rule:
         return self.kind in ("counter", "histogram_sum")
 
 
-def _prefixed(prefix: str, rules: list[Rule]) -> tuple[Rule, ...]:
-    return tuple(replace(r, names=tuple(prefix + n for n in r.names)) for r in rules)
+def _prefixed(prefixes: tuple[str, ...], rules: list[Rule]) -> tuple[Rule, ...]:
+    """Each rule's names under each prefix, the first prefix's names first (preferred)."""
+    return tuple(replace(r, names=tuple(p + n for p in prefixes for n in r.names)) for r in rules)
 
 
 VLLM_NOT_SUCCESS = ("abort", "error")
 
+# Ray Serve LLM exports vLLM's metrics through Ray's own exporter, which prefixes every metric
+# with `ray_`: `ray_vllm:<name>`, with Ray's labels (a replica's `WorkerId`) beside vLLM's. The
+# same metrics under another name, read where vLLM's own are absent.
+VLLM_PREFIXES = ("vllm:", "ray_vllm:")
+
 VLLM = _prefixed(
-    "vllm:",
+    VLLM_PREFIXES,
     [
         # "Success" is vLLM's name for "finished": an aborted (client gone) or errored request
         # finishes too, with its reason in a label. Neither is a success; errors are errors.
@@ -225,7 +231,7 @@ _SGLANG_RANKS = ("tp_rank", "pp_rank", "moe_ep_rank")
 SGLANG = tuple(
     replace(r, collapse=_SGLANG_RANKS)
     for r in _prefixed(
-        "sglang:",
+        ("sglang:",),
         [
             Rule("requests_finished", "counter", ("num_requests",)),
             Rule("request_aborts", "counter", ("num_aborted_requests",)),
