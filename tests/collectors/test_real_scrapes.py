@@ -3,6 +3,8 @@
 Expected values are read by hand from the files.
 """
 
+import re
+
 import pytest
 
 from analysis.buckets import quantile
@@ -111,6 +113,39 @@ def test_ray_serve_scrape_reads_vllms_metrics_under_rays_prefix(scrape):
     assert (parsed.histogram("itl_seconds").sum, parsed.histogram("e2e_seconds").sum) == (
         16.178537607192993,
         16.44955015182495,
+    )
+
+
+TRTLLM_SERVE = "written-here-trtllm-serve-bare-names.prom"
+
+
+def prefixed(text: str, prefix: str) -> str:
+    """Every metric name of an exposition with `prefix` in front."""
+    return re.sub(r"(?m)^(# (?:HELP|TYPE) )?(?=[a-z])", lambda m: (m[1] or "") + prefix, text)
+
+
+@pytest.mark.parametrize("prefix", ["", "trtllm_", "trtllm:"])
+def test_trtllm_serve_reads_its_names_bare_prefixed_or_as_dynamo_exports_them(fixtures_dir, prefix):
+    text = prefixed((fixtures_dir / "real" / "metrics" / TRTLLM_SERVE).read_text(), prefix)
+    parsed = parse(text, "trtllm")
+    assert f"\n{prefix}e2e_request_latency_seconds_count{{" in text
+    assert parsed.counter_total("requests_finished") == 9
+    assert sum(parsed.histogram("e2e_seconds").counts) == 9
+
+
+def test_trtllm_serve_cancelled_requests_are_aborts_not_finished(scrape):
+    parsed = scrape(TRTLLM_SERVE, "trtllm")
+    assert (parsed.counter_total("requests_finished"), parsed.counter_total("request_aborts")) == (
+        9,
+        1,
+    )
+
+
+def test_trtllm_serve_time_per_output_token_is_a_per_request_tpot(scrape):
+    parsed = scrape(TRTLLM_SERVE, "trtllm")
+    assert (sum(parsed.histogram("tpot_seconds").counts), parsed.histogram("itl_seconds")) == (
+        9,
+        None,
     )
 
 

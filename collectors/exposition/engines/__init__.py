@@ -72,6 +72,16 @@ Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape ha
   requests_waiting   nv_trt_llm_request_metrics{request_type="waiting"},
                      else nv_inference_pending_request_count
   kv_cache_usage     nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}
+TensorRT-LLM's `trtllm-serve` (`trtllm_` prefix, `trtllm:` as Dynamo re-exports it, or none: the
+releases before 2026); vLLM's names and meanings, read as vLLM's are
+  requests_finished  request_success_total except finished_reason "abort", "cancelled", "error"
+  request_aborts     request_success_total{finished_reason="abort"|"cancelled"}
+  prompt_tokens, generation_tokens, ttft_seconds, e2e_seconds, queue_seconds, prefill_seconds,
+  decode_seconds, requests_running, requests_waiting: as vLLM's names
+  tpot_seconds       time_per_output_token_seconds (one observation per finished request)
+  kv_cache_usage     kv_cache_utilization
+  (no request errors: its `request_error_total` counts HTTP answers by code, the client's
+  mistakes among them)
 
 Notes:
 - Names decide, not `# TYPE`: a counter is found with or without `_total`, typed or untyped.
@@ -311,6 +321,44 @@ TRITON = (
     ),
 )
 
+# TensorRT-LLM's own server (`trtllm-serve`, `/prometheus/metrics`, its `MetricsCollector`
+# adapted from vLLM's): the names were bare from the first release (mid-2025) and carry
+# `trtllm_` since early 2026 (TensorRT-LLM#12545, which also added the token counters, the
+# phase histograms and the iteration gauges); Dynamo re-exports them as `trtllm_` or `trtllm:`.
+# Its TPOT is observed once per finished request, as vLLM's per-request one. A cancelled
+# request finishes with reason "cancelled".
+TRTLLM_PREFIXES = ("trtllm_", "trtllm:", "")
+TRTLLM_CLIENT_GONE = ("abort", "cancelled")
+
+TRTLLM = _prefixed(
+    TRTLLM_PREFIXES,
+    [
+        Rule(
+            "requests_finished",
+            "counter",
+            ("request_success",),
+            exclude=(("finished_reason", (*TRTLLM_CLIENT_GONE, "error")),),
+        ),
+        Rule(
+            "request_aborts",
+            "counter",
+            ("request_success",),
+            only=(("finished_reason", TRTLLM_CLIENT_GONE),),
+        ),
+        Rule("prompt_tokens", "counter", ("prompt_tokens",)),
+        Rule("generation_tokens", "counter", ("generation_tokens",)),
+        Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
+        Rule("tpot_seconds", "histogram", ("time_per_output_token_seconds",)),
+        Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
+        Rule("queue_seconds", "histogram", ("request_queue_time_seconds",)),
+        Rule("prefill_seconds", "histogram", ("request_prefill_time_seconds",)),
+        Rule("decode_seconds", "histogram", ("request_decode_time_seconds",)),
+        Rule("requests_running", "gauge", ("num_requests_running",)),
+        Rule("requests_waiting", "gauge", ("num_requests_waiting",)),
+        Rule("kv_cache_usage", "gauge", ("kv_cache_utilization",), aggregate="max"),
+    ],
+)
+
 # --- The engine registry ----------------------------------------------------------------------
 # The one list of serving engines. Everything else reads it: the ingest serializer's `source`,
 # the parser, pull kinds, a service's engine choices (dossiers), the docs. The agent takes any
@@ -364,6 +412,7 @@ register(Engine("vllm", "vLLM", VLLM))
 register(Engine("tgi", "TGI", TGI, counter_suffix=""))
 register(Engine("sglang", "SGLang", SGLANG))
 register(Engine("triton", "Triton", TRITON, counter_suffix=""))
+register(Engine("trtllm", "TensorRT-LLM", TRTLLM))
 
 # A new engine is a module in this folder that calls `register()` (docs/extending.md): every
 # module here is imported, in name order, after the built-ins above.
