@@ -18,6 +18,7 @@ from collectors.exposition.scrape import (
     metric_names,
     normalize_edge,
     parse,
+    sources_reading,
 )
 from collectors.exposition.text import ExpositionError
 from collectors.exposition.window import ScrapeWindow, window
@@ -35,5 +36,6 @@ __all__ = [
     "normalize_edge",
     "parse",
     "sources",
+    "sources_reading",
     "window",
 ]

@@ -90,6 +90,20 @@ def parse(text: str, source: str) -> ParsedScrape:
     return _EngineParse(text, source).run()
 
 
+def sources_reading(text: str) -> tuple[str, ...]:
+    """The sources whose mapping reads something in `text` (what a scrape sent under the wrong
+    `source` was likely of). Parses once per source: for the rare scrape that maps nothing."""
+    found = []
+    for source in engines.sources():
+        try:
+            parsed = parse(text, source)
+        except ExpositionError:
+            continue
+        if parsed.counters or parsed.histograms or parsed.gauge_series or parsed.gpus:
+            found.append(source)
+    return tuple(found)
+
+
 def _parse_dcgm(text: str) -> ParsedScrape:
     parsed = ParsedScrape(source="dcgm")
     wanted = []

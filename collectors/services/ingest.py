@@ -67,13 +67,21 @@ class IngestResult:
 
 
 def scrape_warnings(scrapes: list[dict]) -> list[str]:
-    """One line per scrape that was stored yet holds nothing PerfHub reads, naming it."""
-    return [
-        f"scrapes[{i}]: none of its samples is a metric PerfHub reads for source "
-        f"{s['source']!r}: is the source right (docs/integrations.md)?"
-        for i, s in enumerate(scrapes)
-        if s["parsed"].maps_nothing
-    ]
+    """One line per scrape that was stored yet holds nothing PerfHub reads, naming it, and the
+    sources that would read it where there are any."""
+    out = []
+    for i, s in enumerate(scrapes):
+        if not s["parsed"].maps_nothing:
+            continue
+        source = s["source"]
+        line = f"scrapes[{i}]: none of its samples is a metric PerfHub reads for source {source!r}"
+        readers = exposition.sources_reading(s["exposition"])
+        if readers:
+            named = " or ".join(repr(r) for r in readers)
+            out.append(f"{line}; source {named} reads them (docs/integrations.md)")
+        else:
+            out.append(f"{line}: is the source right (docs/integrations.md)?")
+    return out
 
 
 def epoch_minute(ts: datetime) -> int:

@@ -293,7 +293,7 @@ def test_it_rejects_a_malformed_exposition_line_naming_it(agent_client, service,
     assert response.json()["scrapes[0].exposition"][0].startswith("line 10:")
 
 
-def test_a_scrape_of_another_engine_is_stored_with_a_warning_naming_it(
+def test_a_scrape_of_another_engine_is_stored_with_a_warning_naming_the_source_that_reads_it(
     agent_client, service, vllm_texts
 ):
     # vLLM's text sent as Triton's: nothing in it is a metric the Triton mapping reads.
@@ -301,7 +301,19 @@ def test_a_scrape_of_another_engine_is_stored_with_a_warning_naming_it(
     response = post(agent_client, make_batch(scrapes=[{**scrape, "exposition": vllm_texts[0]}]))
     assert response.status_code == 202
     assert response.json()["warnings"] == [
-        "scrapes[0]: none of its samples is a metric PerfHub reads for source 'triton': "
+        "scrapes[0]: none of its samples is a metric PerfHub reads for source 'triton'; "
+        "source 'vllm' reads them (docs/integrations.md)"
+    ]
+
+
+def test_a_scrape_no_source_reads_is_stored_with_a_warning_asking_about_its_source(
+    agent_client, service
+):
+    text = "# TYPE ray_serve_num_http_requests_total counter\nray_serve_num_http_requests_total 3\n"
+    scrape = {"ts": rfc3339(recent_minute()), "service": "chat-7b", "source": "vllm"}
+    response = post(agent_client, make_batch(scrapes=[{**scrape, "exposition": text}]))
+    assert response.json()["warnings"] == [
+        "scrapes[0]: none of its samples is a metric PerfHub reads for source 'vllm': "
         "is the source right (docs/integrations.md)?"
     ]
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from analysis.buckets import quantile
-from collectors.exposition.scrape import parse
+from collectors.exposition.scrape import parse, sources_reading
 
 
 @pytest.fixture
@@ -245,3 +245,16 @@ def test_tgi_scrape_has_no_ttft_and_no_invalid_lines(scrape):
 
 def test_tgi_idle_router_gauges(scrape):
     assert scrape(TGI, "tgi").gauges == {"requests_running": 0, "requests_waiting": 0}
+
+
+@pytest.mark.parametrize(
+    "name, readers",
+    [
+        ("ray-serve-2.32-vllm-datadog-excerpt.prom", ("vllm",)),
+        (TRTLLM_SERVE, ("trtllm",)),
+        ("dcgm-exporter-3.x-a30-mig-issue.prom", ("dcgm",)),
+        ("tgi-datadog-payload-excerpt.prom", ("tgi",)),
+    ],
+)
+def test_a_scrape_is_read_by_its_own_engines_mapping_alone(fixtures_dir, name, readers):
+    assert sources_reading((fixtures_dir / "real" / "metrics" / name).read_text()) == readers
