@@ -59,7 +59,7 @@ class Metrics:
         if self.engine not in engines.ENGINES:
             raise NotExportable(f"no metric mapping for engine {self.engine!r}")
         for rule in engines.rules_for(self.engine):
-            if rule.canonical == canonical:
+            if rule.canonical == canonical and not rule.adds:
                 return rule
         raise NotExportable(f"{self.engine} exposes no {canonical}")
 
@@ -73,6 +73,14 @@ class Metrics:
         rule = self._engine_rule(canonical)
         if not rule.counter_like:
             raise NotExportable(f"{self.engine}'s {canonical} is not a counter")
+        expr = self._counter_of(fn, rule, window)
+        for other in engines.rules_for(self.engine):
+            if other.canonical == canonical and other.adds:
+                # Its series may not exist yet (nothing rejected so far): no sum empties the whole.
+                expr = f"({expr} + ({self._counter_of(fn, other, window)} or vector(0)))"
+        return expr
+
+    def _counter_of(self, fn: str, rule: engines.Rule, window: str) -> str:
         if rule.kind == "histogram_sum":
             suffix = "_sum"
         else:  # the name the engine's counters have in Prometheus (bare for TGI and Triton)

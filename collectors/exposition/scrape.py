@@ -224,12 +224,25 @@ class _EngineParse:
 
     def _keep_preferred(self, canonical: str) -> None:
         for index, (rule, name) in enumerate(self.candidates):
-            if rule.canonical != canonical or not self.found.get(index):
+            if rule.canonical != canonical or rule.adds or not self.found.get(index):
                 continue
             for labels, series in _preferred_series(rule, self.found[index]).items():
                 self._store(rule, name, labels, series)
             self._aggregate_gauge(rule)
-            return
+            break
+        self._add_to(canonical)
+
+    def _add_to(self, canonical: str) -> None:
+        """The series of the rules that add to `canonical` (`Rule.adds`), each under its metric's
+        name so they stay apart from the alternatives' series; the first name found per rule."""
+        added: set[int] = set()
+        for index, (rule, name) in enumerate(self.candidates):
+            if rule.canonical != canonical or not rule.adds or id(rule) in added:
+                continue
+            if self.found.get(index):
+                added.add(id(rule))
+                for labels, series in self.found[index].items():
+                    self._store(rule, name, tuple(sorted((*labels, ("__name__", name)))), series)
 
     def _store(self, rule: Rule, name: str, labels: Labels, series: dict) -> None:
         key = (rule.canonical, labels)

@@ -246,3 +246,42 @@ def test_promtool_does_not_count_requests_tgi_refused_as_invalid(service, tmp_pa
     test = error_rate_test(service, tmp_path, err="validation", fires=False)
     ran = promtool("test", "rules", str(test))
     assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+# vLLM 0.32 with --max-num-queued-reqs: 600 requests a minute finish, %(rejected)s a minute are
+# refused with a 503 (the queue full); no request finishes in error.
+VLLM_REJECTING_SERIES = """
+      - series: 'vllm:request_success_total{job="vllm",finished_reason="stop"}'
+        values: '0+600x20'
+      - series: 'vllm:request_success_total{job="vllm",finished_reason="error"}'
+        values: '0+0x20'
+      - series: 'vllm:admission_rejections_total{job="vllm",reason="max_num_queued_reqs"}'
+        values: '0+%(rejected)sx20'
+"""
+
+
+@pytest.mark.parametrize("rejected, fires", [(60, True), (0, False)])
+def test_promtool_counts_vllms_queue_full_rejections_as_errors(service, tmp_path, rejected, fires):
+    Rule.objects.create(
+        service=service, name="Errors", kind="error_rate", threshold=0.05, window_s=300
+    )
+    rules = tmp_path / "vllm.rules.yml"
+    rules.write_text(rules_yaml(service, engine_selector='job="vllm"', dcgm_selector=""))
+    alert = next(
+        a
+        for a in yaml.safe_load(rules.read_text())["groups"][0]["rules"]
+        if a["labels"]["perfhub_rule"] == "Errors"
+    )
+    expected = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
+    series = yaml.safe_load("input_series:" + VLLM_REJECTING_SERIES % {"rejected": rejected})
+    test = {
+        "eval_time": "15m",
+        "alertname": alert["alert"],
+        "exp_alerts": expected if fires else [],
+    }
+    path = tmp_path / "vllm-test.yml"
+    path.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
+                                    "tests": [{"interval": "1m", **series,
+                                               "alert_rule_test": [test]}]}))  # fmt: skip
+    ran = promtool("test", "rules", str(path))
+    assert ran.returncode == 0, ran.stdout + ran.stderr

@@ -149,6 +149,16 @@ def test_trtllm_serve_time_per_output_token_is_a_per_request_tpot(scrape):
     )
 
 
+def test_vllm_032_queue_full_rejections_are_errors(scrape):
+    # --max-num-queued-reqs 10: 60 requests at concurrency 8 finished, then 10 of 80 at
+    # concurrency 20, and 70 were refused (503) or cut off with the queue full.
+    parsed = scrape("e2e-vllm-0.32.0-cpu-queue-full-rejections.prom", "vllm")
+    assert (parsed.counter_total("request_errors"), parsed.counter_total("requests_finished")) == (
+        70,
+        70,
+    )
+
+
 def test_vllm_v0_successes_leave_out_aborted_requests(scrape):
     parsed = scrape("written-here-vllm-v0-0.6.prom", "vllm")
     assert parsed.counter_total("requests_finished") == 250 + 40

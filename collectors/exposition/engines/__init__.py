@@ -21,8 +21,10 @@ What each engine's histogram measures, from which moment to which, is in docs/me
 vLLM (`vllm:` prefix; `ray_vllm:` as Ray Serve LLM exports the same metrics)
   requests_finished  request_success_total, summed over finished_reason except "abort" and
                      "error" (V0 and V1 count aborted and errored requests in it too)
-  request_errors     request_success_total{finished_reason="error"}
-  request_aborts     request_success_total{finished_reason="abort"}
+  request_errors     request_success_total{finished_reason="error"}, plus
+                     admission_rejections_total (0.32: refused with a 503, the queue full)
+  request_aborts     request_success_total{finished_reason="abort"} (vLLM to 0.32 does not
+                     count a client that disconnects: vllm#31503; its tokens still count)
   prompt_tokens      prompt_tokens_total
   generation_tokens  generation_tokens_total
   ttft_seconds       time_to_first_token_seconds
@@ -146,6 +148,14 @@ class Rule:
     # ensemble or BLS model: the one clients call, while the models it calls count the same
     # requests again); where none does, every series counts.
     prefer: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # A counter whose series add to the canonical's (vLLM's admission rejections are errors
+    # beside the requests that finished in error), where the other rules of one canonical are
+    # alternatives of which the first found is read.
+    adds: bool = False
+
+    def __post_init__(self) -> None:
+        if self.adds and not self.counter_like:
+            raise ValueError(f"{self.canonical}: only a counter adds to another rule's series")
 
     @property
     def counter_like(self) -> bool:
@@ -181,6 +191,9 @@ VLLM = _prefixed(
             ("request_success",),
             where=(("finished_reason", "error"),),
         ),
+        # Refused with HTTP 503 because a queue limit was reached (--max-num-queued-reqs,
+        # vLLM 0.32): never served, so no finished_reason, yet the service failing them.
+        Rule("request_errors", "counter", ("admission_rejections",), adds=True),
         Rule(
             "request_aborts",
             "counter",
