@@ -80,7 +80,10 @@ def scrape_warnings(scrapes: list[dict]) -> list[str]:
             named = " or ".join(repr(r) for r in readers)
             out.append(f"{line}; source {named} reads them (docs/integrations.md)")
         else:
-            out.append(f"{line}: is the source right (docs/integrations.md)?")
+            out.append(
+                f"{line}: is the source right, and are the engine's metrics on (vLLM's "
+                "--disable-log-stats turns them off)? (docs/integrations.md)"
+            )
     return out
 
 

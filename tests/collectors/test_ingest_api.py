@@ -314,7 +314,8 @@ def test_a_scrape_no_source_reads_is_stored_with_a_warning_asking_about_its_sour
     response = post(agent_client, make_batch(scrapes=[{**scrape, "exposition": text}]))
     assert response.json()["warnings"] == [
         "scrapes[0]: none of its samples is a metric PerfHub reads for source 'vllm': "
-        "is the source right (docs/integrations.md)?"
+        "is the source right, and are the engine's metrics on (vLLM's --disable-log-stats "
+        "turns them off)? (docs/integrations.md)"
     ]
 
 
