@@ -45,6 +45,17 @@ class Series:
     name: str  # without `_bucket` etc.
     selector: str  # "{...}" or ""
     scale: float  # into canonical units (seconds, ratios)
+    # The same metric under the engine's other prefixes (Ray's `ray_vllm:`): selected with it.
+    other_names: tuple[str, ...] = ()
+
+    def vector(self, suffix: str = "", matcher: str = "") -> str:
+        """The selector of the metric's `suffix` sample (`_bucket`, `_count`, ...), narrowed by
+        the series' selector and `matcher` (one more label matcher)."""
+        parts = [p for p in (self.selector.strip("{}"), matcher) if p]
+        if not self.other_names:
+            return self.name + suffix + ("{" + ", ".join(parts) + "}" if parts else "")
+        names = "|".join(n + suffix for n in (self.name, *self.other_names))
+        return "{" + ", ".join([f'__name__=~"{names}"', *parts]) + "}"
 
 
 @dataclass(frozen=True)
@@ -67,7 +78,8 @@ class Metrics:
         """The newest metric name the mapping table reads for `canonical`."""
         rule = self._engine_rule(canonical)
         selector = _selector(self.engine_selector, rule.where, rule.exclude, rule.only)
-        return Series(rule.names[0], selector, rule.scale)
+        newest, *others = rule.newest_names()
+        return Series(newest, selector, rule.scale, tuple(others))
 
     def _counter(self, fn: str, canonical: str, window: str) -> str:
         rule = self._engine_rule(canonical)
@@ -85,14 +97,15 @@ class Metrics:
             suffix = "_sum"
         else:  # the name the engine's counters have in Prometheus (bare for TGI and Triton)
             suffix = engines.ENGINES[self.engine].counter_suffix
-        name = rule.names[0] + suffix
-        selector = _selector(self.engine_selector, rule.where, rule.exclude, rule.only)
-        expr = f"sum({fn}({name}{selector}[{window}]))"
+        newest, *others = rule.newest_names()
+
+        def vector(*only) -> str:
+            selector = _selector(self.engine_selector, rule.where, rule.exclude, only)
+            return Series(newest, selector, rule.scale, tuple(others)).vector(suffix)
+
+        expr = f"sum({fn}({vector(*rule.only)}[{window}]))"
         if rule.prefer:  # the preferred series' sum where there are any, as the parser reads
-            preferred = _selector(
-                self.engine_selector, rule.where, rule.exclude, rule.only + rule.prefer
-            )
-            expr = f"(sum({fn}({name}{preferred}[{window}])) or {expr})"
+            expr = f"(sum({fn}({vector(*rule.only, *rule.prefer)}[{window}])) or {expr})"
         return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"
 
     def counter_rate(self, canonical: str, window: str) -> str:

@@ -60,9 +60,8 @@ def _bad_latency(m: Metrics, metric: str, threshold_ms: float, edges, window: st
     s = m.engine_series(HISTOGRAM[metric])
     le = le_matcher(t / s.scale)
     # A backquoted (raw) string: the regex's backslashes stay as they are.
-    sel = s.selector[:-1] + f", le=~`{le}`}}" if s.selector else f"{{le=~`{le}`}}"
-    good = f"sum(rate({s.name}_bucket{sel}[{window}]))"
-    total = f"sum(rate({s.name}_count{s.selector}[{window}]))"
+    good = f"sum(rate({s.vector('_bucket', f'le=~`{le}`')}[{window}]))"
+    total = f"sum(rate({s.vector('_count')}[{window}]))"
     return f"(1 - {good} / {total})"
 
 
@@ -86,7 +85,7 @@ def _requests(slo: Slo, m: Metrics, window: str) -> str:
         return m.counter_increase("requests_finished", window)
     metric = next(iter(slo.thresholds_ms))
     s = m.engine_series(HISTOGRAM[metric])
-    return f"sum(increase({s.name}_count{s.selector}[{window}]))"
+    return f"sum(increase({s.vector('_count')}[{window}]))"
 
 
 def burn_expression(rule, m: Metrics, windows: tuple[int, int]) -> str:

@@ -39,5 +39,5 @@ class KvCache(RuleKind):
 
     def promql(self, rule: Rule, m: Metrics) -> str:
         s = m.engine_series("kv_cache_usage")
-        mean = f"max(avg_over_time({s.name}{s.selector}[{duration(rule.window_s)}]))"
+        mean = f"max(avg_over_time({s.vector()}[{duration(rule.window_s)}]))"
         return f"{mean} > {number(rule.threshold)}"

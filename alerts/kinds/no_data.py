@@ -44,4 +44,4 @@ class NoData(RuleKind):
 
     def promql(self, rule: Rule, m: Metrics) -> str:
         s = m.engine_series("requests_running")
-        return f"absent_over_time({s.name}{s.selector}[{duration(int(rule.threshold))}])"
+        return f"absent_over_time({s.vector()}[{duration(int(rule.threshold))}])"

@@ -93,9 +93,9 @@ class _P99(RuleKind):
         # Buckets summed by `le` across series (merged), then the quantile: never averaged.
         s = m.engine_series(_SCRAPED_HISTOGRAM[self.latency_metric])
         w = duration(rule.window_s)
-        p99 = f"histogram_quantile(0.99, sum by (le) (rate({s.name}_bucket{s.selector}[{w}])))"
+        p99 = f"histogram_quantile(0.99, sum by (le) (rate({s.vector('_bucket')}[{w}])))"
         need = max(rule.min_requests, minimum_count(0.99))
-        enough = f"sum(increase({s.name}_count{s.selector}[{w}])) >= {need}"
+        enough = f"sum(increase({s.vector('_count')}[{w}])) >= {need}"
         return f"({p99} * {number(1000 * s.scale)} > {number(rule.threshold)}) and on() ({enough})"
 
 

@@ -57,7 +57,9 @@ def rules_file(service, tmp_path) -> Path:
     return path
 
 
-def alert_test(rules: Path, *, slow: int, kv: str, expect: list[str]) -> Path:
+def alert_test(
+    rules: Path, *, slow: int, kv: str, expect: list[str], series_prefix: str = "vllm:"
+) -> Path:
     document = yaml.safe_load(rules.read_text())
     exported = {a["labels"]["perfhub_rule"]: a for a in document["groups"][0]["rules"]}
     tests = []
@@ -69,7 +71,8 @@ def alert_test(rules: Path, *, slow: int, kv: str, expect: list[str]) -> Path:
              "exp_alerts": exp if rule_name in expect else []}
         )  # fmt: skip
     path = rules.parent / "test.yml"
-    series = yaml.safe_load("input_series:" + SERIES % {"slow": slow, "kv": kv})
+    text = SERIES.replace("'vllm:", f"'{series_prefix}")
+    series = yaml.safe_load("input_series:" + text % {"slow": slow, "kv": kv})
     path.write_text(
         yaml.safe_dump(
             {
@@ -99,6 +102,14 @@ def test_promtool_fires_p99_and_kv_cache_on_a_slow_full_engine(rules_file):
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
+def test_promtool_fires_on_vllms_metrics_as_ray_serve_exports_them(rules_file):
+    # Ray's metrics agent prefixes every name with `ray_`: the same rules read them.
+    test = alert_test(rules_file, slow=120, kv="0.97", series_prefix="ray_vllm:",
+                      expect=["P99 end-to-end above SLO", "KV cache near full"])  # fmt: skip
+    ran = promtool("test", "rules", str(test))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
 def test_promtool_stays_quiet_on_a_calm_engine(rules_file):
     # 1 slow request in 121 a minute: the merged P99 stays in the fast bucket.
     test = alert_test(rules_file, slow=1, kv="0.5", expect=[])
@@ -109,7 +120,10 @@ def test_promtool_stays_quiet_on_a_calm_engine(rules_file):
 def test_the_export_names_the_engines_metrics_and_what_it_left_out(service):
     ensure_default_rules(service)
     text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector='job="dcgm"')
-    assert 'rate(vllm:e2e_request_latency_seconds_bucket{job="vllm"}[5m])' in text
+    assert (
+        'rate({__name__=~"vllm:e2e_request_latency_seconds_bucket'
+        '|ray_vllm:e2e_request_latency_seconds_bucket", job="vllm"}[5m])'
+    ) in text
     assert 'DCGM_FI_PROF_SM_ACTIVE{job="dcgm", GPU_I_ID=""}' in text
     assert "# Not exported: Cost per Mtok above baseline: no current baseline" in text
 
@@ -163,7 +177,8 @@ def test_the_cost_rule_is_exported_against_the_current_baselines_cost(service):
     text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector="")
     # live: 11111.11 per Mtok at 1 token/s over the fleet's token rate; baseline: 1.389 per Mtok
     assert (
-        '((11111.11111 / (sum(rate(vllm:generation_tokens_total{job="vllm"}[1h])))) '
+        '((11111.11111 / (sum(rate({__name__=~"vllm:generation_tokens_total'
+        '|ray_vllm:generation_tokens_total", job="vllm"}[1h])))) '
         "/ 1.388888889 - 1) * 100 > 25"
     ) in text
     assert "Not exported: Cost per Mtok" not in text
@@ -174,7 +189,7 @@ def test_selectors_default_to_the_services_prometheus_source(service):
     source_create(name="p", service=service, base_url="http://prom:9090",
                   engine_selector='job="chat"', dcgm_selector='job="gpus"')  # fmt: skip
     text = rules_yaml(service)
-    assert 'vllm:kv_cache_usage_perc{job="chat"}' in text
+    assert '{__name__=~"vllm:kv_cache_usage_perc|ray_vllm:kv_cache_usage_perc", job="chat"}' in text
     assert 'DCGM_FI_DEV_GPU_UTIL{job="gpus", GPU_I_ID=""}' in text
 
 

@@ -152,6 +152,17 @@ class Rule:
     # beside the requests that finished in error), where the other rules of one canonical are
     # alternatives of which the first found is read.
     adds: bool = False
+    # The prefixes the engine's metrics come under (`_prefixed`: vLLM's own and Ray's), first
+    # preferred; `names` holds each name under each of them.
+    prefixes: tuple[str, ...] = ()
+
+    def newest_names(self) -> tuple[str, ...]:
+        """The newest name under each prefix: what exported PromQL, which cannot prefer one
+        name per scrape as the parser does, selects (a target has one prefix, never two)."""
+        if not self.prefixes:
+            return self.names[:1]
+        base = self.names[0].removeprefix(self.prefixes[0])
+        return tuple(prefix + base for prefix in self.prefixes)
 
     def __post_init__(self) -> None:
         if self.adds and not self.counter_like:
@@ -164,7 +175,10 @@ class Rule:
 
 def _prefixed(prefixes: tuple[str, ...], rules: list[Rule]) -> tuple[Rule, ...]:
     """Each rule's names under each prefix, the first prefix's names first (preferred)."""
-    return tuple(replace(r, names=tuple(p + n for p in prefixes for n in r.names)) for r in rules)
+    return tuple(
+        replace(r, names=tuple(p + n for p in prefixes for n in r.names), prefixes=prefixes)
+        for r in rules
+    )
 
 
 VLLM_NOT_SUCCESS = ("abort", "error")
