@@ -244,9 +244,11 @@ def _failure_labels(failures: dict) -> dict[str, int]:
 
 
 # A results folder's files that are not runs: the config, the per-request dump, the engine-side
-# reports, per-adapter and per-session cuts of the stages' requests (they would count twice).
+# reports, per-adapter and per-session cuts of the stages' requests (they would count twice),
+# and 0.7's check of its own reports (`validation.json`: warnings and errors it found).
 SIDE_FILES = (
     "*config.yaml",
+    "validation.json",
     "*per_request_lifecycle_metrics.json",
     "*_prometheus_metrics.json",
     "*adapter_*_lifecycle_metrics.json",

@@ -113,6 +113,12 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
 
     concurrency = ctx.integer(data, "max_concurrency")
     rate, rate_inf = _request_rate(ctx, data)
+    ramp = _ramp_up(ctx, data)
+    if ramp is not None:
+        # `--ramp-up-strategy`: the rate moved from its start to its end over the run, and
+        # vLLM still writes `request_rate: "inf"`. No one load was offered, so the run names
+        # none (it is no point of a sweep, and no burst).
+        concurrency, rate, rate_inf = None, None, False
     put("concurrency", concurrency, "max_concurrency")
     put("request_rate", rate, "request_rate (req/s)")
     prompts = ctx.integer(data, "num_prompts")
@@ -172,6 +178,11 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     file_label = ctx.text(data, "label")
     tool = "sglang bench" if sglang else "vllm bench"
     label = f"{tool} {rate_label(concurrency, rate, rate_inf)}".strip()
+    if ramp is not None:
+        strategy, start, end, cap = ramp
+        label = f"{label} ramp-up {strategy} {start:g} to {end:g} req/s" + (
+            f" (c<={cap})" if cap else ""
+        )
     if file_label:
         label = f"{label} ({file_label})"
     overrides, metadata = _sweep_overrides(ctx, data), _metadata(ctx, data, sglang)
@@ -199,6 +210,9 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         "label": file_label,
         "num_prompts": ctx.integer(data, "num_prompts"),
         "burstiness": ctx.num(data, "burstiness"),
+        "ramp_up": None
+        if ramp is None
+        else dict(zip(("strategy", "start_rps", "end_rps", "max_concurrency"), ramp, strict=True)),
         "total_input_tokens": total_input,
         "total_output_tokens": total_output,
         "total_token_throughput": ctx.num(data, "total_token_throughput"),
@@ -315,6 +329,16 @@ def _throughputs(ctx: Ctx, data: dict, completed: int, duration: float, put) -> 
                 max(total - output, 0.0),
                 "total_token_throughput - output_throughput",
             )
+
+
+def _ramp_up(ctx: Ctx, data: dict) -> tuple[str, float, float, int | None] | None:
+    """(strategy, start and end rate, max_concurrency) of a `--ramp-up-strategy` run, else None."""
+    strategy = ctx.text(data, "ramp_up_strategy")
+    if not strategy:
+        return None
+    start = ctx.num(data, "ramp_up_start_rps", required=True)
+    end = ctx.num(data, "ramp_up_end_rps", required=True)
+    return strategy, start, end, ctx.integer(data, "max_concurrency")
 
 
 def _request_rate(ctx: Ctx, data: dict) -> tuple[float | None, bool]:

@@ -301,3 +301,15 @@ def test_an_aiperf_013_rate_sweep_folder_is_a_run_per_rate(service):
         service=service, files=[(AIPERF_SWEEP.read_bytes(), AIPERF_SWEEP.name)]
     )
     assert sorted(run.request_rate for run in runs) == [3.0, 6.0]
+
+
+IPERF_07_FOLDER = REAL / "inference-perf" / "e2e-inference-perf-0.7.0-constant-folder.tar.gz"
+
+
+@pytest.mark.django_db
+def test_an_inference_perf_07_folder_stores_its_stages_beside_its_own_validation(service):
+    """0.7 writes `validation.json` (its check of its reports) beside the stages: not a run."""
+    runs = import_loadtest_files(
+        service=service, files=[(IPERF_07_FOLDER.read_bytes(), IPERF_07_FOLDER.name)]
+    )
+    assert sorted(run.request_rate for run in runs) == [3.0, 6.0]

@@ -396,6 +396,22 @@ def test_a_fixed_length_sglang_run_short_of_it_is_warned():
     assert found.get("output_length") == "warn"  # SGLang's ignore_eos was not recorded
 
 
+def test_an_open_loop_run_whose_requests_failed_is_not_called_saturated():
+    # vLLM 0.32 at 20 req/s, 20 of 30 prompts past the model's context: 30 sent in 1.56 s.
+    path = REAL / "vllm-bench" / "e2e-vllm-0.32.0-cpu-rate20-prompts-past-context.json"
+    found = severities(findings(path))
+    assert (found.get("failed_share"), found.get("offered_load")) == ("refuse", None)
+
+
+def test_an_open_loop_run_that_sent_too_few_requests_is_still_called_saturated():
+    path = REAL / "vllm-bench" / "e2e-vllm-0.32.0-cpu-rate20-prompts-past-context.json"
+
+    def slow_client(d):
+        d["duration"] *= 3  # 30 requests over 4.7 s: 6.4 req/s of the 20 named
+
+    assert severities(findings(path, slow_client)).get("offered_load") == "refuse"
+
+
 # --- the real corpus: clean, or its findings explained -----------------------------------------
 
 # Refusing findings the real files get, and why each is right: these runs are broken as published.
@@ -415,6 +431,8 @@ EXPLAINED_REFUSALS = {
     "e2e-inference-perf-0.7.0-no-stream-context-errors-summary_lifecycle_metrics.json": {
         "failed_share"
     },
+    # Made to fail: 20 of 30 prompts past the tiny model's 512-token context (vLLM 0.32).
+    "e2e-vllm-0.32.0-cpu-rate20-prompts-past-context.json": {"failed_share"},
     # Written to show a failed request: 1 of 5 failed.
     "written-here-benchmark_serving-0.4.0-with-failure.json": {"failed_share"},
 }

@@ -164,6 +164,14 @@ def test_vllm_032_e2e_comes_from_the_latencies_array_when_the_summary_has_none()
     check(only(E2E_BENCH), e2e_p50_ms=268.9053609999519, e2e_p99_ms=1160.3252595301815)
 
 
+def test_vllm_ramp_up_run_names_no_single_load_and_says_it_ramped():
+    # `--ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 10`, 30 prompts: vLLM
+    # writes request_rate "inf", yet the client never held more than 7 requests.
+    run = only("vllm-bench/e2e-vllm-0.32.0-cpu-ramp-up-1-to-10.json")
+    assert (run.fields.get("concurrency"), run.fields.get("request_rate")) == (None, None)
+    assert (run.request_rate_inf, run.label) == (False, "vllm bench ramp-up linear 1 to 10 req/s")
+
+
 def test_vllm_file_with_latencies_but_no_counts_is_refused_naming_what_is_missing():
     with pytest.raises(LoadTestFormatError) as caught:
         runs_of("vllm-bench/zhangxinyuehfad-serving_llama8B_tp1_qps_inf.json")

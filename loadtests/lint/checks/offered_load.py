@@ -1,7 +1,7 @@
 """Offered vs achieved load. Closed loop (a concurrency): by Little's law the mean number of
 requests in flight is throughput x mean latency; well below the configured concurrency, a
 client limit (connection pool, workers) capped it, and "concurrency 64" was really 8. Open loop
-(a rate): completed requests per second well below the configured rate."""
+(a rate): requests sent per second (completed and failed) well below the configured rate."""
 
 from __future__ import annotations
 
@@ -83,7 +83,11 @@ def _closed_loop(view: RunView, t: Thresholds, concurrency: int, n: int | None) 
 
 
 def _open_loop(view: RunView, t: Thresholds, rate: float) -> list[Finding]:
-    qps = view.fields.get("qps")
+    qps, duration, errors = view.fields.get("qps"), view.fields.get("duration_s"), view.run.errors
+    if errors and duration:
+        # Failed requests were sent at the rate too: the load offered is every request's
+        # (failed_share speaks for the failures).
+        qps = (qps or 0.0) + errors / duration
     if not qps or math.isinf(rate):
         return []
     share = qps / rate
