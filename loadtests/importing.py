@@ -304,8 +304,10 @@ def import_loadtest_file(
             for lt in LoadTest.objects.filter(service=service, content_sha256=digest)
         }
         for index, parsed in enumerate(runs):
-            if index not in existing:
-                _refuse_a_twin(service, parsed, index, digest)
+            if index not in existing and (
+                grown := _refuse_a_twin(service, parsed, index, digest, filename)
+            ):
+                existing[index] = grown
         stored = []
         for index, parsed in enumerate(runs):
             if index in existing:
@@ -439,11 +441,15 @@ def prepare_files(
     return PreparedFiles(prepared, left_out)
 
 
-def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str) -> None:
+def _refuse_a_twin(
+    service: Service, parsed: ParsedRun, index: int, digest: str, filename: str | None
+) -> LoadTest | None:
     """LoadTestImportError when run `index` of the file is a measurement `service` already holds
-    from another file (`analysis.twins`): stored twice, it would count twice."""
+    from another file (`analysis.twins`): stored twice, it would count twice. The stored run when
+    it came from this file's name at this position: a file the tool appends to (vLLM's
+    `--append-result`, SGLang's `--output-file`) grew since, and that run is already imported."""
     if parsed.failed:
-        return
+        return None
     near = Q()
     for name in LATENCY_FIELDS:
         value = parsed.fields.get(name)
@@ -451,7 +457,7 @@ def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str)
             slack = max(twins.ABSOLUTE_MS, twins.RELATIVE * abs(value))
             near |= Q(**{f"{name}__range": (value - slack, value + slack)})
     if not near:
-        return
+        return None
     candidates = LoadTest.objects.filter(near, service=service, failure="").exclude(
         content_sha256=digest
     )
@@ -464,6 +470,9 @@ def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str)
             file_time,
         )
         if shared is not None:
+            same_file = stored.source_name == _fit_name(json_safe(filename or ""))
+            if filename and same_file and stored.run_index == index:
+                return stored
             origin = f" from {stored.source_name}" if stored.source_name else ""
             raise LoadTestImportError(
                 f"run {index + 1} is the measurement already stored as run #{stored.pk} "
@@ -471,6 +480,7 @@ def _refuse_a_twin(service: Service, parsed: ParsedRun, index: int, digest: str)
                 f"hundredth of a millisecond ({', '.join(shared)}). A tool writes one run to "
                 "several files (GenAI-Perf's and AIPerf's .json and .csv): import one of them"
             )
+    return None
 
 
 def _refuse_a_repeat(runs: Sequence[ParsedRun]) -> None:

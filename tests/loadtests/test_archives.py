@@ -313,3 +313,23 @@ def test_an_inference_perf_07_folder_stores_its_stages_beside_its_own_validation
         service=service, files=[(IPERF_07_FOLDER.read_bytes(), IPERF_07_FOLDER.name)]
     )
     assert sorted(run.request_rate for run in runs) == [3.0, 6.0]
+
+
+APPENDED = REAL / "vllm-bench" / "e2e-vllm-0.32.0-cpu-append-result.jsonl"
+
+
+@pytest.mark.django_db
+def test_a_file_the_tool_appended_to_imports_its_new_run_beside_the_one_stored(service):
+    """vLLM's --append-result: the file held one run when first imported, two now."""
+    first_line = APPENDED.read_bytes().split(b"\n")[0]
+    (first,) = import_loadtest_files(service=service, files=[(first_line, "result.json")])
+    runs = import_loadtest_files(service=service, files=[(APPENDED.read_bytes(), "result.json")])
+    assert [run.pk == first.pk for run in runs] == [True, False]
+
+
+@pytest.mark.django_db
+def test_another_file_holding_a_stored_run_is_still_refused(service):
+    first_line = APPENDED.read_bytes().split(b"\n")[0]
+    import_loadtest_files(service=service, files=[(first_line, "result.json")])
+    with pytest.raises(LoadTestImportError, match="run 1 is the measurement already stored"):
+        import_loadtest_files(service=service, files=[(APPENDED.read_bytes(), "copy.json")])
