@@ -161,6 +161,13 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         errors = _errors_from_completed(ctx, data, count)
         if errors is not None:
             sources["errors"] = "completed requests (success + error) - request_count"
+    cancelled = _cancelled(data)
+    if errors is not None and cancelled:
+        errors = max(errors - cancelled, 0)
+        notes.append(
+            f"{cancelled} requests were cancelled on purpose (--request-cancellation-rate, "
+            "AIPerf's RequestCancellationError): counted apart, not as failures"
+        )
     if documents[0].origin == "csv":
         notes.append(
             "read from the CSV export, which holds no input config: the load this run was "
@@ -183,6 +190,7 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         "streaming": streaming,
         # AIPerf's measured mean number of requests in flight.
         "achieved_concurrency": _avg(ctx, data, "effective_concurrency"),
+        "cancelled": cancelled or None,
         "stats": {key: value for key, value in stats.items() if value},
         "telemetry": telemetry,
         "notes": notes,
@@ -274,6 +282,25 @@ def _error_summary(ctx: Ctx, data: dict) -> int | None:
         if count < 0:
             raise ctx.at("error_summary").at(index).at("count").error("expected a count >= 0")
         total += count
+    return total
+
+
+def _cancelled(data: dict) -> int:
+    """Requests AIPerf cancelled because it was asked to (`--request-cancellation-rate`): its
+    `error_summary` lists them as RequestCancellationError (HTTP 499). Counts were checked by
+    `_error_summary` where they are read as errors."""
+    total = 0
+    for entry in data.get("error_summary") or []:
+        details = entry.get("error_details") if isinstance(entry, dict) else None
+        count = entry.get("count") if isinstance(entry, dict) else None
+        if (
+            isinstance(details, dict)
+            and details.get("type") == "RequestCancellationError"
+            and isinstance(count, int)
+            and not isinstance(count, bool)
+            and count > 0
+        ):
+            total += count
     return total
 
 

@@ -399,7 +399,14 @@ def _samples(
         return values
 
     samples: dict[str, list[float]] = {}
-    ttft_ms = [t * 1000 for t in keep(ttfts) if t is not None]
+    kept_gaps = keep(per_request_itls) if len(per_request_itls) == len(ttfts) else None
+    # A TTFT of exactly 0 with no token gap is a request the client never timed (SGLang's
+    # client saw no content chunk, yet counts it a success): no sample, as it gets no E2E.
+    ttft_ms = [
+        t * 1000
+        for i, t in enumerate(keep(ttfts))
+        if t is not None and not (t == 0 and kept_gaps is not None and not kept_gaps[i])
+    ]
     if ttft_ms:
         samples["ttft"] = ttft_ms
     kept_itls = [[gap for gap in gaps if gap is not None] for gaps in keep(per_request_itls)]

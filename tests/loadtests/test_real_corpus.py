@@ -250,7 +250,16 @@ def test_sglang_run_with_an_infinite_rate_and_a_concurrency_cap():
         request_count=100,
         e2e_p99_ms=231.14591126992994,  # the summary's own, not rebuilt from ttfts + itls
     )
-    assert len(run.samples["ttft"]) == 100
+    # 9 of the 100 (35, 42, 49, ...) came back with ttft 0.0, no token gap and no text: the
+    # client never timed them, so they give no sample (they were 0 ms TTFTs before).
+    assert len(run.samples["ttft"]) == len(run.samples["e2e"]) == 91
+
+
+def test_sglang_requests_its_client_never_timed_give_no_ttft_sample():
+    # Requests 9, 14 and 19: a success with ttft 0.0 and no token gap (no content chunk seen).
+    run = only("sglang-bench/e2e-sglang-0.5.23-rate8-details-untimed.jsonl")
+    assert (len(run.samples["ttft"]), min(run.samples["ttft"]) > 0) == (27, True)
+    assert len(run.samples["ttft"]) == len(run.samples["e2e"])
 
 
 def test_published_sglang_file_with_medians_only():
@@ -426,6 +435,13 @@ def test_guidellm_08_concurrent_sweep_is_three_runs_at_their_streams():
     )
 
 
+def test_guidellm_08_throughput_run_of_fewer_requests_than_its_cap_is_a_burst_of_them():
+    # A sweep of 20 requests a benchmark: throughput mode's cap is guidellm's default 512.
+    runs = gz_runs("guidellm/e2e-guidellm-0.8.1-sweep-20-requests-benchmarks.json.gz")
+    throughput = next(run for run in runs if "throughput" in run.label)
+    assert (throughput.fields["concurrency"], throughput.label) == (20, "guidellm throughput c=20")
+
+
 def test_guidellm_08_constant_rate_run_counts_its_errors_and_keeps_the_tools_warning():
     runs = gz_runs("guidellm/e2e-guidellm-0.8.1-constant-errors-benchmarks.json.gz")
     check(runs[1], request_rate=5.0, request_count=31, errors=9, concurrency=None)
@@ -543,6 +559,12 @@ def test_aiperf_public_dataset_is_fingerprinted_by_its_name():
     content = path.read_bytes()
     (lint,) = lint_file(content, parse_loadtest(content, filename=path.name))
     assert (lint.fingerprint.dataset, lint.fingerprint.request_rate) == ("sharegpt", 0.8)
+
+
+def test_aiperf_requests_cancelled_on_purpose_are_not_failures():
+    # --request-cancellation-rate 30: 5 of 30 requests cancelled (RequestCancellationError, 499).
+    run = only("genai-perf/e2e-aiperf-0.13.0-c4-cancellation-rate-30-profile_export_aiperf.json")
+    assert (run.errors, run.extra["cancelled"], run.fields["request_count"]) == (0, 5, 25)
 
 
 def test_aiperf_output_tokens_are_the_servers_when_its_own_count_differs():
