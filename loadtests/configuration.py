@@ -15,6 +15,10 @@ in the run's `extra`:
     metadata    the `--metadata KEY=VALUE` pairs given to `vllm bench serve` (`tp=2`), less
                 those that number a repeat (`run=3`, `trial=2`: `REPEAT_LABELS`, and the
                 keys in the setting PERFHUB_REPEAT_LABELS)
+    arrival     how an open-loop run's requests arrived where not Poisson (`formats.base.
+                arrival`): gamma arrivals at 10 req/s queue longer than Poisson ones at 10 req/s
+                (P95 559 ms against 321 ms, measured on vLLM's CPU build), so they are not
+                repeats of one point
 
 Two runs share a configuration when they agree on the model and the stack where both record
 them (a file that names no model joins a sweep of any), and have the same parameters: a run
@@ -30,10 +34,12 @@ from typing import Any
 from django.conf import settings
 
 # The keys of a run's `extra` this reads (a caller fetching `extra` in part needs these).
-EXTRA_KEYS = ("model_id", "model", "stack", "overrides", "metadata")
+EXTRA_KEYS = ("model_id", "model", "stack", "overrides", "metadata", "arrival")
 # The parts that are lists of parameters, and the order a title names the parts in.
 PARAMETERS = ("overrides", "metadata")
-PARTS = ("model", "stack", *PARAMETERS)
+PARTS = ("model", "stack", *PARAMETERS, "arrival")
+# Parts two runs must agree on, a run without one having run the default.
+EXACT = (*PARAMETERS, "arrival")
 # Parts of a stack component that name the configuration (not its free-text label; its model
 # is the model part).
 STACK_PARTS = ("kind", "role", "tool", "tool_version", "accelerator")
@@ -67,6 +73,8 @@ def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
             found[part] = ", ".join(
                 f"{key}={_text(value)}" for key, value in sorted(values.items())
             )
+    if isinstance(extra.get("arrival"), str) and extra["arrival"]:
+        found["arrival"] = extra["arrival"]
     return found
 
 
@@ -92,12 +100,13 @@ def _parameters_of(extra: Mapping[str, Any], part: str) -> dict[str, Any]:
 
 def same_configuration(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
     """Whether two configurations are one (the rule in the module docstring)."""
-    return same_model_and_stack(a, b) and all(a.get(part) == b.get(part) for part in PARAMETERS)
+    return same_model_and_stack(a, b) and all(a.get(part) == b.get(part) for part in EXACT)
 
 
 def same_model_and_stack(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
-    """Whether two configurations agree on every part but the parameters, where both record it."""
-    return all(a[part] == b[part] for part in (a.keys() & b.keys()) - set(PARAMETERS))
+    """Whether two configurations agree on every part but the parameters and the arrivals,
+    where both record it."""
+    return all(a[part] == b[part] for part in (a.keys() & b.keys()) - set(EXACT))
 
 
 def describe(config: Mapping[str, str]) -> str:

@@ -317,6 +317,18 @@ def product_or_none(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a * b
 
 
+def arrival(pattern: str | None, burstiness: float | None = None) -> str | None:
+    """How an open-loop run's requests arrived, in one wording for every tool, where not Poisson
+    (every tool's default: vLLM's and SGLang's `--burstiness 1`, AIPerf's `--arrival-pattern`):
+    "constant arrivals", or "gamma arrivals, burstiness B" (AIPerf's smoothness is vLLM's
+    burstiness; 1 is Poisson). None for Poisson or an unknown pattern."""
+    if pattern == "constant":
+        return "constant arrivals"
+    if pattern == "gamma" and burstiness is not None and burstiness != 1:
+        return f"gamma arrivals, burstiness {burstiness:g}"
+    return None
+
+
 def rate_label(concurrency: int | None, rate: float | None, rate_inf: bool) -> str:
     """How a run's load is named in labels: "c=16", "4 req/s", "c=16 rate=inf"."""
     parts = []

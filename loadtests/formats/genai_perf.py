@@ -22,6 +22,7 @@ from .base import (
     Document,
     FieldRecorder,
     ParsedRun,
+    arrival,
     epoch_to_datetime,
     mark_failed,
     present,
@@ -191,6 +192,10 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         # AIPerf's measured mean number of requests in flight.
         "achieved_concurrency": _avg(ctx, data, "effective_concurrency"),
         "cancelled": cancelled or None,
+        # A rate-mode phase's `--arrival-pattern` (its `type`) and gamma's smoothness.
+        "arrival": None
+        if rate is None
+        else arrival(stimulus.get("type"), config_ctx.num(stimulus, "smoothness")),
         "stats": {key: value for key, value in stats.items() if value},
         "telemetry": telemetry,
         "notes": notes,

@@ -36,6 +36,7 @@ from .base import (
     Document,
     FieldRecorder,
     ParsedRun,
+    arrival,
     first_of,
     mark_failed,
     mean_std,
@@ -210,6 +211,8 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         "label": file_label,
         "num_prompts": ctx.integer(data, "num_prompts"),
         "burstiness": ctx.num(data, "burstiness"),
+        # `--burstiness` shapes the gaps of a finite rate only (gamma; 1 is Poisson).
+        "arrival": None if rate is None else arrival("gamma", ctx.num(data, "burstiness")),
         "ramp_up": None
         if ramp is None
         else dict(zip(("strategy", "start_rps", "end_rps", "max_concurrency"), ramp, strict=True)),

@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from loadtests import configuration
 from loadtests.formats import LoadTestFormatError, parse_loadtest
+from loadtests.formats.base import arrival
 from loadtests.importing import import_loadtest_files, prepare_files
 from loadtests.models import LoadTest
 from loadtests.sweeps import sweeps_for_service
@@ -236,3 +237,45 @@ def test_a_sweeps_page_links_to_the_plan_from_that_sweep(owner_client, service):
     sweep = sweeps_for_service(service)[1]
     page = owner_client.get(reverse("loadtests:sweep", args=[service.slug, sweep.key]))
     assert f'planner/?sweep={sweep.key}" id="plan-from-sweep"' in page.content.decode()
+
+
+# -- how the requests arrived -------------------------------------------------------------------
+
+BURSTY = REAL / "e2e-vllm-0.32.0-cpu-rate10-burstiness-0.3.json"
+APPENDED = REAL / "e2e-vllm-0.32.0-cpu-append-result.jsonl"  # line 1: 10 req/s, Poisson
+
+
+def config_of(path: Path, run: int = 0) -> dict[str, str]:
+    return configuration.configuration(
+        parse_loadtest(path.read_bytes(), filename=path.name)[run].extra
+    )
+
+
+def test_a_bursty_vllm_run_records_its_gamma_arrivals():
+    assert config_of(BURSTY)["arrival"] == "gamma arrivals, burstiness 0.3"
+
+
+def test_a_bursty_run_is_not_a_repeat_of_a_poisson_run_at_its_rate():
+    poisson = config_of(APPENDED)
+    assert "arrival" not in poisson
+    assert not configuration.same_configuration(config_of(BURSTY), poisson)
+
+
+@pytest.mark.parametrize(
+    "pattern, burstiness, expected",
+    [
+        ("poisson", None, None),
+        ("gamma", 1.0, None),
+        ("gamma", 0.5, "gamma arrivals, burstiness 0.5"),
+        ("constant", None, "constant arrivals"),
+    ],
+)
+def test_every_tools_arrival_pattern_is_named_one_way(pattern, burstiness, expected):
+    assert arrival(pattern, burstiness) == expected
+
+
+def test_an_aiperf_gamma_run_records_its_smoothness_as_vllms_burstiness():
+    path = (
+        REAL.parent / "genai-perf" / "e2e-aiperf-0.13.0-rate6-gamma-0.5-profile_export_aiperf.json"
+    )
+    assert config_of(path)["arrival"] == "gamma arrivals, burstiness 0.5"
