@@ -225,25 +225,27 @@ TGI_SERIES = """
 """
 
 
-def error_rate_test(service, tmp_path, *, err: str, fires: bool) -> Path:
-    service.engine = "tgi"
+def error_rate_test(service, tmp_path, *, engine: str, series_yaml: str, fires: bool) -> Path:
+    """A promtool test of the service's 5% error-rate rule, exported for `engine` (selector
+    job=ENGINE), over `series_yaml`: firing at 15 minutes, or quiet."""
+    service.engine = engine
     service.save(update_fields=["engine"])
     Rule.objects.create(
         service=service, name="Errors", kind="error_rate", threshold=0.05, window_s=300
     )
-    rules = tmp_path / "tgi.rules.yml"
-    rules.write_text(rules_yaml(service, engine_selector='job="tgi"', dcgm_selector=""))
+    rules = tmp_path / f"{engine}.rules.yml"
+    rules.write_text(rules_yaml(service, engine_selector=f'job="{engine}"', dcgm_selector=""))
     document = yaml.safe_load(rules.read_text())
     alert = next(a for a in document["groups"][0]["rules"] if a["labels"]["perfhub_rule"]
                  == "Errors")  # fmt: skip
     expected = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
-    series = yaml.safe_load("input_series:" + TGI_SERIES % {"err": err, "failed": 60})
+    series = yaml.safe_load("input_series:" + series_yaml)
     test = {
         "eval_time": "15m",
         "alertname": alert["alert"],
         "exp_alerts": expected if fires else [],
     }
-    path = tmp_path / "tgi-test.yml"
+    path = tmp_path / f"{engine}-test.yml"
     path.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
                                     "tests": [{"interval": "1m", **series,
                                                "alert_rule_test": [test]}]}))  # fmt: skip
@@ -252,13 +254,15 @@ def error_rate_test(service, tmp_path, *, err: str, fires: bool) -> Path:
 
 def test_promtool_fires_tgis_error_rate_on_its_bare_counter_names(service, tmp_path):
     # 60 generation failures in 660 a minute: 9%, over the 5% threshold.
-    test = error_rate_test(service, tmp_path, err="generation", fires=True)
+    series = TGI_SERIES % {"err": "generation", "failed": 60}
+    test = error_rate_test(service, tmp_path, engine="tgi", series_yaml=series, fires=True)
     ran = promtool("test", "rules", str(test))
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
 def test_promtool_does_not_count_requests_tgi_refused_as_invalid(service, tmp_path):
-    test = error_rate_test(service, tmp_path, err="validation", fires=False)
+    series = TGI_SERIES % {"err": "validation", "failed": 60}
+    test = error_rate_test(service, tmp_path, engine="tgi", series_yaml=series, fires=False)
     ran = promtool("test", "rules", str(test))
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
@@ -277,26 +281,7 @@ VLLM_REJECTING_SERIES = """
 
 @pytest.mark.parametrize("rejected, fires", [(60, True), (0, False)])
 def test_promtool_counts_vllms_queue_full_rejections_as_errors(service, tmp_path, rejected, fires):
-    Rule.objects.create(
-        service=service, name="Errors", kind="error_rate", threshold=0.05, window_s=300
-    )
-    rules = tmp_path / "vllm.rules.yml"
-    rules.write_text(rules_yaml(service, engine_selector='job="vllm"', dcgm_selector=""))
-    alert = next(
-        a
-        for a in yaml.safe_load(rules.read_text())["groups"][0]["rules"]
-        if a["labels"]["perfhub_rule"] == "Errors"
-    )
-    expected = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
-    series = yaml.safe_load("input_series:" + VLLM_REJECTING_SERIES % {"rejected": rejected})
-    test = {
-        "eval_time": "15m",
-        "alertname": alert["alert"],
-        "exp_alerts": expected if fires else [],
-    }
-    path = tmp_path / "vllm-test.yml"
-    path.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
-                                    "tests": [{"interval": "1m", **series,
-                                               "alert_rule_test": [test]}]}))  # fmt: skip
-    ran = promtool("test", "rules", str(path))
+    series = VLLM_REJECTING_SERIES % {"rejected": rejected}
+    test = error_rate_test(service, tmp_path, engine="vllm", series_yaml=series, fires=fires)
+    ran = promtool("test", "rules", str(test))
     assert ran.returncode == 0, ran.stdout + ran.stderr

@@ -182,6 +182,16 @@ def _prefixed(prefixes: tuple[str, ...], rules: list[Rule]) -> tuple[Rule, ...]:
 
 
 VLLM_NOT_SUCCESS = ("abort", "error")
+# vLLM's per-request phases and scheduler gauges, under the names TensorRT-LLM's server took
+# from it too (unprefixed: each engine's prefixes are added to its own table).
+VLLM_REQUEST_PHASES = (
+    Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
+    Rule("queue_seconds", "histogram", ("request_queue_time_seconds",)),
+    Rule("prefill_seconds", "histogram", ("request_prefill_time_seconds",)),
+    Rule("decode_seconds", "histogram", ("request_decode_time_seconds",)),
+    Rule("requests_running", "gauge", ("num_requests_running",)),
+    Rule("requests_waiting", "gauge", ("num_requests_waiting",)),
+)
 
 # Ray Serve LLM exports vLLM's metrics through Ray's own exporter, which prefixes every metric
 # with `ray_`: `ray_vllm:<name>`, with Ray's labels (a replica's `WorkerId`) beside vLLM's. The
@@ -225,12 +235,7 @@ VLLM = _prefixed(
             "histogram",
             ("inter_token_latency_seconds", "time_per_output_token_seconds"),
         ),
-        Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
-        Rule("queue_seconds", "histogram", ("request_queue_time_seconds",)),
-        Rule("prefill_seconds", "histogram", ("request_prefill_time_seconds",)),
-        Rule("decode_seconds", "histogram", ("request_decode_time_seconds",)),
-        Rule("requests_running", "gauge", ("num_requests_running",)),
-        Rule("requests_waiting", "gauge", ("num_requests_waiting",)),
+        *VLLM_REQUEST_PHASES,
         Rule(
             "kv_cache_usage",
             "gauge",
@@ -376,12 +381,7 @@ TRTLLM = _prefixed(
         Rule("generation_tokens", "counter", ("generation_tokens",)),
         Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
         Rule("tpot_seconds", "histogram", ("time_per_output_token_seconds",)),
-        Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
-        Rule("queue_seconds", "histogram", ("request_queue_time_seconds",)),
-        Rule("prefill_seconds", "histogram", ("request_prefill_time_seconds",)),
-        Rule("decode_seconds", "histogram", ("request_decode_time_seconds",)),
-        Rule("requests_running", "gauge", ("num_requests_running",)),
-        Rule("requests_waiting", "gauge", ("num_requests_waiting",)),
+        *VLLM_REQUEST_PHASES,
         Rule("kv_cache_usage", "gauge", ("kv_cache_utilization",), aggregate="max"),
     ],
 )
