@@ -10,9 +10,13 @@ them, no load or count figure that both carry differs, and where both files give
 the times agree (files of one run carry the same time; a run measured at another time is
 another run, whatever its figures).
 
-Files of one run that compute their figures differently (GenAI-Perf's per-request
-`profile_export.json` against its summary: another first token and another duration) are not
-caught: their figures differ by more than rounding.
+Files of one run that compute their figures differently (AIPerf's per-request
+`profile_export.jsonl` against its summary, GenAI-Perf's `profile_export.json` against its
+`_genai_perf.json`) differ by more than rounding; they are caught by their clock instead
+(`same_clock`): both give the run's start finer than a second, and the same start, duration
+and request count are one run (AIPerf 0.13's two files of one run: 17 ms and 0.8 ms of 10.7 s
+apart), where two runs of one service would have to start within `SAME_START` of each other
+and last as long to the millisecond.
 """
 
 from __future__ import annotations
@@ -29,6 +33,31 @@ SAME_LOAD = ("concurrency", "request_rate", "request_count")
 # A time written to ms in one file and cut to whole seconds in another (llm-d's report writes
 # 00:25:25 for guidellm's 00:25:25.693): less than a second apart.
 SAME_TIME = timedelta(seconds=1)
+
+
+SAME_START = timedelta(milliseconds=50)
+SAME_DURATION_S = 0.005  # or a thousandth of the duration, the larger
+
+
+def same_clock(
+    new: Mapping[str, float | None],
+    stored: Mapping[str, float | None],
+    new_time: datetime | None,
+    stored_time: datetime | None,
+) -> bool:
+    """Whether two runs are one by their clock (module docstring): starts given finer than a
+    second and within SAME_START, durations within SAME_DURATION_S (or 0.1%), equal counts."""
+    if new_time is None or stored_time is None:
+        return False
+    if new_time.microsecond == 0 or stored_time.microsecond == 0:
+        return False  # a time cut to whole seconds tells runs apart to the second only
+    if abs(new_time - stored_time) > SAME_START:
+        return False
+    d1, d2 = new.get("duration_s"), stored.get("duration_s")
+    n1, n2 = new.get("request_count"), stored.get("request_count")
+    if None in (d1, d2, n1, n2) or int(n1) != int(n2) or not n1:
+        return False
+    return abs(float(d1) - float(d2)) <= max(SAME_DURATION_S, 1e-3 * max(float(d1), float(d2)))
 
 
 def _close(a: float, b: float) -> bool:

@@ -450,6 +450,16 @@ def _refuse_a_twin(
     `--append-result`, SGLang's `--output-file`) grew since, and that run is already imported."""
     if parsed.failed:
         return None
+    if (same := _same_clock_run(service, parsed, digest)) is not None:
+        if _same_file_position(same, filename, index):
+            return same
+        origin = f" from {same.source_name}" if same.source_name else ""
+        raise LoadTestImportError(
+            f"run {index + 1} is the run already stored as run #{same.pk} “{same.label}”"
+            f"{origin}: the same start to {twins.SAME_START.total_seconds() * 1000:g} ms, the same "
+            "duration and request count. A tool writes one run to several files (AIPerf's "
+            "summary and its per-request profile_export.jsonl): import one of them"
+        )
     near = Q()
     for name in LATENCY_FIELDS:
         value = parsed.fields.get(name)
@@ -470,8 +480,7 @@ def _refuse_a_twin(
             file_time,
         )
         if shared is not None:
-            same_file = stored.source_name == _fit_name(json_safe(filename or ""))
-            if filename and same_file and stored.run_index == index:
+            if _same_file_position(stored, filename, index):
                 return stored
             origin = f" from {stored.source_name}" if stored.source_name else ""
             raise LoadTestImportError(
@@ -506,6 +515,35 @@ def _refuse_a_repeat(runs: Sequence[ParsedRun]) -> None:
                     "A block pasted twice? Import the file without the copy"
                 )
         seen.setdefault(key, []).append((j, run))
+
+
+def _same_file_position(stored: LoadTest, filename: str | None, index: int) -> bool:
+    """Whether a stored run came from a file of this name at this position (the same file,
+    grown since: `_refuse_a_twin`)."""
+    same_name = stored.source_name == _fit_name(json_safe(filename or ""))
+    return bool(filename) and same_name and stored.run_index == index
+
+
+def _same_clock_run(service: Service, parsed: ParsedRun, digest: str) -> LoadTest | None:
+    """A stored run of another file that is this run by its clock (`twins.same_clock`)."""
+    start, count = parsed.measured_at, parsed.fields.get("request_count")
+    if start is None or not count:
+        return None
+    candidates = LoadTest.objects.filter(
+        service=service,
+        failure="",
+        request_count=int(count),
+        measured_at__range=(start - twins.SAME_START, start + twins.SAME_START),
+    ).exclude(content_sha256=digest)
+    for stored in candidates.order_by("pk"):
+        if _time_from_file(stored) and twins.same_clock(
+            parsed.fields,
+            {"duration_s": stored.duration_s, "request_count": stored.request_count},
+            start,
+            stored.measured_at,
+        ):
+            return stored
+    return None
 
 
 def _time_from_file(run: LoadTest) -> bool:

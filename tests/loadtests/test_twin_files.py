@@ -2,7 +2,7 @@
 second file is refused, naming the run already stored (analysis.twins)."""
 
 import itertools
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
 
@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from analysis.twins import same_measurement
+from analysis.twins import same_clock, same_measurement
 from loadtests.importing import (
     LoadTestImportError,
     import_loadtest_file,
@@ -166,3 +166,23 @@ def test_two_blocks_of_one_document_that_differ_are_both_stored(service):
     content = ("vllm bench serve --request-rate 4\n" + BLOCK + "\n" + other).encode()
     stored = import_loadtest_file(service=service, content=content, filename="README.md")
     assert len(stored) == 2
+
+
+AIPERF_RECORDS = REAL / "aiperf-records" / "e2e-aiperf-0.13.0-c2-profile_export.jsonl"
+
+
+def test_aiperfs_per_request_file_of_a_stored_summary_is_refused_by_its_clock(service):
+    # Computed apart, their percentiles differ beyond rounding (E2E P50 499.8 and 485.0 ms);
+    # their starts are 17 ms apart, their durations 0.8 ms of 10.7 s, 40 requests each.
+    store(service, f"{AIPERF_C2}.json")
+    with pytest.raises(LoadTestImportError, match="the same start to 50 ms"):
+        import_loadtest_file(
+            service=service, content=AIPERF_RECORDS.read_bytes(), filename="profile_export.jsonl"
+        )
+
+
+def test_runs_timed_only_to_the_second_are_never_one_run_by_their_clock():
+    start = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC)
+    run = {"duration_s": 10.0, "request_count": 40}
+    assert not same_clock(run, run, start, start)
+    assert same_clock(run, run, start.replace(microsecond=1), start.replace(microsecond=2))
