@@ -453,12 +453,12 @@ def _refuse_a_twin(
     if (same := _same_clock_run(service, parsed, digest)) is not None:
         if _same_file_position(same, filename, index):
             return same
-        origin = f" from {same.source_name}" if same.source_name else ""
-        raise LoadTestImportError(
-            f"run {index + 1} is the run already stored as run #{same.pk} “{same.label}”"
-            f"{origin}: the same start to {twins.SAME_START.total_seconds() * 1000:g} ms, the same "
-            "duration and request count. A tool writes one run to several files (AIPerf's "
-            "summary and its per-request profile_export.jsonl): import one of them"
+        start_ms = twins.SAME_START.total_seconds() * 1000
+        raise _stored_already(
+            index,
+            same,
+            f"the same start to {start_ms:g} ms, the same duration and request count",
+            "AIPerf's summary and its per-request profile_export.jsonl",
         )
     near = Q()
     for name in LATENCY_FIELDS:
@@ -482,14 +482,23 @@ def _refuse_a_twin(
         if shared is not None:
             if _same_file_position(stored, filename, index):
                 return stored
-            origin = f" from {stored.source_name}" if stored.source_name else ""
-            raise LoadTestImportError(
-                f"run {index + 1} is the measurement already stored as run #{stored.pk} "
-                f"“{stored.label}”{origin}: its {len(shared)} latency figures agree to a "
-                f"hundredth of a millisecond ({', '.join(shared)}). A tool writes one run to "
-                "several files (GenAI-Perf's and AIPerf's .json and .csv): import one of them"
+            raise _stored_already(
+                index,
+                stored,
+                f"its {len(shared)} latency figures agree to a hundredth of a millisecond "
+                f"({', '.join(shared)})",
+                "GenAI-Perf's and AIPerf's .json and .csv",
             )
     return None
+
+
+def _stored_already(index: int, stored: LoadTest, why: str, example: str) -> LoadTestImportError:
+    origin = f" from {stored.source_name}" if stored.source_name else ""
+    return LoadTestImportError(
+        f"run {index + 1} is the measurement already stored as run #{stored.pk} "
+        f"“{stored.label}”{origin}: {why}. A tool writes one run to several files ({example}): "
+        "import one of them"
+    )
 
 
 def _refuse_a_repeat(runs: Sequence[ParsedRun]) -> None:
