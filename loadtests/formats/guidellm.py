@@ -97,14 +97,11 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         # A rate-driven run's `max_concurrency` is a cap on requests in flight, not the load:
         # the load is the rate, and the concurrency it produced is measured (below).
         cap, concurrency = concurrency, None
+    totals, totals_key = _request_totals(ctx, benchmark, metrics)
     if strategy_name == "throughput" and concurrency:
         # Throughput mode sends every request as fast as the cap allows: a run of fewer
         # requests than the cap (guidellm's default 512) held them all at once, a burst.
-        sent = sum(
-            n
-            for n in (_request_totals(ctx, benchmark, metrics)[0].get(s) for s in STATUSES)
-            if isinstance(n, int)
-        )
+        sent = sum(n for n in (totals.get(s) for s in STATUSES) if isinstance(n, int))
         if 0 < sent < concurrency:
             concurrency, strategy_key = sent, f"{strategy_key} (all {sent} requests at once)"
     put("concurrency", concurrency, strategy_key)
@@ -139,7 +136,6 @@ def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: 
         put(f"{prefix}_tokens_mean", summary.get("mean"), f"metrics.{key}.successful.mean")
         put(f"{prefix}_tokens_std", summary.get("std_dev"), f"metrics.{key}.successful.std_dev")
 
-    totals, totals_key = _request_totals(ctx, benchmark, metrics)
     successful = totals.get("successful")
     if successful is None:
         successful = latency_stats.get("e2e", {}).get("count")
