@@ -55,11 +55,15 @@ class ParsedScrape:
     invalid: int = 0  # mapped samples whose value is NaN, infinite or negative
 
     @property
+    def reads_something(self) -> bool:
+        """Some sample is a metric this source's mapping reads."""
+        return bool(self.counters or self.histograms or self.gauge_series or self.gpus)
+
+    @property
     def maps_nothing(self) -> bool:
         """Samples came, and none of them is a metric this source's mapping reads (a wrong
         `source`, or an engine behind something that renames its metrics)."""
-        read = self.counters or self.histograms or self.gauge_series or self.gpus
-        return bool(self.ignored) and not read and not self.invalid
+        return bool(self.ignored) and not self.reads_something and not self.invalid
 
     def counter_total(self, name: str) -> float | None:
         """The cumulative value of a canonical counter summed over its series."""
@@ -99,7 +103,7 @@ def sources_reading(text: str) -> tuple[str, ...]:
             parsed = parse(text, source)
         except ExpositionError:
             continue
-        if parsed.counters or parsed.histograms or parsed.gauge_series or parsed.gpus:
+        if parsed.reads_something:
             found.append(source)
     return tuple(found)
 
