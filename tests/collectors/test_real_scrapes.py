@@ -51,6 +51,25 @@ def test_sglang_of_that_release_exposes_no_request_counter(scrape):
     assert parsed.counter_total("requests_finished") is None
 
 
+# SGLang 0.3's docs scrape (gemma-2-9b-it, 2,104 requests): the scheduler gauges and the queue
+# histogram under the names 0.4 replaced.
+SGLANG_03 = "sglang-0.3-docs-gemma-production_metrics.prom"
+
+
+def test_sglang_03_running_and_waiting_gauges_are_read(scrape):
+    assert scrape(SGLANG_03, "sglang").gauges == {
+        "requests_running": 0,
+        "requests_waiting": 0,
+        "kv_cache_usage": 0.01,
+    }
+
+
+def test_sglang_03_queue_time_median_lies_in_its_bucket(scrape):
+    # Cumulative 900 at 5 s and 1,270 at 10 s: the 1,052nd of 2,104 requests waited 5-10 s.
+    p50 = quantile(scrape(SGLANG_03, "sglang").histogram("queue_seconds"), 0.5)
+    assert (p50.count, p50.lower, p50.upper) == (2104, 5.0, 10.0)
+
+
 def test_triton_trtllm_readme_scrape(scrape):
     parsed = scrape("triton-trtllm-readme.prom", "triton")
     assert parsed.counter_total("requests_finished") == 0

@@ -59,8 +59,10 @@ SGLang (`sglang:` prefix)
   (no TPOT: `time_per_output_token_seconds` is a request's running mean, (now - first token) /
   (tokens - 1), observed at every streamed chunk, so it is neither one value per request nor
   one per gap: the docs' scrape holds 7,400,757 of them for 11,008 requests. Not read.)
-  e2e_seconds        e2e_request_latency_seconds;  queue_seconds  queue_time_seconds
-  requests_running   num_running_reqs;  requests_waiting  num_queue_reqs
+  e2e_seconds        e2e_request_latency_seconds
+  queue_seconds      queue_time_seconds, else (0.3) waiting_request_latency_seconds
+  requests_running   num_running_reqs, else (0.3) num_requests_running
+  requests_waiting   num_queue_reqs, else (0.3) num_requests_waiting
   kv_cache_usage     token_usage
 Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape has an
 `ensemble` or `tensorrt_llm_bls` model, the request series are read from those models alone
@@ -282,9 +284,15 @@ SGLANG = tuple(
             Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
             Rule("itl_seconds", "histogram", ("inter_token_latency_seconds",)),
             Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
-            Rule("queue_seconds", "histogram", ("queue_time_seconds",)),
-            Rule("requests_running", "gauge", ("num_running_reqs",)),
-            Rule("requests_waiting", "gauge", ("num_queue_reqs",)),
+            # SGLang 0.3 named its queue histogram and its two scheduler gauges as vLLM's
+            # (0.4 renamed them): the same per-request wait and the same counts.
+            Rule(
+                "queue_seconds",
+                "histogram",
+                ("queue_time_seconds", "waiting_request_latency_seconds"),
+            ),
+            Rule("requests_running", "gauge", ("num_running_reqs", "num_requests_running")),
+            Rule("requests_waiting", "gauge", ("num_queue_reqs", "num_requests_waiting")),
             Rule("kv_cache_usage", "gauge", ("token_usage",), aggregate="max"),
         ],
     )
