@@ -23,8 +23,8 @@ class ErrorRate(RuleKind):
     description = (
         "Requests that finished with an error over all finished requests (engine counters:"
         ' vLLM finished_reason="error", TGI failures other than err="validation", Triton'
-        " failures; else pushed rows); client aborts and requests refused as invalid are not"
-        " errors."
+        " failures, SGLang's 5xx answers; else pushed rows); client aborts and requests refused"
+        " as invalid are not errors."
     )
     unit = "ratio"
 

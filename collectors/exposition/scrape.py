@@ -145,8 +145,10 @@ def _show(labels: dict[str, str]) -> str:
 
 
 def _where_matches(rule: Rule, labels: dict[str, str]) -> bool:
+    # An absent label reads as "", as in Prometheus: SGLang's `priority=""` total is the only
+    # series without a priority where priority scheduling is off.
     return (
-        all(labels.get(k) == v for k, v in rule.where)
+        all(labels.get(k, "") == v for k, v in rule.where)
         and not any(labels.get(k) in values for k, values in rule.exclude)
         and all(labels.get(k) in values for k, values in rule.only)
     )

@@ -285,3 +285,23 @@ def test_promtool_counts_vllms_queue_full_rejections_as_errors(service, tmp_path
     test = error_rate_test(service, tmp_path, engine="vllm", series_yaml=series, fires=fires)
     ran = promtool("test", "rules", str(test))
     assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+# SGLang 0.5.23 with --max-queued-requests: 600 requests a minute finish, %(refused)s a minute are
+# answered 503 on an endpoint (its only count of them is the HTTP one).
+SGLANG_REFUSING_SERIES = """
+      - series: 'sglang:num_requests_total{job="sglang",is_streaming="false"}'
+        values: '0+600x20'
+      - series: 'sglang:http_responses_total{job="sglang",status_code="503",%(endpoint)s}'
+        values: '0+%(refused)sx20'
+"""
+
+
+@pytest.mark.parametrize("endpoint, fires", [("/v1/chat/completions", True), ("/health", False)])
+def test_promtool_counts_sglangs_503_answers_to_requests_as_errors(
+    service, tmp_path, endpoint, fires
+):
+    series = SGLANG_REFUSING_SERIES % {"refused": 60, "endpoint": f'endpoint="{endpoint}"'}
+    test = error_rate_test(service, tmp_path, engine="sglang", series_yaml=series, fires=fires)
+    ran = promtool("test", "rules", str(test))
+    assert ran.returncode == 0, ran.stdout + ran.stderr

@@ -204,6 +204,18 @@ def test_sglang_aborted_requests_are_aborts_not_errors():
     )
 
 
+def test_sglang_5xx_answers_of_health_probes_are_not_request_errors():
+    scrape = parse(
+        'sglang:http_responses_total{endpoint="/health",method="GET",status_code="503"} 5\n'
+        'sglang:http_responses_total{endpoint="/v1/chat/completions",method="POST",'
+        'status_code="500"} 2\n'
+        'sglang:http_responses_total{endpoint="/v1/chat/completions",method="POST",'
+        'status_code="400"} 7\n',
+        "sglang",
+    )
+    assert scrape.counter_total("request_errors") == 2
+
+
 # --- Triton ------------------------------------------------------------------------------------
 
 TRITON = (

@@ -56,6 +56,25 @@ def test_sglang_of_that_release_exposes_no_request_counter(scrape):
 SGLANG_03 = "sglang-0.3-docs-gemma-production_metrics.prom"
 
 
+# SGLang 0.5.23's own metric classes run through its tokenizer manager's calls (SOURCES.md):
+# 6 requests streamed to their end, 1 stream abandoned after 5 tokens, 1 request abandoned while
+# queued, 2 refused with a 503 (queue full), 1 health probe answered 503; priority scheduling on.
+SGLANG_0523 = "written-here-sglang-0.5.23-aborts-errors-priority.prom"
+
+
+def test_sglang_0523_requests_refused_with_a_503_are_errors(scrape):
+    assert scrape(SGLANG_0523, "sglang").counter_total("request_errors") == 2
+
+
+def test_sglang_0523_per_request_tpot_is_read_for_requests_that_ran_to_their_end(scrape):
+    assert sum(scrape(SGLANG_0523, "sglang").histogram("tpot_seconds").counts) == 6
+
+
+def test_sglang_0523_priority_breakdown_is_not_added_to_the_total(scrape):
+    gauges = scrape(SGLANG_0523, "sglang").gauges
+    assert (gauges["requests_running"], gauges["requests_waiting"]) == (3, 4)
+
+
 def test_sglang_03_running_and_waiting_gauges_are_read(scrape):
     assert scrape(SGLANG_03, "sglang").gauges == {
         "requests_running": 0,

@@ -51,18 +51,31 @@ TGI (router)
   queue_seconds      tgi_request_queue_duration
   requests_running   tgi_batch_current_size;  requests_waiting  tgi_queue_size
   (no TTFT, no inter-token histogram and no KV-cache metric)
-SGLang (`sglang:` prefix)
-  requests_finished  num_requests_total;  request_aborts  num_aborted_requests_total
+SGLang (`sglang:` prefix; read against the source of 0.4.0, 0.4.5, 0.4.10, 0.5.1-0.5.23)
+  requests_finished  num_requests_total (0.4.5+): every request whose last output reached the
+                     tokenizer, aborted ones among them (a stream abandoned mid-generation
+                     counts here and in num_aborted_requests_total; no label tells them apart)
+  request_errors     http_responses_total{status_code 500|502|503|504} on the model's routes
+                     (0.5.10+): a queue-full (--max-queued-requests) or timed-out request is
+                     answered 503 and counted nowhere else; a stream that fails after its 200
+                     is not counted
+  request_aborts     num_aborted_requests_total (0.4.10+; a client gone, queued or running)
   prompt_tokens      prompt_tokens_total;  generation_tokens  generation_tokens_total
-  ttft_seconds       time_to_first_token_seconds
-  itl_seconds        inter_token_latency_seconds
-  (no TPOT: `time_per_output_token_seconds` is a request's running mean, (now - first token) /
-  (tokens - 1), observed at every streamed chunk, so it is neither one value per request nor
-  one per gap: the docs' scrape holds 7,400,757 of them for 11,008 requests. Not read.)
+  ttft_seconds       time_to_first_token_seconds (to 0.5.20, a non-streaming request's
+                     first output is its first 50 tokens or its end: its "TTFT" is that; 0.5.23
+                     takes the scheduler's first-token time)
+  tpot_seconds       request_time_per_output_token_seconds (0.5.23+: per request, stop and
+                     length finishes only). 0.4.0's `time_per_output_token_seconds` is a
+                     request's running mean, (now - first token) / (tokens - 1), observed at
+                     every streamed chunk: the docs' scrape holds 7,400,757 of them for 11,008
+                     requests. Not read.
+  itl_seconds        inter_token_latency_seconds (0.4.5+; a chunk of n tokens adds n gaps)
   e2e_seconds        e2e_request_latency_seconds
-  queue_seconds      queue_time_seconds, else (0.3) waiting_request_latency_seconds
-  requests_running   num_running_reqs, else (0.3) num_requests_running
-  requests_waiting   num_queue_reqs, else (0.3) num_requests_waiting
+  queue_seconds      queue_time_seconds (0.5.6 at the latest, not 0.5.1), else (0.3)
+                     waiting_request_latency_seconds; 0.4.x has no queue histogram
+  requests_running   num_running_reqs, else (0.3) num_requests_running } priority="" only: with
+  requests_waiting   num_queue_reqs, else (0.3) num_requests_waiting   } priority scheduling
+                     (0.5.10+) each priority's count stands beside that total
   kv_cache_usage     token_usage
 Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape has an
 `ensemble` or `tensorrt_llm_bls` model, the request series are read from those models alone
@@ -272,27 +285,73 @@ TGI = (
 )
 
 _SGLANG_RANKS = ("tp_rank", "pp_rank", "moe_ep_rank")
+# The HTTP routes that serve a model's requests (`entrypoints/http_server.py`): a 5xx from
+# these failed a user's request; one from /health or an admin route did not.
+SGLANG_REQUEST_ENDPOINTS = (
+    "/generate",
+    "/v1/completions",
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/messages",
+    "/invocations",
+    "/v1/embeddings",
+    "/encode",
+    "/v1/rerank",
+    "/v1/score",
+    "/v1/classify",
+    "/classify",
+)
+SGLANG_SERVER_ERRORS = ("500", "502", "503", "504")
+# With --enable-priority-scheduling (0.5.10+) the scheduler gauges carry the total under
+# priority="" and each priority's share beside it: the total alone, not their sum.
+_SGLANG_TOTAL = (("priority", ""),)
 SGLANG = tuple(
     replace(r, collapse=_SGLANG_RANKS)
     for r in _prefixed(
         ("sglang:",),
         [
             Rule("requests_finished", "counter", ("num_requests",)),
+            # The only count of requests the service failed: a queue-full or timed-out request
+            # answered 503, an internal error 500 (0.5.10+; non-streaming requests only, a
+            # stream has answered 200 before it fails).
+            Rule(
+                "request_errors",
+                "counter",
+                ("http_responses",),
+                only=(
+                    ("endpoint", SGLANG_REQUEST_ENDPOINTS),
+                    ("status_code", SGLANG_SERVER_ERRORS),
+                ),
+            ),
             Rule("request_aborts", "counter", ("num_aborted_requests",)),
             Rule("prompt_tokens", "counter", ("prompt_tokens",)),
             Rule("generation_tokens", "counter", ("generation_tokens",)),
             Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
+            # Per request, stop or length finishes only (0.5.23; not the per-chunk running mean
+            # 0.4.0 called time_per_output_token_seconds).
+            Rule("tpot_seconds", "histogram", ("request_time_per_output_token_seconds",)),
             Rule("itl_seconds", "histogram", ("inter_token_latency_seconds",)),
             Rule("e2e_seconds", "histogram", ("e2e_request_latency_seconds",)),
             # SGLang 0.3 named its queue histogram and its two scheduler gauges as vLLM's
-            # (0.4 renamed them): the same per-request wait and the same counts.
+            # (0.4.0 renamed the gauges and dropped the histogram; 0.5.x brought it back as
+            # queue_time_seconds): the same per-request wait and the same counts.
             Rule(
                 "queue_seconds",
                 "histogram",
                 ("queue_time_seconds", "waiting_request_latency_seconds"),
             ),
-            Rule("requests_running", "gauge", ("num_running_reqs", "num_requests_running")),
-            Rule("requests_waiting", "gauge", ("num_queue_reqs", "num_requests_waiting")),
+            Rule(
+                "requests_running",
+                "gauge",
+                ("num_running_reqs", "num_requests_running"),
+                where=_SGLANG_TOTAL,
+            ),
+            Rule(
+                "requests_waiting",
+                "gauge",
+                ("num_queue_reqs", "num_requests_waiting"),
+                where=_SGLANG_TOTAL,
+            ),
             Rule("kv_cache_usage", "gauge", ("token_usage",), aggregate="max"),
         ],
     )
