@@ -447,20 +447,56 @@ def _samples(
 def _percentiles_from_samples(
     fields: dict, samples: dict[str, list[float]], put, *, e2e_measured: bool
 ) -> None:
-    """A latency the summary has no percentile of at all (the default run writes no `e2el`
-    keys) is taken from its per-request values, as vLLM takes its own: numpy's linear
-    percentile. Only percentiles with enough requests (the one minimum-count rule)."""
+    """The percentiles of a latency the summary leaves out, from its per-request values, as vLLM
+    takes its own (`exact_percentile`), each only with enough requests (the one minimum-count
+    rule). A metric without any key in the file (the default run writes no `e2el` keys) is
+    filled whole; one with some keys (`--metric-percentiles 50,99`) only where the values give
+    back every figure the file does write for it: then they are the requests vLLM summed over,
+    and the filled figures are the ones it would have written. Where they differ (SGLang counts
+    requests its client never timed, which the samples leave out) the missing ones stay
+    missing. Each filled figure's source says it was computed, and from how many requests."""
     for name in ("e2e", "ttft", "tpot"):
         values = samples.get(name)
-        keys = [f"{name}_{ours}_ms" for ours in PERCENTILE_KEYS]
-        if not values or any(fields.get(key) is not None for key in keys):
+        if not values:
             continue
-        source = "latencies" if name == "e2e" and e2e_measured else "ttfts and itls"
-        for ours, key in zip(PERCENTILE_KEYS, keys, strict=True):
-            q = QUANTILE_OF[ours]
-            if len(values) >= minimum_count(q):
-                value = float(np.percentile(values, q * 100))
-                put(key, value, f"{ours} of per-request {source} (numpy linear, as vLLM)")
+        keys = {ours: f"{name}_{ours}_ms" for ours in PERCENTILE_KEYS}
+        written = {ours: fields[key] for ours, key in keys.items() if fields.get(key) is not None}
+        if not all(_same_figure(exact_percentile(values, ours), v) for ours, v in written.items()):
+            continue
+        if len(written) == len(keys):
+            continue
+        arrays = SAMPLE_ARRAYS["latencies" if name == "e2e" and e2e_measured else name]
+        checked = f"; gives back the file's {', '.join(written)}" if written else ""
+        for ours, key in keys.items():
+            if ours not in written and len(values) >= minimum_count(QUANTILE_OF[ours]):
+                put(
+                    key,
+                    exact_percentile(values, ours),
+                    f"computed: {ours} of {len(values)} per-request {arrays} (numpy linear, as "
+                    f"vLLM){checked}",
+                )
+
+
+# The per-request arrays each family of samples comes from.
+SAMPLE_ARRAYS = {
+    "latencies": "latencies",
+    "e2e": "ttfts + itls",
+    "ttft": "ttfts",
+    "tpot": "itls / (output_lens - 1)",
+}
+
+
+def exact_percentile(values: list[float], label: str) -> float:
+    """The percentile `label` ("p99") of `values` as vLLM computes the ones it writes
+    (`np.percentile`, linear between the two nearest requests): over the same requests, the
+    figure vLLM would have written."""
+    return float(np.percentile(values, QUANTILE_OF[label] * 100))
+
+
+def _same_figure(computed: float, written: float) -> bool:
+    """Whether a percentile computed here is the one the file wrote (the same numpy call on the
+    same seconds, times 1000: they differ only in the last bits of a float)."""
+    return math.isclose(computed, written, rel_tol=1e-9, abs_tol=1e-9)
 
 
 def _without_ttft_in_itls(ttfts: list, itls: list[list[float]]) -> list[list[float]]:
