@@ -228,6 +228,51 @@ def test_vllm_per_request_values_that_miss_the_files_own_figures_fill_nothing():
     assert run.fields["e2e_p90_ms"] == pytest.approx(103.56568610000068)  # latencies agree
 
 
+CLIENT_QUEUE = "vllm-bench/e2e-vllm-0.32.0-cpu-rate40-c2-client-queue-detailed.json"
+CLIENT_QUEUE_DEFAULT = "vllm-bench/e2e-vllm-0.32.0-cpu-rate40-c2-default-metrics.json"
+
+
+def test_vllm_queue_inclusive_e2e_is_kept_beside_the_e2e_from_sending():
+    # `--request-rate 40 --max-concurrency 2 --percentile-metrics ...,client_queue_time,
+    # e2el_including_client_queue`: E2E stays vLLM's e2el (from sending); the wait in the
+    # client's queue and E2E with it are kept as the file wrote them.
+    run = only(CLIENT_QUEUE)
+    assert run.fields["e2e_p99_ms"] == pytest.approx(259.0108408599353)  # p99_e2el_ms
+    queue = run.extra["latency_ms"]
+    assert queue["e2e_including_client_queue"]["p99"] == pytest.approx(3547.0945741099736)
+    assert queue["client_queue"]["median"] == pytest.approx(1363.1473505000145)
+
+
+def test_vllm_client_queue_figures_computed_from_the_arrays_are_the_ones_vllm_writes():
+    data = json.loads((REAL / CLIENT_QUEUE).read_bytes())
+    written = {key: data.pop(key) for key in list(data) if "client_queue" in key}
+    run = parse_loadtest(json.dumps(data).encode(), filename="vllm-run.json")[0]
+    queue = run.extra["latency_ms"]
+    for ours, theirs in (
+        ("client_queue", "client_queue_time"),
+        ("e2e_including_client_queue", "e2el_including_client_queue"),
+    ):
+        for label, key in (("mean", "mean"), ("std", "std"), ("p50", "p50"), ("p99", "p99")):
+            expected = written[f"{key}_{theirs}_ms"]
+            assert queue[ours][label] == pytest.approx(expected, rel=1e-12)
+
+
+def test_vllm_run_whose_client_held_requests_back_says_what_users_would_have_waited():
+    # The default --percentile-metrics writes no queue keys, but 0.32 writes `queue_times`
+    # and `latencies` in every file: P99 of (queue + latency) over the 200 requests.
+    (note,) = only(CLIENT_QUEUE_DEFAULT).extra["notes"]
+    assert "with --max-concurrency 2 at 40 req/s" in note
+    assert "E2E p99 is 2,913 ms" in note
+    assert "computed from its queue_times and latencies" in note
+
+
+def test_vllm_capped_run_at_an_unlimited_rate_has_no_client_queue_figures():
+    # Every request is scheduled at the start: its wait is the burst's backlog, not a latency.
+    run = only(E2E_BENCH)
+    assert "client_queue" not in run.extra["latency_ms"]
+    assert "notes" not in run.extra
+
+
 def test_vllm_ramp_up_run_names_no_single_load_and_says_it_ramped():
     # `--ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 10`, 30 prompts: vLLM
     # writes request_rate "inf", yet the client never held more than 7 requests.
