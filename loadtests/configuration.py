@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 
 # The keys of a run's `extra` this reads (a caller fetching `extra` in part needs these).
-EXTRA_KEYS = ("model_id", "model", "stack", "overrides", "metadata", "arrival")
+EXTRA_KEYS = ("model_id", "model", "stack", "overrides", "metadata", "arrival", "tool")
 # The parts that are lists of parameters, and the order a title names the parts in.
 PARAMETERS = ("overrides", "metadata")
 PARTS = ("model", "stack", *PARAMETERS, "arrival")
@@ -76,6 +76,17 @@ def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
     if isinstance(extra.get("arrival"), str) and extra["arrival"]:
         found["arrival"] = extra["arrival"]
     return found
+
+
+def client(extra: Mapping[str, Any]) -> str | None:
+    """The load generator that measured the run, where its format is written by more than one:
+    `extra.tool` ("sglang.bench_serving" for SGLang's files of the vllm-bench format, none for
+    vLLM's own; "genai-perf" or "aiperf"). Not part of the configuration (the server's), but
+    runs of two clients at one load are not repeats: each times and counts in its own way
+    (SGLang's client counts a request it never timed as a success, retokenizes the output,
+    draws its random lengths differently), so they are two sweeps (`loadtests.sweeps`)."""
+    value = extra.get("tool")
+    return value if isinstance(value, str) and value else None
 
 
 def is_repeat_label(key: str) -> bool:

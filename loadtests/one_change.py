@@ -69,8 +69,9 @@ def load_label(sweep: Sweep, x: float) -> str:
 
 def one_change(before: Sweep, after: Sweep) -> OneChange | None:
     """How `after` differs from `before`, when that is one parameter and nothing else."""
-    if before is after or (before.format, before.axis, before.fixed) != (
+    if before is after or (before.format, before.client, before.axis, before.fixed) != (
         after.format,
+        after.client,
         after.axis,
         after.fixed,
     ):

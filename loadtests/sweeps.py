@@ -1,12 +1,14 @@
 """Sweeps: a service's load tests that differ only in concurrency or in request rate.
 
-Grouping. Runs join one sweep when they share the tool (format), the swept axis and the value
-held fixed on the other axis (a concurrency sweep at unlimited rate; a rate sweep without a
-concurrency cap), their workload fingerprints agree with the sweep's first run on everything
-but the load: prompt and output length quantiles and means (`analysis.fingerprint`, the gate's
-own rule), dataset and ignore_eos where both record them, and so do their serving
-configurations (model, serving stack, `vllm bench sweep`'s parameters, `--metadata`:
-`loadtests.configuration`). A group needs two settings or more.
+Grouping. Runs join one sweep when they share the tool (format) and the client that measured
+them (`configuration.client`: SGLang's bench_serving writes vLLM's format, yet its runs are no
+repeats of `vllm bench serve`'s), the swept axis and the value held fixed on the other axis
+(a concurrency sweep at unlimited rate; a rate sweep without a concurrency cap), their
+workload fingerprints agree with the sweep's first run on everything but the load: prompt and
+output length quantiles and means (`analysis.fingerprint`, the gate's own rule), dataset and
+ignore_eos where both record them, and so do their serving configurations (model, serving
+stack, `vllm bench sweep`'s parameters, `--metadata`: `loadtests.configuration`). A group needs
+two settings or more.
 When one setting was measured more than once, the newest run stands for it (the others are
 listed as replicates): the knee rule takes one point per setting.
 
@@ -44,6 +46,8 @@ class Sweep:
     configuration: dict[str, str] = field(default_factory=dict)
     # Its parameters one by one (`configuration.parameters`): name -> value.
     parameters: dict[str, str] = field(default_factory=dict)
+    # The load generator, where the format is written by more than one (`configuration.client`).
+    client: str | None = None
 
     @property
     def key(self) -> int:
@@ -66,8 +70,9 @@ class Sweep:
             held = "unlimited rate" if self.fixed == math.inf else f"rate {self.fixed:g} req/s"
         elif self.fixed is not None:
             held = f"concurrency {self.fixed}"
+        by = f" by {self.client}" if self.client and self.client != self.format else ""
         parts = [
-            f"{self.format} {self.axis} sweep",
+            f"{self.format} {self.axis} sweep{by}",
             self.configuration_label,
             " / ".join(mix),
             held,
@@ -150,9 +155,11 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
         if axis is None:
             continue
         config = configuration_of(run)
+        client = configuration.client(_fetched(run))
         for group in groups:
             if (
                 group.format == run.format
+                and group.client == client
                 and (group.axis, group.fixed) == axis
                 and configuration.same_configuration(group.configuration, config)
                 and same_workload(group.runs[0], run)
@@ -171,6 +178,7 @@ def group_sweeps(runs: list[LoadTest]) -> list[Sweep]:
                     runs=[run],
                     configuration=config,
                     parameters=configuration.parameters(_fetched(run)),
+                    client=client,
                 )
             )
     sweeps = []

@@ -173,6 +173,8 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
 
     samples = _samples(ctx, data, succeeded, output_lens)
     _percentiles_from_samples(fields, samples, put, e2e_measured=bool(data.get("latencies")))
+    queued, queue_computed = _client_queue(ctx, data, succeeded, rate)
+    stats.update(queued)
     measured_at = _date(ctx, data)
     if measured_at is not None:
         sources["measured_at"] = "date (local time of the client, read as UTC)"
@@ -231,6 +233,13 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         "metadata": metadata,
         "goodput_rps": ctx.num(data, goodput_key),
         "latency_ms": stats,
+        # Where `latency_ms`'s client queue figures came from: keys, or computed from arrays.
+        "client_queue_from": ("queue_times and latencies" if queue_computed else "keys")
+        if queued
+        else None,
+        "notes": _client_queue_notes(
+            queued, queue_computed, fields, ctx.integer(data, "max_concurrency"), rate
+        ),
         "date_timezone": "UTC (assumed: the tool writes local time without a zone)"
         if measured_at
         else None,
@@ -244,7 +253,7 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         request_rate_inf=rate_inf,
         errors=errors,
         samples=samples,
-        extra={key: value for key, value in extra.items() if value not in (None, {})},
+        extra={key: value for key, value in extra.items() if value not in (None, {}, [])},
         sources=sources,
     )
 
@@ -447,20 +456,146 @@ def _samples(
 def _percentiles_from_samples(
     fields: dict, samples: dict[str, list[float]], put, *, e2e_measured: bool
 ) -> None:
-    """A latency the summary has no percentile of at all (the default run writes no `e2el`
-    keys) is taken from its per-request values, as vLLM takes its own: numpy's linear
-    percentile. Only percentiles with enough requests (the one minimum-count rule)."""
+    """The percentiles of a latency the summary leaves out, from its per-request values, as vLLM
+    takes its own (`exact_percentile`), each only with enough requests (the one minimum-count
+    rule). A metric without any key in the file (the default run writes no `e2el` keys) is
+    filled whole; one with some keys (`--metric-percentiles 50,99`) only where the values give
+    back every figure the file does write for it: then they are the requests vLLM summed over,
+    and the filled figures are the ones it would have written. Where they differ (SGLang counts
+    requests its client never timed, which the samples leave out) the missing ones stay
+    missing. Each filled figure's source says it was computed, and from how many requests."""
     for name in ("e2e", "ttft", "tpot"):
         values = samples.get(name)
-        keys = [f"{name}_{ours}_ms" for ours in PERCENTILE_KEYS]
-        if not values or any(fields.get(key) is not None for key in keys):
+        if not values:
             continue
-        source = "latencies" if name == "e2e" and e2e_measured else "ttfts and itls"
-        for ours, key in zip(PERCENTILE_KEYS, keys, strict=True):
-            q = QUANTILE_OF[ours]
-            if len(values) >= minimum_count(q):
-                value = float(np.percentile(values, q * 100))
-                put(key, value, f"{ours} of per-request {source} (numpy linear, as vLLM)")
+        keys = {ours: f"{name}_{ours}_ms" for ours in PERCENTILE_KEYS}
+        written = {ours: fields[key] for ours, key in keys.items() if fields.get(key) is not None}
+        if not all(_same_figure(exact_percentile(values, ours), v) for ours, v in written.items()):
+            continue
+        if len(written) == len(keys):
+            continue
+        arrays = SAMPLE_ARRAYS["latencies" if name == "e2e" and e2e_measured else name]
+        checked = f"; gives back the file's {', '.join(written)}" if written else ""
+        for ours, key in keys.items():
+            if ours not in written and len(values) >= minimum_count(QUANTILE_OF[ours]):
+                put(
+                    key,
+                    exact_percentile(values, ours),
+                    f"computed: {ours} of {len(values)} per-request {arrays} (numpy linear, as "
+                    f"vLLM){checked}",
+                )
+
+
+# The per-request arrays each family of samples comes from.
+SAMPLE_ARRAYS = {
+    "latencies": "latencies",
+    "e2e": "ttfts + itls",
+    "ttft": "ttfts",
+    "tpot": "itls / (output_lens - 1)",
+}
+
+
+def exact_percentile(values: list[float], label: str) -> float:
+    """The percentile `label` ("p99") of `values` as vLLM computes the ones it writes
+    (`np.percentile`, linear between the two nearest requests): over the same requests, the
+    figure vLLM would have written."""
+    return float(np.percentile(values, QUANTILE_OF[label] * 100))
+
+
+def _same_figure(computed: float, written: float) -> bool:
+    """Whether a percentile computed here is the one the file wrote (the same numpy call on the
+    same seconds, times 1000: they differ only in the last bits of a float)."""
+    return math.isclose(computed, written, rel_tol=1e-9, abs_tol=1e-9)
+
+
+# vLLM 0.32's client-side queue (`--percentile-metrics client_queue_time,
+# e2el_including_client_queue`): our name -> its metric's spelling in keys.
+CLIENT_QUEUE = {
+    "client_queue": "client_queue_time",
+    "e2e_including_client_queue": "e2el_including_client_queue",
+}
+
+
+def _client_queue(
+    ctx: Ctx, data: dict, succeeded: list[bool] | None, rate: float | None
+) -> tuple[dict[str, dict[str, float]], bool]:
+    """vLLM 0.32's client-side queue, in ms, for `extra.latency_ms`: with `--max-concurrency`,
+    each request waits in the client for a free slot from the time the rate scheduled it
+    (`queue_times`, s), and is timed (TTFT, E2EL) only once sent. `e2el_including_client_queue`
+    adds the wait: what a user arriving at the rate would have waited. Read from the file's
+    keys; else, at a finite rate with a cap (where vLLM computes them), from `queue_times` and
+    `latencies` of the successful requests, as vLLM does. At an unlimited rate every request
+    is "scheduled" at the start, so the wait is the burst's backlog, not a latency: not
+    computed. Returns the summaries and whether they were computed."""
+    found = {}
+    for ours, theirs in CLIENT_QUEUE.items():
+        summary = {
+            label: ctx.num(data, f"{label}_{theirs}_ms") for label in ("mean", "median", "std")
+        }
+        for label, spelling in PERCENTILE_KEYS.items():
+            summary[label] = ctx.num(data, f"{spelling}_{theirs}_ms")
+        summary = {label: value for label, value in summary.items() if value is not None}
+        if summary:
+            found[ours] = summary
+    if found or rate is None or ctx.integer(data, "max_concurrency") is None:
+        return found, False
+    queue = ctx.at("queue_times").numbers(ctx.array(data, "queue_times", required=False) or [])
+    latencies = ctx.at("latencies").numbers(ctx.array(data, "latencies", required=False) or [])
+    if not queue or len(queue) != len(latencies):
+        return found, False
+    # Successful requests: by `errors` where the file has it, else by a latency (failed: 0).
+    ok = succeeded if succeeded and len(succeeded) == len(queue) else [v > 0 for v in latencies]
+    pairs = [(q, e) for q, e, good in zip(queue, latencies, ok, strict=True) if good]
+    pairs = [(q, e) for q, e in pairs if q is not None and e is not None]
+    if not pairs:
+        return found, False
+    for ours, values in (
+        ("client_queue", [q * 1000 for q, _ in pairs]),
+        ("e2e_including_client_queue", [(q + e) * 1000 for q, e in pairs]),
+    ):
+        summary = {
+            "mean": float(np.mean(values)),
+            "median": float(np.median(values)),
+            "std": float(np.std(values)),
+        }
+        for label in PERCENTILE_KEYS:
+            if len(values) >= minimum_count(QUANTILE_OF[label]):
+                summary[label] = exact_percentile(values, label)
+        found[ours] = summary
+    return found, True
+
+
+def _client_queue_notes(
+    queued: dict[str, dict[str, float]],
+    computed: bool,
+    fields: dict,
+    cap: int | None,
+    rate: float | None,
+) -> list[str]:
+    """What a run whose client held requests back says about its end-to-end figures."""
+    including = queued.get("e2e_including_client_queue")
+    if not including or rate is None or cap is None:
+        return []
+    wait = queued.get("client_queue", {})
+
+    def ms(summary: dict, label: str) -> str:
+        value = summary.get(label)
+        return "—" if value is None else f"{value:,.0f} ms"
+
+    tail = "p99" if "p99" in including else "median"
+    how = (
+        "computed from its queue_times and latencies as vLLM does"
+        if computed
+        else "read from the file"
+    )
+    return [
+        f"The client held requests back: with --max-concurrency {cap} at {rate:g} req/s each "
+        f"request waited for a free slot before it was sent (client queue median "
+        f"{ms(wait, 'median')}, {tail} {ms(wait, tail)}). E2E and TTFT here are from sending, as "
+        f"every tool's (E2E {tail} {ms({tail: fields.get(f'e2e_{tail}_ms')}, tail)}); with the "
+        f"wait, as a user arriving at {rate:g} req/s would have waited, E2E {tail} is "
+        f"{ms(including, tail)} (vLLM's e2el_including_client_queue, {how})."
+    ]
 
 
 def _without_ttft_in_itls(ttfts: list, itls: list[list[float]]) -> list[list[float]]:

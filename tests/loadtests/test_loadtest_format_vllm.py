@@ -102,11 +102,14 @@ def test_the_vllm_sweep_keeps_file_order_and_p99_values(read):
 
 
 def test_the_vllm_sweep_has_only_median_and_p99_so_other_percentiles_are_missing_not_zero(read):
+    # Its lines have per-request `ttfts` but no `itls`: only TTFT's other percentiles can be
+    # computed (test_real_corpus), E2E's and TPOT's stay missing.
     lines = [json.loads(line) for line in sweep_lines(read)]
     for run, line in zip(parse_loadtest(read(VLLM_SWEEP)), lines, strict=True):
         for metric, key in (("e2e", "e2el"), ("ttft", "ttft"), ("tpot", "tpot")):
             assert run.fields[f"{metric}_p50_ms"] == line[f"median_{key}_ms"]
-            assert run.fields[f"{metric}_p90_ms"] is None
+            if metric != "ttft":
+                assert run.fields[f"{metric}_p90_ms"] is None
             assert run.fields[f"{metric}_p999_ms"] is None
             assert run.fields[f"{metric}_p99_ms"] > 0
 

@@ -164,6 +164,115 @@ def test_vllm_032_e2e_comes_from_the_latencies_array_when_the_summary_has_none()
     check(only(E2E_BENCH), e2e_p50_ms=268.9053609999519, e2e_p99_ms=1160.3252595301815)
 
 
+PARTIAL = "vllm-bench/e2e-vllm-0.32.0-cpu-c4-p50-p99-detailed.json"
+EVERY_PERCENTILE = "vllm-bench/e2e-vllm-0.32.0-cpu-c4-all-percentiles-detailed.json"
+
+
+def test_vllm_percentiles_the_file_leaves_out_come_from_its_per_request_values():
+    # `--metric-percentiles 50,99 --save-detailed`: P90 and P95 are numpy's linear percentile of
+    # the 200 successful requests' arrays (TPOT: (latency - ttft) / (output_len - 1), vLLM's
+    # own definition), as vLLM would have written them; P50 and P99 stay the file's keys.
+    check(
+        only(PARTIAL),
+        e2e_p50_ms=76.06348600000956,  # median_e2el_ms
+        e2e_p90_ms=103.56568610000068,  # from `latencies`
+        e2e_p95_ms=130.03273450001407,
+        e2e_p99_ms=224.18582712999793,  # p99_e2el_ms
+        ttft_p90_ms=75.3286234999905,  # from `ttfts`
+        ttft_p95_ms=94.15351189995816,
+        tpot_p90_ms=pytest.approx(3.2793657933363343, rel=1e-12),  # from `itls`, `output_lens`
+        tpot_p95_ms=pytest.approx(3.838587893333927, rel=1e-12),
+        e2e_p999_ms=None,  # 200 requests: a P99.9 needs 1,000
+    )
+
+
+def test_vllm_percentiles_computed_from_per_request_values_are_the_ones_vllm_writes():
+    # A run where vLLM wrote every percentile: with its P90 and P95 keys taken out, the figures
+    # computed from its arrays are the ones it had written.
+    data = json.loads((REAL / EVERY_PERCENTILE).read_bytes())
+    written = {key: data.pop(key) for key in list(data) if key.startswith(("p90_", "p95_"))}
+    run = parse_loadtest(json.dumps(data).encode(), filename="vllm-run.json")[0]
+    for metric, theirs in (("e2e", "e2el"), ("ttft", "ttft"), ("tpot", "tpot")):
+        for p in ("p90", "p95"):
+            computed = run.fields[f"{metric}_{p}_ms"]
+            assert computed == pytest.approx(written[f"{p}_{theirs}_ms"], rel=1e-12)
+
+
+def test_vllm_run_says_which_percentiles_were_computed_and_which_the_file_wrote():
+    sources = only(PARTIAL).sources
+    assert sources["ttft_p99_ms"] == "p99_ttft_ms"
+    assert sources["ttft_p90_ms"] == (
+        "computed: p90 of 200 per-request ttfts (numpy linear, as vLLM); gives back the "
+        "file's p50, p99"
+    )
+
+
+def test_vllm_without_save_detailed_fills_only_e2e_from_its_latencies():
+    # 0.32 writes `latencies` in every file, `ttfts` and `itls` only with --save-detailed.
+    check(
+        only("vllm-bench/e2e-vllm-0.32.0-cpu-c4-p50-p99-not-detailed.json"),
+        e2e_p90_ms=162.95839870002737,
+        e2e_p95_ms=173.76032880001154,
+        ttft_p90_ms=None,
+        tpot_p90_ms=None,
+    )
+
+
+def test_vllm_per_request_values_that_miss_the_files_own_figures_fill_nothing():
+    # The same file with every TTFT 1 ms shorter: its arrays no longer give back the file's P50
+    # and P99, so they are not the requests vLLM took them over, and P90 stays missing.
+    data = json.loads((REAL / PARTIAL).read_bytes())
+    data["ttfts"] = [t - 0.001 for t in data["ttfts"]]
+    run = parse_loadtest(json.dumps(data).encode(), filename="vllm-run.json")[0]
+    assert run.fields["ttft_p90_ms"] is None
+    assert run.fields["e2e_p90_ms"] == pytest.approx(103.56568610000068)  # latencies agree
+
+
+CLIENT_QUEUE = "vllm-bench/e2e-vllm-0.32.0-cpu-rate40-c2-client-queue-detailed.json"
+CLIENT_QUEUE_DEFAULT = "vllm-bench/e2e-vllm-0.32.0-cpu-rate40-c2-default-metrics.json"
+
+
+def test_vllm_queue_inclusive_e2e_is_kept_beside_the_e2e_from_sending():
+    # `--request-rate 40 --max-concurrency 2 --percentile-metrics ...,client_queue_time,
+    # e2el_including_client_queue`: E2E stays vLLM's e2el (from sending); the wait in the
+    # client's queue and E2E with it are kept as the file wrote them.
+    run = only(CLIENT_QUEUE)
+    assert run.fields["e2e_p99_ms"] == pytest.approx(259.0108408599353)  # p99_e2el_ms
+    queue = run.extra["latency_ms"]
+    assert queue["e2e_including_client_queue"]["p99"] == pytest.approx(3547.0945741099736)
+    assert queue["client_queue"]["median"] == pytest.approx(1363.1473505000145)
+
+
+def test_vllm_client_queue_figures_computed_from_the_arrays_are_the_ones_vllm_writes():
+    data = json.loads((REAL / CLIENT_QUEUE).read_bytes())
+    written = {key: data.pop(key) for key in list(data) if "client_queue" in key}
+    run = parse_loadtest(json.dumps(data).encode(), filename="vllm-run.json")[0]
+    queue = run.extra["latency_ms"]
+    for ours, theirs in (
+        ("client_queue", "client_queue_time"),
+        ("e2e_including_client_queue", "e2el_including_client_queue"),
+    ):
+        for label, key in (("mean", "mean"), ("std", "std"), ("p50", "p50"), ("p99", "p99")):
+            expected = written[f"{key}_{theirs}_ms"]
+            assert queue[ours][label] == pytest.approx(expected, rel=1e-12)
+
+
+def test_vllm_run_whose_client_held_requests_back_says_what_users_would_have_waited():
+    # The default --percentile-metrics writes no queue keys, but 0.32 writes `queue_times`
+    # and `latencies` in every file: P99 of (queue + latency) over the 200 requests.
+    (note,) = only(CLIENT_QUEUE_DEFAULT).extra["notes"]
+    assert "with --max-concurrency 2 at 40 req/s" in note
+    assert "E2E p99 is 2,913 ms" in note
+    assert "computed from its queue_times and latencies" in note
+
+
+def test_vllm_capped_run_at_an_unlimited_rate_has_no_client_queue_figures():
+    # Every request is scheduled at the start: its wait is the burst's backlog, not a latency.
+    run = only(E2E_BENCH)
+    assert "client_queue" not in run.extra["latency_ms"]
+    assert "notes" not in run.extra
+
+
 def test_vllm_ramp_up_run_names_no_single_load_and_says_it_ramped():
     # `--ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 10`, 30 prompts: vLLM
     # writes request_rate "inf", yet the client never held more than 7 requests.

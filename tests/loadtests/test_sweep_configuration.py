@@ -279,3 +279,47 @@ def test_an_aiperf_gamma_run_records_its_smoothness_as_vllms_burstiness():
         REAL.parent / "genai-perf" / "e2e-aiperf-0.13.0-rate6-gamma-0.5-profile_export_aiperf.json"
     )
     assert config_of(path)["arrival"] == "gamma arrivals, burstiness 0.5"
+
+
+# -- the client that measured the runs ----------------------------------------------------------
+
+SGLANG = REAL.parent / "sglang-bench"
+# `vllm bench serve` at concurrency 2, 4 and 8, and SGLang's bench_serving at concurrency 4, of
+# the same workload (128 prompt, 32 output tokens, unlimited rate) against the same tiny model.
+VLLM_C248 = REAL / "e2e-vllm-0.32.0-cpu-c2-c4-c8-append-result.jsonl"
+SGLANG_C4 = SGLANG / "e2e-sglang-0.5.23-c4-details.jsonl"
+
+
+def import_both_clients(service) -> None:
+    import_loadtest_files(
+        service=service,
+        files=[(VLLM_C248.read_bytes(), VLLM_C248.name), (SGLANG_C4.read_bytes(), SGLANG_C4.name)],
+    )
+
+
+@pytest.mark.django_db
+def test_sglang_run_at_a_vllm_sweeps_load_is_not_a_point_of_that_sweep(service):
+    # Before, SGLang's c=4 run (newer: it has no date, so it is dated at the import) stood for
+    # concurrency 4 in vLLM's sweep, its TTFT P50 29 ms beside vLLM's 111 ms.
+    import_both_clients(service)
+    (sweep,) = sweeps_for_service(service)
+    assert [run.label for run in sweep.every_run] == [
+        "vllm bench c=2",
+        "vllm bench c=4",
+        "vllm bench c=8",
+    ]
+
+
+@pytest.mark.django_db
+def test_an_sglang_sweep_is_titled_with_its_client(service):
+    path = SGLANG / "e2e-sglang-0.5.23-rate-sweep.jsonl"
+    import_loadtest_files(service=service, files=[(path.read_bytes(), path.name)])
+    (sweep,) = sweeps_for_service(service)
+    assert sweep.title.startswith("vllm-bench rate sweep by sglang.bench_serving, ")
+
+
+@pytest.mark.django_db
+def test_a_vllm_sweeps_title_is_as_before(service):
+    import_both_clients(service)
+    (sweep,) = sweeps_for_service(service)
+    assert sweep.title.startswith("vllm-bench concurrency sweep, tiny-llama, ")
