@@ -18,6 +18,8 @@ from tests.factories.catalog import make_baseline
 
 pytestmark = pytest.mark.django_db
 
+DIAGNOSIS_URL = "/dashboards/services/chat-7b/diagnosis/?range=1h"
+
 
 @pytest.fixture
 def agent_client(db) -> APIClient:
@@ -73,3 +75,32 @@ def test_a_baseline_at_the_same_requests_lengths_is_not_called_a_changed_workloa
     )
     check = claims_over_the_capture(service, baseline)
     assert check.workload_note == ""  # the counters read "output tokens per request +25%"
+
+
+# 48 requests of 128 + 128 tokens at concurrency 16 into 24 KV blocks of 32 tokens: vLLM
+# preempted running requests 34 times; its KV-cache gauge read 0% at both scrapes (idle).
+PREEMPT = (
+    "e2e-vllm-0.32.0-cpu-preemptions-before.prom",
+    "e2e-vllm-0.32.0-cpu-preemptions-after.prom",
+)
+
+
+def test_diagnosis_proposes_kv_cache_room_from_the_engines_preemptions(
+    agent_client, service, fixtures_dir, outsider_client
+):
+    push_pair(agent_client, service, fixtures_dir, *PREEMPT, 26.6)
+    diagnosis = outsider_client.get(DIAGNOSIS_URL).context["diagnosis"]
+    (proposal,) = [p for p in diagnosis.proposals if p.rule == "memory_capacity"]
+    assert proposal.evidence == (
+        "34 requests preempted for KV-cache room (71% of 48 finished requests)"
+    )
+
+
+def test_the_diagnosis_page_shows_the_preemptions_it_read(
+    agent_client, service, fixtures_dir, outsider_client
+):
+    push_pair(agent_client, service, fixtures_dir, *PREEMPT, 26.6)
+    numbers = {
+        n.label: n.shown for n in outsider_client.get(DIAGNOSIS_URL).context["diagnosis"].numbers
+    }
+    assert (numbers["Requests preempted"], numbers["KV cache usage (max)"]) == ("34", "0%")
