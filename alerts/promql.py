@@ -95,6 +95,8 @@ class Metrics:
     def _counter_of(self, fn: str, rule: engines.Rule, window: str) -> str:
         if rule.kind == "histogram_sum":
             suffix = "_sum"
+        elif rule.kind == "histogram_count":
+            suffix = "_count"
         else:  # the name the engine's counters have in Prometheus (bare for TGI and Triton)
             suffix = engines.ENGINES[self.engine].counter_suffix
         newest, *others = rule.newest_names()

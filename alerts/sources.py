@@ -52,7 +52,8 @@ ADDITIVE = (
     "requests", "errors", "scraped_errors", "scraped_aborts", "prompt_tokens", "output_tokens",
     "request_seconds", "scraped_requests",
     "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds",
-    "scraped_busy_seconds", "gauge_samples",
+    "scraped_busy_seconds", "gauge_samples", "scraped_token_requests",
+    "scraped_request_prompt_tokens", "scraped_request_output_tokens",
 )  # fmt: skip
 
 
@@ -95,19 +96,20 @@ class ServiceWindow(OutcomeRates):
     host_ids: set[int] = field(default_factory=set)
     hosts_seen: list[HostSeen] = field(default_factory=list)  # read with `last_seen` only
     # The workload over the time each host reported (not the whole window): requests/s summed
-    # over hosts, and tokens counted by the same source as the requests (engine counters, else
-    # pushed rows), so a host that started mid-window neither dilutes the rate nor inflates
-    # tokens per request.
+    # over hosts, and tokens counted by the same source as the requests (the engine's
+    # per-request token histograms, else its counters, else pushed rows), so a host that
+    # started mid-window neither dilutes the rate nor inflates tokens per request.
     covered_rate: float = 0.0
     counted_requests: float = 0.0
+    token_requests: float = 0.0  # the requests the counted tokens belong to
     counted_prompt_tokens: float = 0.0
     counted_output_tokens: float = 0.0
 
     def tokens_per_request(self) -> tuple[float, float] | None:
         """Mean (prompt, output) tokens per request, or None without counted requests."""
-        if not self.counted_requests:
+        if not self.token_requests:
             return None
-        n = self.counted_requests
+        n = self.token_requests
         return self.counted_prompt_tokens / n, self.counted_output_tokens / n
 
     def busy_tokens_per_second(self, basis: str) -> float | None:
@@ -313,9 +315,15 @@ def _traffic(
             else:
                 counted = (t.requests, t.prompt_tokens, t.output_tokens, t.request_seconds)
             w.counted_requests += counted[0]
+            w.covered_rate += counted[0] / counted[3] if counted[3] else 0.0
+            if t.scraped_token_requests > 0:
+                # vLLM's per-request token histograms: its token counters also hold the tokens
+                # of clients that disconnected, which no request counter counts.
+                counted = (t.scraped_token_requests, t.scraped_request_prompt_tokens,
+                           t.scraped_request_output_tokens)  # fmt: skip
+            w.token_requests += counted[0]
             w.counted_prompt_tokens += counted[1]
             w.counted_output_tokens += counted[2]
-            w.covered_rate += counted[0] / counted[3] if counted[3] else 0.0
         # A queue is per host: the service's queue is the sum of its hosts' mean queues;
         # KV cache usage is a per-host fraction: the mean over hosts.
         waiting = [t.gauge_mean("waiting") for t in hosts.values()]

@@ -12,7 +12,8 @@ Rules, in the order `diagnose` returns them:
                      model / cpu (DRAM idle: launch-bound), model / memory_bandwidth (no DRAM data)
   throughput_flat    throughput flat while the batch grows -> hardware / memory_bandwidth, or
                      scheduling / queueing when DRAM is idle (the batching policy caps the batch)
-  memory_capacity    KV cache near full, or OOM errors -> framework / memory_capacity
+  memory_capacity    KV cache near full, requests preempted (vLLM: evicted for want of KV
+                     blocks), or OOM errors -> framework / memory_capacity
   cold_start         latency high in the first minutes after a restart -> framework / cpu
   memory_creep       memory rising steadily over hours -> framework / memory_capacity
   front_of_engine    the client's TTFT P99 mostly spent before the engine saw the request (its
@@ -61,8 +62,12 @@ LOW_DRAM_ACTIVE = 0.3
 # The seed's 16 -> 32 (+20%) is diminishing returns, not flat; flat is a wall.
 FLAT_GAIN_PER_DOUBLING = 0.10
 
-# memory_capacity: KV cache usage at or above this share is "near full".
+# memory_capacity: KV cache usage at or above this share is "near full". Preemptions are the
+# engine running out of KV blocks (vLLM evicts a running request and recomputes it later), the
+# direct evidence a mean usage can miss: at least this share of the finished requests (one in a
+# hundred) is a KV cache too small for the load, not a one-off burst.
 KV_CACHE_NEAR_FULL = 0.9
+PREEMPTIONS_PER_REQUEST = 0.01
 
 # cold_start: points before WARMUP_MINUTES are "just after restart", from STEADY_AFTER_MINUTES
 # on are steady state (at least MIN_STEADY_POINTS of them); the worst early P99 above
@@ -95,6 +100,8 @@ _NON_NEGATIVE = (
     "ttft_p99_ms",
     "engine_ttft_p99_ms",
     "e2e_slo_ms",
+    "preemptions",
+    "finished_requests",
 )
 _SERIES = ("sweep", "latency_since_restart", "memory_over_time")
 
@@ -115,6 +122,8 @@ class Observation:
     engine_ttft_p99_ms: float | None = None
     e2e_slo_ms: float | None = None  # the service's e2e P99 SLO: a P50 above it is not "normal"
     kv_cache_usage: float | None = None  # 0-1
+    preemptions: float | None = None  # running requests evicted for KV room, over the window
+    finished_requests: float | None = None  # requests finished in any way, over the window
     oom_errors: int | None = None
     sweep: Sequence[tuple[float, float]] | None = None  # (batch or concurrency, throughput)
     latency_since_restart: Sequence[tuple[float, float]] | None = None  # (minutes, p99 ms)
@@ -299,6 +308,13 @@ def _memory_capacity(obs: Observation) -> Proposal | None:
     evidence = []
     if obs.kv_cache_usage is not None and obs.kv_cache_usage >= KV_CACHE_NEAR_FULL:
         evidence.append(f"KV cache {_pct(obs.kv_cache_usage)} used (>= {_pct(KV_CACHE_NEAR_FULL)})")
+    if (share := _preemptions_share(obs)) is not None:
+        of = (
+            ""
+            if not obs.finished_requests
+            else f" ({share:.0%} of {_count(obs.finished_requests)} finished requests)"
+        )
+        evidence.append(f"{_count(obs.preemptions)} requests preempted for KV-cache room{of}")
     if obs.oom_errors:
         evidence.append(f"{obs.oom_errors} out-of-memory error{'s' if obs.oom_errors > 1 else ''}")
     if not evidence:
@@ -308,9 +324,20 @@ def _memory_capacity(obs: Observation) -> Proposal | None:
         title="KV cache or batch too large for GPU memory",
         layer="framework",
         kind="memory_capacity",
-        symptom="KV cache near full or OOM",
+        symptom="KV cache near full, requests preempted, or OOM",
         evidence="; ".join(evidence),
     )
+
+
+def _preemptions_share(obs: Observation) -> float | None:
+    """Preemptions per finished request when they are many enough to fire (else None); with no
+    finished request known, any preemption fires (its share reads as infinite)."""
+    if not obs.preemptions:
+        return None
+    if not obs.finished_requests:
+        return math.inf
+    share = obs.preemptions / obs.finished_requests
+    return share if share >= PREEMPTIONS_PER_REQUEST else None
 
 
 def _cold_start(obs: Observation) -> Proposal | None:

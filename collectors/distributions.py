@@ -83,6 +83,12 @@ class Traffic:
     scraped_busy_seconds: float = 0.0
     scraped_errors: float = 0.0
     scraped_aborts: float = 0.0
+    # The requests the engine's per-request token histograms observed finishing, and their
+    # tokens (vLLM): tokens per request without the tokens of clients that disconnected.
+    scraped_token_requests: float = 0.0
+    scraped_request_prompt_tokens: float = 0.0
+    scraped_request_output_tokens: float = 0.0
+    scraped_preemptions: float = 0.0
     gauge_samples: int = 0
     gauge_weighted: dict[str, list[float]] = field(default_factory=dict)  # name -> [sum, weight]
     slo_good: dict[str, list[int]] = field(default_factory=dict)  # SLO key -> [judged, good]
@@ -94,7 +100,8 @@ class Traffic:
             "requests", "errors", "prompt_tokens", "output_tokens", "request_seconds",
             "scraped_requests", "scraped_prompt_tokens", "scraped_generation_tokens",
             "scraped_seconds", "scraped_busy_seconds", "scraped_errors", "scraped_aborts",
-            "gauge_samples",
+            "scraped_token_requests", "scraped_request_prompt_tokens",
+            "scraped_request_output_tokens", "scraped_preemptions", "gauge_samples",
         ):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(row, name))
         for name in GAUGES:
@@ -243,6 +250,7 @@ class HostsMerged:
     finished: float = 0.0  # requests finished in any way, errors and aborts included
     errored: float = 0.0
     aborted: float = 0.0
+    preempted: float = 0.0  # running requests evicted for KV-cache room (vLLM)
 
     def figures(self) -> dict[str, float | None]:
         """The figures a chart point and a service-merged row both keep, by their names."""
@@ -251,7 +259,7 @@ class HostsMerged:
 
 MERGED_FIGURES = (
     "requests", "qps", "prompt_tps", "generation_tps", "running", "waiting", "kv_cache_usage",
-    "finished", "errored", "aborted",
+    "finished", "errored", "aborted", "preempted",
 )  # fmt: skip
 
 
@@ -290,6 +298,7 @@ def merge_hosts(by_host: dict[int, Traffic]) -> HostsMerged:
         finished=sum(o[0] for o in outcomes),
         errored=sum(o[1] for o in outcomes),
         aborted=sum(o[2] for o in outcomes),
+        preempted=sum(h.scraped_preemptions for h in hosts),
         requests=everything.requests,
         qps=_sum_or_none([h.qps for h in hosts]),
         prompt_tps=_sum_or_none([h.prompt_tps for h in hosts]),

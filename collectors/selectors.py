@@ -78,6 +78,7 @@ class MetricsPoint(OutcomeRates):
     finished: float = 0.0  # requests finished in any way (errors and aborts included)
     errored: float = 0.0
     aborted: float = 0.0
+    preempted: float = 0.0  # running requests evicted for KV-cache room (vLLM's preemptions)
 
     def to_dict(self) -> dict:
         return {
@@ -93,6 +94,7 @@ class MetricsPoint(OutcomeRates):
             "errored": self.errored,
             "aborted": self.aborted,
             "error_rate": self.error_rate,
+            "preempted": self.preempted,
             "latency_ms": {m: [p.to_dict() for p in ps] for m, ps in self.latency.items()},
         }
 
@@ -275,8 +277,8 @@ def _no_percentiles() -> list[Percentile]:
 
 POINT_COLUMNS = (
     "start", "quantiles", "requests", "qps", "prompt_tps", "generation_tps", "running",
-    "waiting", "kv_cache_usage", "finished", "errored", "aborted", "gpus", "gpu_mem_used",
-    "gpu_mem_total", "gpu_mem_n",
+    "waiting", "kv_cache_usage", "finished", "errored", "aborted", "preempted", "gpus",
+    "gpu_mem_used", "gpu_mem_total", "gpu_mem_n",
     *[f"gpu_{name}_{kind}" for name in GPU_SERIES for kind in ("mean", "n")],
 )  # fmt: skip
 _GPU_AT = POINT_COLUMNS.index("gpus")
@@ -306,7 +308,7 @@ def _merged_point(row: tuple) -> MetricsPoint:
     latency = StoredLatency(unpack_quantiles(row[1]))
     return MetricsPoint(
         row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8], latency,
-        row[9], row[10], row[11],
+        row[9], row[10], row[11], row[12],
     )  # fmt: skip
 
 

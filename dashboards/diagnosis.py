@@ -8,6 +8,8 @@ What the rules see of a window [start, end) of a service, from `collectors.selec
   e2e P50 / P99, TTFT P99              merged over the whole window (sketches or bucket deltas
                                        merged, then the percentile taken: never averaged)
   kv_cache_usage                       the highest point (a point is the hosts' mean)
+  preemptions, finished_requests       summed over the window's rows (vLLM's preemptions: none
+                                       for an engine that does not count them)
   memory_over_time                     (hours since start, memory used) per point: each GPU's
                                        high-water mark in the point, averaged over the GPUs
   latency_since_restart                (minutes since restart, e2e P99) per minute for an hour
@@ -33,6 +35,7 @@ from django.utils import timezone
 
 from analysis import diagnosis
 from analysis.percentiles import Percentile
+from collectors.exposition.engines import ENGINES
 from collectors.models import ScrapeWindow
 from collectors.selectors import MetricsPoint, ServiceMetrics, service_metrics
 from dashboards.ranges import RangeError, parse_range
@@ -136,8 +139,9 @@ RULES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ),
     (
         "memory_capacity",
-        f"KV cache ≥ {_pct(diagnosis.KV_CACHE_NEAR_FULL)}, or OOM errors",
-        ("kv_cache_usage", "oom_errors"),
+        f"KV cache ≥ {_pct(diagnosis.KV_CACHE_NEAR_FULL)}, preemptions ≥ "
+        f"{_pct(diagnosis.PREEMPTIONS_PER_REQUEST)} of finished requests, or OOM errors",
+        ("kv_cache_usage", "preemptions", "oom_errors"),
         True,
     ),
     (
@@ -225,6 +229,15 @@ def _latency_since_restart(
     return points
 
 
+def _preemptions(service: Service, points: list[MetricsPoint]) -> float | None:
+    """Preemptions over the points; None (no data, not zero) where the service's engine does
+    not count them or nothing was rolled up."""
+    engine = ENGINES.get(service.engine)
+    if not points or engine is None or all(r.canonical != "preemptions" for r in engine.rules):
+        return None
+    return sum(p.preempted for p in points)
+
+
 def _gauge_mean(points: list[MetricsPoint], name: str) -> float | None:
     return _mean([getattr(p, name) for p in points])
 
@@ -255,6 +268,8 @@ def window_diagnosis(
         ttft_p99_ms=_quantile(metrics.overall["ttft"], 0.99),
         e2e_slo_ms=service.slo_p99_e2e_ms,
         kv_cache_usage=_ratio("kv_cache_usage", max(kv_points, default=None), notes),
+        preemptions=_preemptions(service, metrics.points),
+        finished_requests=sum(p.finished for p in metrics.points) if metrics.points else None,
         oom_errors=None,  # not collected by any exporter PerfHub reads
         sweep=None,
         latency_since_restart=since_restart or None,
@@ -336,6 +351,14 @@ def observed_numbers(
         ObservedNumber("ttft_p99_ms", "TTFT P99 (merged)", show(obs.ttft_p99_ms, _ms)),
         ObservedNumber("e2e_slo_ms", "SLO e2e P99", show(obs.e2e_slo_ms, _ms)),
         ObservedNumber("kv_cache_usage", "KV cache usage (max)", show(obs.kv_cache_usage, _pct)),
+        ObservedNumber(
+            "preemptions", "Requests preempted", show(obs.preemptions, "{:,.0f}".format)
+        ),
+        ObservedNumber(
+            "finished_requests",
+            "Requests finished",
+            show(obs.finished_requests, "{:,.0f}".format),
+        ),
         ObservedNumber("oom_errors", "OOM errors", show(obs.oom_errors, str)),
         ObservedNumber("latency_since_restart", "Latency since restart", restart_text),
         ObservedNumber("memory_over_time", "GPU memory over time", memory_text),

@@ -43,12 +43,13 @@ class _Family:
     aggregate: str = "sum"
 
 
-def _families(source: str) -> dict[str, _Family]:
-    """Base metric name -> how to record it, over every rule of the engine's mapping."""
-    families: dict[str, _Family] = {}
+def _families(source: str) -> dict[tuple[str, str], _Family]:
+    """(base metric name, kind) -> how to record it, over every rule of the engine's mapping.
+    By kind too: one histogram may be read as two counters (vLLM's `_sum` and `_count`)."""
+    families: dict[tuple[str, str], _Family] = {}
     for rule in engines.rules_for(source):
         base, *older = rule.names
-        family = families.setdefault(base, _Family(rule.kind))
+        family = families.setdefault((base, rule.kind), _Family(rule.kind))
         family.alternates += [n for n in older if n not in family.alternates]
         family.labels |= {
             name for name, _ in (*rule.where, *rule.exclude, *rule.only, *rule.prefer)
@@ -64,6 +65,8 @@ def _samples(kind: engines.Kind, name: str) -> list[tuple[str, bool]]:
         return [(name + "_bucket", True), (name + "_sum", False), (name + "_count", False)]
     if kind == "histogram_sum":
         return [(name + "_sum", False)]
+    if kind == "histogram_count":
+        return [(name + "_count", False)]
     if kind == "counter":  # typed counters gain `_total`; untyped ones keep their name
         return [(name, False), (name + "_total", False)]
     return [(name, False)]
@@ -81,7 +84,7 @@ def engine_rules(source: str, *, interval_s: int, service_label: str = "service"
     """The recording rules for one engine's mapping: [{"record": ..., "expr": ...}]."""
     window = duration(interval_s)
     out = []
-    for base, family in _families(source).items():
+    for (base, _), family in _families(source).items():
 
         def series(name: str, offset: bool, collapse: tuple[str, ...] = family.collapse) -> str:
             selected = f"{name} offset {window}" if offset else name

@@ -259,7 +259,7 @@ class _EngineParse:
             else:
                 self.parsed.histograms[key] = histogram
             return
-        value = series.get("sum" if rule.kind == "histogram_sum" else "value")
+        value = series.get(_COUNTER_PART.get(rule.kind, "value"))
         if value is None:
             return
         if EXPOSITION_VALUE.problem(value) or (rule.counter_like and value < 0):
@@ -327,11 +327,16 @@ def metric_names(source: str, *, cumulative_only: bool = False) -> tuple[str, ..
     return tuple(dict.fromkeys(names))
 
 
+# A histogram's part read as a counter, by rule kind.
+_COUNTER_PART = {"histogram_sum": "sum", "histogram_count": "count"}
+
+
 def _sample_names(rule: Rule, name: str) -> list[tuple[str, str]]:
     if rule.kind == "histogram":
         return [(name + "_bucket", "bucket"), (name + "_sum", "sum"), (name + "_count", "count")]
-    if rule.kind == "histogram_sum":
-        return [(name + "_sum", "sum")]
+    if rule.kind in _COUNTER_PART:
+        part = _COUNTER_PART[rule.kind]
+        return [(f"{name}_{part}", part)]
     if rule.kind == "counter":
         # prometheus_client renames typed counters to `_total`; untyped ones keep their name.
         return [(name, "value"), (name + "_total", "value")]

@@ -53,6 +53,8 @@ class ServiceMergedRollup(models.Model):
     finished = models.FloatField(default=0)
     errored = models.FloatField(default=0)
     aborted = models.FloatField(default=0)
+    # Running requests the engines evicted for want of KV-cache room (vLLM), summed over hosts.
+    preempted = models.FloatField(default=0)
     # What SLO counts read, summed over the hosts (`collectors.distributions.slo_counts`):
     # pushed requests that failed, the engine's successful and failed requests, and each SLO
     # key's exact joint count, kept only when every host row with pushed requests held it.

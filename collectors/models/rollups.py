@@ -68,6 +68,15 @@ class ServiceRollup(models.Model):
     # counters (vLLM's finished_reason, TGI's failures, SGLang's aborts): not in scraped_requests.
     scraped_errors = models.FloatField(default=0)
     scraped_aborts = models.FloatField(default=0)
+    # From the engine's per-request token histograms (vLLM), where it has them: the requests
+    # observed finishing and their prompt and output tokens. Tokens per request are read from
+    # these, not from the token counters, which also count the tokens of requests whose client
+    # disconnected (counted by no request counter).
+    scraped_token_requests = models.FloatField(default=0)
+    scraped_request_prompt_tokens = models.FloatField(default=0)
+    scraped_request_output_tokens = models.FloatField(default=0)
+    # Running requests the engine evicted for want of KV-cache room (vLLM's preemptions).
+    scraped_preemptions = models.FloatField(default=0)
     # Derived rates (per second), kept for cheap reads.
     qps = models.FloatField(null=True)
     prompt_tps = models.FloatField(null=True)

@@ -210,6 +210,17 @@ def test_a_roomy_kv_cache_and_no_oom_is_fine():
     assert _rules(Observation(kv_cache_usage=0.85, oom_errors=0)) == []
 
 
+def test_preemptions_propose_memory_capacity_with_the_gauge_roomy():
+    p = _only(
+        Observation(preemptions=3, finished_requests=200, kv_cache_usage=0.4), "memory_capacity"
+    )
+    assert p.evidence == "3 requests preempted for KV-cache room (2% of 200 finished requests)"
+
+
+def test_a_preemption_per_thousand_requests_is_not_a_kv_cache_too_small():
+    assert _rules(Observation(preemptions=1, finished_requests=1000, kv_cache_usage=0.4)) == []
+
+
 # --- (f) cold start -------------------------------------------------------------------------
 
 

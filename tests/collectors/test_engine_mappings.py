@@ -131,7 +131,7 @@ def test_kv_cache_usage_is_the_fullest_engine():
 
 
 def test_metrics_no_rule_maps_are_ignored_and_counted():
-    text = "vllm:num_preemptions_total 4\nprocess_cpu_seconds_total 12.5\n"
+    text = "vllm:prefix_cache_queries_total 4\nprocess_cpu_seconds_total 12.5\n"
     scrape = parse(text, "vllm")
     assert (scrape.counters, scrape.ignored) == ({}, 2)
 

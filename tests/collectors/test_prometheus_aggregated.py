@@ -182,6 +182,23 @@ def test_recorded_samples_become_one_window_each_under_the_engines_names():
     assert w.gauges["requests_running"] == 12.0
 
 
+def test_recorded_per_request_tokens_and_preemptions_read_back_as_a_scrapes_do():
+    recorded = {
+        "vllm:request_generation_tokens_count": "63",
+        "vllm:request_generation_tokens_sum": "3153",
+        "vllm:request_prompt_tokens_sum": "7988",
+        "vllm:num_preemptions_total": "3",
+    }
+    matrix = [{"metric": {"__name__": f"perfhub_service:{name}:delta", "service": "a"},
+               "values": [[60.5, value]]} for name, value in recorded.items()]  # fmt: skip
+    text = recording.delta_expositions(matrix)[60.5]
+    w = exposition.window(
+        exposition.ParsedScrape(source="vllm"), exposition.parse(text, "vllm"), 60
+    )
+    assert w.counters == {"finished_requests_counted": 63.0, "finished_generation_tokens": 3153.0,
+                          "finished_prompt_tokens": 7988.0, "preemptions": 3.0}  # fmt: skip
+
+
 def test_an_aggregated_sources_page_shows_the_recorded_series_it_reads(client, owner, service):
     source = source_create(
         name="agg-page", service=service, base_url="http://prometheus.example.com:9090",
@@ -265,6 +282,22 @@ def test_the_recorded_vllm_counts_add_a_ray_serve_replica_to_a_plain_vllm_one(tm
         {'vllm:prompt_tokens_total{service="s",instance="a"}': "0+10x5",
          'ray_vllm:prompt_tokens_total{service="s",WorkerId="w1"}': "0+5x5"},
         {record: [(f'{record}{{service="s"}}', 15)]},
+    )  # fmt: skip
+    assert "SUCCESS" in out
+
+
+def test_the_recorded_vllm_per_request_token_histogram_keeps_its_sum_and_its_count(tmp_path):
+    # One histogram read as two counters (tokens per finished request): both recorded.
+    name = "vllm:request_generation_tokens"
+    out = _promtool_test(
+        tmp_path,
+        ["vllm"],
+        {f'{name}_sum{{service="s",instance="a"}}': "0+320x5",
+         f'{name}_count{{service="s",instance="a"}}': "0+10x5"},
+        {f"perfhub_service:{name}_sum:delta":
+             [(f'perfhub_service:{name}_sum:delta{{service="s"}}', 320)],
+         f"perfhub_service:{name}_count:delta":
+             [(f'perfhub_service:{name}_count:delta{{service="s"}}', 10)]},
     )  # fmt: skip
     assert "SUCCESS" in out
 

@@ -9,6 +9,7 @@ import pytest
 
 from analysis.buckets import quantile
 from collectors.exposition.scrape import parse, sources_reading
+from collectors.exposition.window import window as scrape_window
 
 
 @pytest.fixture
@@ -248,6 +249,30 @@ def test_vllm_032_scrape_before_the_benchmark_counts_nothing(scrape):
     parsed = scrape(E2E_BEFORE, "vllm")
     assert parsed.counter_total("requests_finished") == 0
     assert sum(parsed.histogram("ttft_seconds").counts) == 0
+
+
+# vLLM 0.32.0 (CPU build) with room for 24 KV blocks of 32 tokens, `--max-num-seqs 8`:
+# `vllm bench serve` sent 48 requests of 128 + 128 tokens at concurrency 16 (SOURCES.md).
+PREEMPT_BEFORE = "e2e-vllm-0.32.0-cpu-preemptions-before.prom"
+PREEMPT_AFTER = "e2e-vllm-0.32.0-cpu-preemptions-after.prom"
+# The same server: 60 benchmark requests (128 + 32 tokens) and 8 streams whose client hung up
+# after 3 chunks; 3 of those ran to their end anyway, 5 were dropped (SOURCES.md).
+CUT_BEFORE = "e2e-vllm-0.32.0-cpu-disconnects-before.prom"
+CUT_AFTER = "e2e-vllm-0.32.0-cpu-disconnects-after.prom"
+
+
+def test_vllm_032_counts_the_requests_it_preempted_for_kv_room(scrape):
+    before, after = scrape(PREEMPT_BEFORE, "vllm"), scrape(PREEMPT_AFTER, "vllm")
+    window = scrape_window(before, after, 26.6)
+    assert (window.counters["preemptions"], window.counters["requests_finished"]) == (34, 48)
+
+
+def test_vllm_032_per_request_token_histograms_count_finished_requests_alone(scrape):
+    # The token counters grew by 3,946 output and 8,493 prompt tokens: the dropped streams' too.
+    window = scrape_window(scrape(CUT_BEFORE, "vllm"), scrape(CUT_AFTER, "vllm"), 161.0)
+    assert window.counters["finished_requests_counted"] == 63
+    assert window.counters["finished_generation_tokens"] == 60 * 32 + 3 * 411
+    assert window.counters["finished_prompt_tokens"] == 7988
 
 
 # TGI's router, scraped for DataDog's integration tests (SOURCES.md): 111 requests, 109 done,

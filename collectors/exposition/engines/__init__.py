@@ -2,7 +2,10 @@
 
 Canonical series, in seconds, tokens and ratios 0-1:
 - counters: requests_finished, request_errors, request_aborts, prompt_tokens,
-  generation_tokens, and (Triton only) e2e_seconds_sum, queue_seconds_sum;
+  generation_tokens, and (Triton only) e2e_seconds_sum, queue_seconds_sum; (vLLM only)
+  preemptions, and finished_requests_counted with finished_prompt_tokens and
+  finished_generation_tokens: the requests the engine's per-request token histograms observed
+  and their tokens (a histogram's `_count` and `_sum` read as counters);
 - histograms, one statistic each (never one standing in for another):
   ttft_seconds     time to first token, per request
   tpot_seconds     time per output token, per request: (last token - first token) / (tokens - 1)
@@ -27,6 +30,12 @@ vLLM (`vllm:` prefix; `ray_vllm:` as Ray Serve LLM exports the same metrics)
                      count a client that disconnects: vllm#31503; its tokens still count)
   prompt_tokens      prompt_tokens_total
   generation_tokens  generation_tokens_total
+  finished_requests_counted   request_generation_tokens_count  } observed once per request
+  finished_prompt_tokens      request_prompt_tokens_sum        } as it finishes (any reason
+  finished_generation_tokens  request_generation_tokens_sum    } the engine records); a client
+                     that disconnects is in neither the histograms nor request_success, while
+                     its tokens are in the token counters: tokens per request from these
+  preemptions        num_preemptions_total (a running request evicted for want of KV blocks)
   ttft_seconds       time_to_first_token_seconds
   tpot_seconds       request_time_per_output_token_seconds (vLLM 0.11 and later only)
   itl_seconds        inter_token_latency_seconds, else (older) time_per_output_token_seconds:
@@ -123,7 +132,7 @@ from typing import Literal
 from core.discovery import import_submodules
 from core.names import check_name
 
-Kind = Literal["counter", "histogram", "gauge", "histogram_sum"]
+Kind = Literal["counter", "histogram", "gauge", "histogram_sum", "histogram_count"]
 
 COUNTERS = (
     "requests_finished",
@@ -133,6 +142,10 @@ COUNTERS = (
     "generation_tokens",
     "e2e_seconds_sum",
     "queue_seconds_sum",
+    "finished_requests_counted",
+    "finished_prompt_tokens",
+    "finished_generation_tokens",
+    "preemptions",
 )
 HISTOGRAMS = (
     "ttft_seconds",
@@ -149,7 +162,9 @@ GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
 @dataclass(frozen=True)
 class Rule:
     canonical: str
-    kind: Kind  # "histogram_sum": a histogram's `_sum` read as a counter (TGI token totals)
+    # "histogram_sum" / "histogram_count": a histogram's `_sum` / `_count` read as a counter
+    # (TGI's token totals; vLLM's per-request token histograms)
+    kind: Kind
     names: tuple[str, ...]  # source metric names without suffixes, preferred (newest) first
     scale: float = 1.0  # into canonical units: values, and histogram edges and sums
     where: tuple[tuple[str, str], ...] = ()  # only samples carrying these labels
@@ -185,7 +200,7 @@ class Rule:
 
     @property
     def counter_like(self) -> bool:
-        return self.kind in ("counter", "histogram_sum")
+        return self.kind in ("counter", "histogram_sum", "histogram_count")
 
 
 def _prefixed(prefixes: tuple[str, ...], rules: list[Rule]) -> tuple[Rule, ...]:
@@ -241,6 +256,16 @@ VLLM = _prefixed(
         ),
         Rule("prompt_tokens", "counter", ("prompt_tokens",)),
         Rule("generation_tokens", "counter", ("generation_tokens",)),
+        # The token counters also hold the tokens of a request whose client disconnected,
+        # which no request counter counts (vllm#31503): over the requests counted, they
+        # overstate tokens per request. These histograms observe each request as it
+        # finishes, so their sums over their count are tokens per finished request.
+        Rule("finished_requests_counted", "histogram_count", ("request_generation_tokens",)),
+        Rule("finished_prompt_tokens", "histogram_sum", ("request_prompt_tokens",)),
+        Rule("finished_generation_tokens", "histogram_sum", ("request_generation_tokens",)),
+        # A running request evicted (its KV blocks freed, recomputed later) because the KV
+        # cache had no room for the batch's next tokens.
+        Rule("preemptions", "counter", ("num_preemptions",)),
         Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
         # Per request, from vLLM 0.11; before that vLLM had no per-request TPOT histogram.
         Rule("tpot_seconds", "histogram", ("request_time_per_output_token_seconds",)),

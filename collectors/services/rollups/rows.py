@@ -60,6 +60,10 @@ def rollup_from_traffic(
         scraped_busy_seconds=traffic.scraped_busy_seconds,
         scraped_errors=traffic.scraped_errors,
         scraped_aborts=traffic.scraped_aborts,
+        scraped_token_requests=traffic.scraped_token_requests,
+        scraped_request_prompt_tokens=traffic.scraped_request_prompt_tokens,
+        scraped_request_output_tokens=traffic.scraped_request_output_tokens,
+        scraped_preemptions=traffic.scraped_preemptions,
         qps=traffic.qps,
         prompt_tps=traffic.prompt_tps,
         generation_tps=traffic.generation_tps,
@@ -117,6 +121,10 @@ def minute_traffic(
         traffic.scraped_generation_tokens += counters.get("generation_tokens", 0.0)
         traffic.scraped_errors += counters.get("request_errors", 0.0)
         traffic.scraped_aborts += counters.get("request_aborts", 0.0)
+        traffic.scraped_token_requests += counters.get("finished_requests_counted", 0.0)
+        traffic.scraped_request_prompt_tokens += counters.get("finished_prompt_tokens", 0.0)
+        traffic.scraped_request_output_tokens += counters.get("finished_generation_tokens", 0.0)
+        traffic.scraped_preemptions += counters.get("preemptions", 0.0)
         if any(counters.get(c, 0.0) > 0 for c in FINISHED_COUNTERS):
             traffic.scraped_busy_seconds += seconds
         if gauges:
