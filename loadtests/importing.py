@@ -59,18 +59,24 @@ class PromotionError(LoadTestImportError):
     """A run that cannot become a baseline (it failed, or has refusing lint findings)."""
 
 
-def check_measured_at_value(value: datetime | None) -> datetime | None:
-    """An aware datetime inside [2015, now + 10 min], in UTC; naive times are read as UTC."""
+def check_measured_at_value(
+    value: datetime | None, *, zone_unknown: bool = False
+) -> datetime | None:
+    """An aware datetime inside [2015, now + 10 min], in UTC; naive times are read as UTC.
+    `zone_unknown`: a client's local time read as UTC, which runs ahead of UTC by its zone's
+    offset (up to 14 hours) east of Greenwich."""
     if value is None:
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     value = value.astimezone(UTC)
-    latest = timezone.now() + FUTURE_SLACK
+    ahead = FUTURE_SLACK + (twins.LARGEST_OFFSET if zone_unknown else timedelta(0))
+    latest = timezone.now() + ahead
     if not EARLIEST_MEASURED_AT <= value <= latest:
+        limit = "14 hours (a local time read as UTC)" if zone_unknown else "10 minutes"
         raise MeasuredAtError(
             f"measured at {value:%Y-%m-%dT%H:%M:%SZ} is outside "
-            f"{EARLIEST_MEASURED_AT:%Y-%m-%d} .. now + 10 minutes"
+            f"{EARLIEST_MEASURED_AT:%Y-%m-%d} .. now + {limit}"
         )
     return value
 
@@ -197,7 +203,7 @@ def _store_run(
         file_time = file_time.replace(tzinfo=file_timezone).astimezone(UTC)
         file_time_source = str(file_time_source).replace(LOCAL_TIME_NOTE, f"in {file_timezone}")
     try:
-        check_measured_at_value(file_time)
+        check_measured_at_value(file_time, zone_unknown=LOCAL_TIME_NOTE in str(file_time_source))
     except MeasuredAtError as exc:
         raise LoadTestImportError(f"run {index + 1}: {exc} (the file's time)") from exc
     measured_at = file_time or given_measured_at
@@ -471,13 +477,20 @@ def _refuse_a_twin(
     candidates = LoadTest.objects.filter(near, service=service, failure="").exclude(
         content_sha256=digest
     )
+    new_local = LOCAL_TIME_NOTE in str(parsed.sources.get("measured_at", ""))
     for stored in candidates.order_by("pk"):
         file_time = stored.measured_at if _time_from_file(stored) else None
+        stored_local = LOCAL_TIME_NOTE in str(
+            (stored.extra.get("sources") or {}).get("measured_at")
+        )
         shared = twins.same_measurement(
             parsed.fields,
             {name: getattr(stored, name) for name in (*RUN_FIELD_NAMES, *LATENCY_FIELDS)},
             parsed.measured_at,
             file_time,
+            # A zone-less local time read as UTC (vLLM's `date`, guidellm's CSV) is off by the
+            # client's zone: the other file's exact time is that far from it.
+            zone_unknown=new_local or stored_local,
         )
         if shared is not None:
             if _same_file_position(stored, filename, index):
