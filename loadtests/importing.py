@@ -25,6 +25,7 @@ from analysis.percentiles import LATENCY_FIELDS
 from dossiers import services
 from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
 from loadtests.formats import (
+    SHARED_TIME_NOTE,
     LoadTestFormatError,
     ParsedRun,
     archives,
@@ -477,17 +478,19 @@ def _refuse_a_twin(
     candidates = LoadTest.objects.filter(near, service=service, failure="").exclude(
         content_sha256=digest
     )
-    new_local = LOCAL_TIME_NOTE in str(parsed.sources.get("measured_at", ""))
+    new_source = str(parsed.sources.get("measured_at", ""))
+    new_local = LOCAL_TIME_NOTE in new_source
+    # A time every stage of a sweep shares (llm-d's harness window) says nothing of which run.
+    new_time = None if SHARED_TIME_NOTE in new_source else parsed.measured_at
     for stored in candidates.order_by("pk"):
-        file_time = stored.measured_at if _time_from_file(stored) else None
-        stored_local = LOCAL_TIME_NOTE in str(
-            (stored.extra.get("sources") or {}).get("measured_at")
-        )
+        stored_source = str((stored.extra.get("sources") or {}).get("measured_at"))
+        stored_local = LOCAL_TIME_NOTE in stored_source
+        own_time = _time_from_file(stored) and SHARED_TIME_NOTE not in stored_source
         shared = twins.same_measurement(
             parsed.fields,
             {name: getattr(stored, name) for name in (*RUN_FIELD_NAMES, *LATENCY_FIELDS)},
-            parsed.measured_at,
-            file_time,
+            new_time,
+            stored.measured_at if own_time else None,
             # A zone-less local time read as UTC (vLLM's `date`, guidellm's CSV) is off by the
             # client's zone: the other file's exact time is that far from it.
             zone_unknown=new_local or stored_local,
