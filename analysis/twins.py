@@ -11,12 +11,14 @@ the times agree (files of one run carry the same time; a run measured at another
 another run, whatever its figures).
 
 Files of one run that compute their figures differently (AIPerf's per-request
-`profile_export.jsonl` against its summary, GenAI-Perf's `profile_export.json` against its
-`_genai_perf.json`) differ by more than rounding; they are caught by their clock instead
-(`same_clock`): both give the run's start finer than a second, and the same start, duration
-and request count are one run (AIPerf 0.13's two files of one run: 17 ms and 0.8 ms of 10.7 s
-apart), where two runs of one service would have to start within `SAME_START` of each other
-and last as long to the millisecond.
+`profile_export.jsonl` against its summary) differ by more than rounding; they are caught by
+their clock instead (`same_clock`): both give the run's start finer than a second, and the
+same start, duration and request count are one run (AIPerf 0.13's two files of one run: 17 ms
+and 0.8 ms of 10.7 s apart), where two runs of one service would have to start within
+`SAME_START` of each other and last as long to the millisecond. GenAI-Perf's summary has no
+time at all; its per-request `profile_export.json` gives the figures GenAI-Perf computes from
+it, which `same_measurement` compares with the summary's
+(`loadtests.importing._same_tool_figures`).
 """
 
 from __future__ import annotations

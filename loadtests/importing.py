@@ -26,6 +26,7 @@ from dossiers import services
 from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
 from loadtests.formats import (
     SHARED_TIME_NOTE,
+    TWIN_FIGURES,
     LoadTestFormatError,
     ParsedRun,
     archives,
@@ -505,6 +506,47 @@ def _refuse_a_twin(
                 f"({', '.join(shared)})",
                 "GenAI-Perf's and AIPerf's .json and .csv",
             )
+    if (found := _same_tool_figures(service, parsed, digest)) is not None:
+        stored, shared = found
+        if _same_file_position(stored, filename, index):
+            return stored
+        raise _stored_already(
+            index,
+            stored,
+            f"its {len(shared)} figures as GenAI-Perf computes its summary from the per-request "
+            f"file agree to a hundredth of a millisecond ({', '.join(shared)})",
+            "GenAI-Perf's summary profile_export_genai_perf.json and the per-request "
+            "profile_export.json it was computed from",
+        )
+    return None
+
+
+def _same_tool_figures(
+    service: Service, parsed: ParsedRun, digest: str
+) -> tuple[LoadTest, list[str]] | None:
+    """A stored run of another file that is this run by the figures its tool computes from one
+    of the two files for the other (`TWIN_FIGURES`: GenAI-Perf's summary from its per-request
+    export, which gives the summary no time to pair by), and the latency fields they share."""
+    mine = (parsed.extra or {}).get(TWIN_FIGURES)
+    others = LoadTest.objects.filter(service=service, failure="").exclude(content_sha256=digest)
+    if mine:
+        p50 = mine.get("e2e_p50_ms")
+        if p50 is None:
+            return None
+        slack = max(twins.ABSOLUTE_MS, twins.RELATIVE * abs(p50))
+        others = others.filter(e2e_p50_ms__range=(p50 - slack, p50 + slack))
+        for stored in others.order_by("pk"):
+            stored_fields = {
+                name: getattr(stored, name) for name in (*RUN_FIELD_NAMES, *LATENCY_FIELDS)
+            }
+            if (shared := twins.same_measurement(mine, stored_fields)) is not None:
+                return stored, shared
+        return None
+    for stored in others.filter(extra__has_key=TWIN_FIGURES).order_by("pk"):
+        theirs = stored.extra.get(TWIN_FIGURES)
+        shared = twins.same_measurement(parsed.fields, theirs) if isinstance(theirs, dict) else None
+        if shared is not None:
+            return stored, shared
     return None
 
 

@@ -35,6 +35,12 @@ Number = float | int
 SHARED_TIME_NOTE = "the harness's window, the same for every stage: not the stage's own start"
 
 
+# `ParsedRun.extra` key: the figures another file of the same run writes, as its tool computes
+# them from this file (GenAI-Perf's summary from its per-request export), so the import can tell
+# that file's run for this one (`importing._refuse_a_twin`).
+TWIN_FIGURES = "twin_figures"
+
+
 class LoadTestFormatError(ValueError):
     """A file that cannot be read as the load-test format it claims (or was detected) to be."""
 
