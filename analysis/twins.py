@@ -11,12 +11,14 @@ the times agree (files of one run carry the same time; a run measured at another
 another run, whatever its figures).
 
 Files of one run that compute their figures differently (AIPerf's per-request
-`profile_export.jsonl` against its summary, GenAI-Perf's `profile_export.json` against its
-`_genai_perf.json`) differ by more than rounding; they are caught by their clock instead
-(`same_clock`): both give the run's start finer than a second, and the same start, duration
-and request count are one run (AIPerf 0.13's two files of one run: 17 ms and 0.8 ms of 10.7 s
-apart), where two runs of one service would have to start within `SAME_START` of each other
-and last as long to the millisecond.
+`profile_export.jsonl` against its summary) differ by more than rounding; they are caught by
+their clock instead (`same_clock`): both give the run's start finer than a second, and the
+same start, duration and request count are one run (AIPerf 0.13's two files of one run: 17 ms
+and 0.8 ms of 10.7 s apart), where two runs of one service would have to start within
+`SAME_START` of each other and last as long to the millisecond. GenAI-Perf's summary has no
+time at all; its per-request `profile_export.json` gives the figures GenAI-Perf computes from
+it, which `same_measurement` compares with the summary's
+(`loadtests.importing._same_tool_figures`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ SAME_LOAD = ("concurrency", "request_rate", "request_count")
 # A time written to ms in one file and cut to whole seconds in another (llm-d's report writes
 # 00:25:25 for guidellm's 00:25:25.693): less than a second apart.
 SAME_TIME = timedelta(seconds=1)
+# A time a file writes in the client's local time with no zone (vLLM's `date`, guidellm's CSV)
+# is read as UTC: it is off the true time by the zone's offset, a whole number of quarter hours
+# within 14 hours either way.
+ZONE_STEP = timedelta(minutes=15)
+LARGEST_OFFSET = timedelta(hours=14)
 
 
 SAME_START = timedelta(milliseconds=50)
@@ -64,17 +71,32 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= max(ABSOLUTE_MS, RELATIVE * max(abs(a), abs(b)))
 
 
+def same_time(a: datetime, b: datetime, *, zone_unknown: bool = False) -> bool:
+    """Whether two files' times of a run are one time: less than SAME_TIME apart, or, when one
+    was written without its zone (`zone_unknown`), that apart from a whole zone offset."""
+    gap = abs(a - b)
+    if not zone_unknown:
+        return gap < SAME_TIME
+    if gap > LARGEST_OFFSET + SAME_TIME:
+        return False
+    off = gap % ZONE_STEP
+    return min(off, ZONE_STEP - off) < SAME_TIME
+
+
 def same_measurement(
     new: Mapping[str, float | None],
     stored: Mapping[str, float | None],
     new_time: datetime | None = None,
     stored_time: datetime | None = None,
+    *,
+    zone_unknown: bool = False,
 ) -> list[str] | None:
     """The latency fields on which `new` and `stored` (run fields by name) agree, when they are
     one measurement (module docstring); None when they are two. A time is the run's time as its
-    file gives it (None: the file gives none)."""
+    file gives it (None: the file gives none); `zone_unknown` when one of them is a local time
+    without its zone, read as UTC (`same_time`)."""
     both_timed = new_time is not None and stored_time is not None
-    if both_timed and abs(new_time - stored_time) >= SAME_TIME:
+    if both_timed and not same_time(new_time, stored_time, zone_unknown=zone_unknown):
         return None
     for name in SAME_LOAD:
         a, b = new.get(name), stored.get(name)

@@ -25,6 +25,8 @@ from analysis.percentiles import LATENCY_FIELDS
 from dossiers import services
 from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
 from loadtests.formats import (
+    SHARED_TIME_NOTE,
+    TWIN_FIGURES,
     LoadTestFormatError,
     ParsedRun,
     archives,
@@ -59,18 +61,24 @@ class PromotionError(LoadTestImportError):
     """A run that cannot become a baseline (it failed, or has refusing lint findings)."""
 
 
-def check_measured_at_value(value: datetime | None) -> datetime | None:
-    """An aware datetime inside [2015, now + 10 min], in UTC; naive times are read as UTC."""
+def check_measured_at_value(
+    value: datetime | None, *, zone_unknown: bool = False
+) -> datetime | None:
+    """An aware datetime inside [2015, now + 10 min], in UTC; naive times are read as UTC.
+    `zone_unknown`: a client's local time read as UTC, which runs ahead of UTC by its zone's
+    offset (up to 14 hours) east of Greenwich."""
     if value is None:
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     value = value.astimezone(UTC)
-    latest = timezone.now() + FUTURE_SLACK
+    ahead = FUTURE_SLACK + (twins.LARGEST_OFFSET if zone_unknown else timedelta(0))
+    latest = timezone.now() + ahead
     if not EARLIEST_MEASURED_AT <= value <= latest:
+        limit = "14 hours (a local time read as UTC)" if zone_unknown else "10 minutes"
         raise MeasuredAtError(
             f"measured at {value:%Y-%m-%dT%H:%M:%SZ} is outside "
-            f"{EARLIEST_MEASURED_AT:%Y-%m-%d} .. now + 10 minutes"
+            f"{EARLIEST_MEASURED_AT:%Y-%m-%d} .. now + {limit}"
         )
     return value
 
@@ -197,7 +205,7 @@ def _store_run(
         file_time = file_time.replace(tzinfo=file_timezone).astimezone(UTC)
         file_time_source = str(file_time_source).replace(LOCAL_TIME_NOTE, f"in {file_timezone}")
     try:
-        check_measured_at_value(file_time)
+        check_measured_at_value(file_time, zone_unknown=LOCAL_TIME_NOTE in str(file_time_source))
     except MeasuredAtError as exc:
         raise LoadTestImportError(f"run {index + 1}: {exc} (the file's time)") from exc
     measured_at = file_time or given_measured_at
@@ -471,13 +479,22 @@ def _refuse_a_twin(
     candidates = LoadTest.objects.filter(near, service=service, failure="").exclude(
         content_sha256=digest
     )
+    new_source = str(parsed.sources.get("measured_at", ""))
+    new_local = LOCAL_TIME_NOTE in new_source
+    # A time every stage of a sweep shares (llm-d's harness window) says nothing of which run.
+    new_time = None if SHARED_TIME_NOTE in new_source else parsed.measured_at
     for stored in candidates.order_by("pk"):
-        file_time = stored.measured_at if _time_from_file(stored) else None
+        stored_source = str((stored.extra.get("sources") or {}).get("measured_at"))
+        stored_local = LOCAL_TIME_NOTE in stored_source
+        own_time = _time_from_file(stored) and SHARED_TIME_NOTE not in stored_source
         shared = twins.same_measurement(
             parsed.fields,
             {name: getattr(stored, name) for name in (*RUN_FIELD_NAMES, *LATENCY_FIELDS)},
-            parsed.measured_at,
-            file_time,
+            new_time,
+            stored.measured_at if own_time else None,
+            # A zone-less local time read as UTC (vLLM's `date`, guidellm's CSV) is off by the
+            # client's zone: the other file's exact time is that far from it.
+            zone_unknown=new_local or stored_local,
         )
         if shared is not None:
             if _same_file_position(stored, filename, index):
@@ -489,6 +506,47 @@ def _refuse_a_twin(
                 f"({', '.join(shared)})",
                 "GenAI-Perf's and AIPerf's .json and .csv",
             )
+    if (found := _same_tool_figures(service, parsed, digest)) is not None:
+        stored, shared = found
+        if _same_file_position(stored, filename, index):
+            return stored
+        raise _stored_already(
+            index,
+            stored,
+            f"its {len(shared)} figures as GenAI-Perf computes its summary from the per-request "
+            f"file agree to a hundredth of a millisecond ({', '.join(shared)})",
+            "GenAI-Perf's summary profile_export_genai_perf.json and the per-request "
+            "profile_export.json it was computed from",
+        )
+    return None
+
+
+def _same_tool_figures(
+    service: Service, parsed: ParsedRun, digest: str
+) -> tuple[LoadTest, list[str]] | None:
+    """A stored run of another file that is this run by the figures its tool computes from one
+    of the two files for the other (`TWIN_FIGURES`: GenAI-Perf's summary from its per-request
+    export, which gives the summary no time to pair by), and the latency fields they share."""
+    mine = (parsed.extra or {}).get(TWIN_FIGURES)
+    others = LoadTest.objects.filter(service=service, failure="").exclude(content_sha256=digest)
+    if mine:
+        p50 = mine.get("e2e_p50_ms")
+        if p50 is None:
+            return None
+        slack = max(twins.ABSOLUTE_MS, twins.RELATIVE * abs(p50))
+        others = others.filter(e2e_p50_ms__range=(p50 - slack, p50 + slack))
+        for stored in others.order_by("pk"):
+            stored_fields = {
+                name: getattr(stored, name) for name in (*RUN_FIELD_NAMES, *LATENCY_FIELDS)
+            }
+            if (shared := twins.same_measurement(mine, stored_fields)) is not None:
+                return stored, shared
+        return None
+    for stored in others.filter(extra__has_key=TWIN_FIGURES).order_by("pk"):
+        theirs = stored.extra.get(TWIN_FIGURES)
+        shared = twins.same_measurement(parsed.fields, theirs) if isinstance(theirs, dict) else None
+        if shared is not None:
+            return stored, shared
     return None
 
 

@@ -29,6 +29,18 @@ SAMPLE_KEYS = ("ttft", "tpot", "itl", "e2e")
 Number = float | int
 
 
+# A run's time that the file gives every run of a sweep alike (llm-d stamps each inference-perf
+# stage's report with the harness's window): a date, not the run's own start, so the twin test
+# does not compare it (`importing._refuse_a_twin`).
+SHARED_TIME_NOTE = "the harness's window, the same for every stage: not the stage's own start"
+
+
+# `ParsedRun.extra` key: the figures another file of the same run writes, as its tool computes
+# them from this file (GenAI-Perf's summary from its per-request export), so the import can tell
+# that file's run for this one (`importing._refuse_a_twin`).
+TWIN_FIGURES = "twin_figures"
+
+
 class LoadTestFormatError(ValueError):
     """A file that cannot be read as the load-test format it claims (or was detected) to be."""
 

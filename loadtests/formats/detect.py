@@ -19,6 +19,7 @@ import yaml
 
 from .base import Ctx, Document, LoadTestFormatError, json_type
 from .console import summary_documents
+from .guidellm_csv import csv_documents as guidellm_csv
 from .metrics_csv import csv_documents
 from .mlperf_text import summary_documents as mlperf_summary
 from .registry import LoadTestFormat, format_names, formats
@@ -158,6 +159,9 @@ def _json_lines(
         table = csv_documents(text)  # GenAI-Perf's or AIPerf's CSV export
         if table:
             return table
+        table = guidellm_csv(text)  # guidellm's benchmarks.csv
+        if table:
+            return table
         printed = summary_documents(text)  # a console log of vLLM's or SGLang's benchmark
         if printed:
             return printed
@@ -168,8 +172,8 @@ def _json_lines(
         if header:
             raise LoadTestFormatError(
                 f"{prefix}a CSV whose columns this importer does not know (its header: "
-                f"{header}); the CSVs it reads are GenAI-Perf's and AIPerf's profile exports"
-                + ("" if format else f"; {expected()}")
+                f"{header}); the CSVs it reads are GenAI-Perf's and AIPerf's profile exports and "
+                "guidellm's benchmarks.csv" + ("" if format else f"; {expected()}")
             )
         # Not JSON lines or YAML either: report where the JSON itself broke.
         raise LoadTestFormatError(

@@ -37,10 +37,11 @@ tokens are only known from `usage.prompt_tokens`; without it the run has no prom
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 from .base import (
+    TWIN_FIGURES,
     Ctx,
     Document,
     FieldRecorder,
@@ -107,10 +108,12 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
         put("request_rate", level, "experiment.value (mode request_rate, req/s)")
     samples: dict[str, list[float]] = {"ttft": [], "tpot": [], "itl": [], "e2e": []}
     starts, ends, tokens, prompt = [], [], [], []
+    summary_view = _SummaryView()
     requested: list[float] = []
     skipped = unstreamed = 0
     bases: set[str] = set()
     for record in records(ctx, experiment, service_kind):
+        summary_view.add(record)
         if record.requested_output is not None:
             requested.append(record.requested_output)
         if not record.arrivals:
@@ -191,6 +194,8 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
     if duration and samples["e2e"]:
         # Time-averaged requests in flight over the run, from the requests' own clocks.
         extra["achieved_concurrency"] = sum(samples["e2e"]) / 1000 / duration
+    if figures := summary_view.figures():
+        extra[TWIN_FIGURES] = {**figures, **present_load(recorder.fields)}
     fields = recorder.fields
     # A concurrency experiment is closed-loop: each client sends on as soon as it is answered.
     rate_inf = mode == "concurrency"
@@ -210,6 +215,54 @@ def _run(ctx: Ctx, experiment: dict, service_kind: str, version: str | None) -> 
     return mark_failed(run)
 
 
+def present_load(fields: dict) -> dict:
+    return {name: fields[name] for name in ("concurrency", "request_rate") if fields.get(name)}
+
+
+class _SummaryView:
+    """GenAI-Perf's own request latency and throughput, computed from this file as GenAI-Perf
+    computes its summary (`profile_export_genai_perf.json`) from it: each request's responses
+    without text trimmed from both ends, its latency to the last one left, numpy's linear
+    percentiles, and every request over the first request to the last response. On the real
+    pair (GenAI-Perf 0.0.8, c=1, 83 requests) every figure equals the summary's to 1e-9 ms,
+    which is what lets an import tell that summary for this file's run (`TWIN_FIGURES`)."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def add(self, record: Record) -> None:
+        if not record.text_stamps:
+            return
+        self.latencies.append((record.text_stamps[-1] - record.exact_start) / 1e6)
+        start = record.exact_start
+        self.first = start if self.first is None else min(self.first, start)
+        end = record.text_stamps[-1]
+        self.last = end if self.last is None else max(self.last, end)
+
+    def figures(self) -> dict[str, float]:
+        if not self.latencies or self.first is None or self.last is None:
+            return {}
+        values = sorted(self.latencies)
+        out = {
+            f"e2e_{label}_ms": linear_percentile(values, q)
+            for label, q in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99))
+        }
+        out["request_count"] = len(values)
+        if self.last > self.first:
+            out["qps"] = len(values) / ((self.last - self.first) / 1e9)
+        return out
+
+
+def linear_percentile(values: list[float], q: float) -> float:
+    """numpy's default percentile (linear between the two closest ranks) of sorted values."""
+    rank = (len(values) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (rank - low) * (values[high] - values[low])
+
+
 @dataclass(frozen=True)
 class Record:
     """One request as GenAI-Perf reads it (the parser's and the lint's one reading)."""
@@ -220,6 +273,10 @@ class Record:
     basis: str  # how output_tokens was counted: USAGE | MAX_TOKENS | EVENTS
     prompt_tokens: float | None
     payload: dict  # the request's JSON body ({} when the file does not have it)
+    # ns, the responses GenAI-Perf keeps: those without text trimmed from both ends; these and
+    # `exact_start` keep the file's integers (a double holds ns since 1970 to 256 ns only)
+    text_stamps: list[int | float] = field(default_factory=list)
+    exact_start: int | float = 0
 
     @property
     def requested_output(self) -> float | None:
@@ -240,7 +297,7 @@ def records(ctx: Ctx, experiment: dict, service_kind: str) -> list[Record]:
             raise rctx.error(
                 f"{len(stamps)} response_timestamps but {len(outputs)} response_outputs"
             )
-        arrivals, events, reported = _token_arrivals(rctx, stamps, outputs, service_kind)
+        arrivals, events, reported, texts = _token_arrivals(rctx, stamps, outputs, service_kind)
         for k, stamp in enumerate(arrivals):
             if stamp < start:
                 raise (
@@ -264,19 +321,40 @@ def records(ctx: Ctx, experiment: dict, service_kind: str) -> list[Record]:
                 basis=basis,
                 prompt_tokens=reported.get("prompt_tokens"),
                 payload=payload,
+                text_stamps=_trimmed(_exact(request["response_timestamps"], stamps), texts),
+                exact_start=_exact([request["timestamp"]], [start])[0],
             )
         )
     return out
 
 
+def _exact(raw: list, checked: list) -> list:
+    """The file's own integers where it wrote integers (validated already as `checked`)."""
+    return [
+        value if isinstance(value, int) and not isinstance(value, bool) else number
+        for value, number in zip(raw, checked, strict=True)
+    ]
+
+
+def _trimmed(stamps: list, texts: list[bool]) -> list[int | float]:
+    """The response times GenAI-Perf keeps: responses without text dropped from both ends."""
+    first = next((i for i, text in enumerate(texts) if text), None)
+    if first is None:
+        return []
+    last = max(i for i, text in enumerate(texts) if text)
+    return stamps[first : last + 1]
+
+
 def _token_arrivals(
     ctx: Ctx, stamps: list[float | None], outputs: list, service_kind: str
-) -> tuple[list[float], int, dict]:
-    """The timestamps of the responses that carry tokens, how many token events they hold, and
-    what the server reported (`reported`: its usage counts, the answer's finish_reason)."""
+) -> tuple[list[float], int, dict, list[bool]]:
+    """The timestamps of the responses that carry tokens, how many token events they hold,
+    what the server reported (`reported`: its usage counts, the answer's finish_reason), and
+    whether each response has text (what GenAI-Perf keeps)."""
     arrivals: list[float] = []
     events = 0
     reported: dict = {}
+    texts: list[bool] = []
     for k, (stamp, output) in enumerate(zip(stamps, outputs, strict=True)):
         octx = ctx.at("response_outputs").at(k)
         if not isinstance(output, dict):
@@ -285,21 +363,23 @@ def _token_arrivals(
             raise ctx.at("response_timestamps").at(k).error("expected a number")
         if service_kind == "triton":
             found = int(isinstance(output.get("text_output"), str))
+            texts.append(bool(output.get("text_output")))
         else:
-            found = _openai_tokens(octx, output.get("response"), reported)
+            found = _openai_tokens(octx, output.get("response"), reported, texts)
         if found:
             arrivals.append(stamp)
             events += found
-    return arrivals, events, reported
+    return arrivals, events, reported, texts
 
 
-def _openai_tokens(ctx: Ctx, response, reported: dict) -> int:
+def _openai_tokens(ctx: Ctx, response, reported: dict, texts: list[bool]) -> int:
     """Token events in one recorded response: a server-sent event, several merged into one
     (perf_analyzer sometimes receives them together), or a whole JSON answer. The usage counts
     an event states, and the answer's finish_reason, go into `reported`."""
     if not isinstance(response, str):
         raise ctx.at("response").error("expected a string")
     found = 0
+    has_text = False
     for event in response.strip().split("\n\n"):
         body = event.strip()
         if body.startswith(SSE_DATA):
@@ -314,6 +394,7 @@ def _openai_tokens(ctx: Ctx, response, reported: dict) -> int:
             raise ctx.at("response").error("expected a JSON object in the event")
         choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else []
         found += sum(map(_is_token, choices))
+        has_text = has_text or any(map(_has_text, choices))
         for choice in choices:
             reason = choice.get("finish_reason") if isinstance(choice, dict) else None
             if isinstance(reason, str):
@@ -324,7 +405,21 @@ def _openai_tokens(ctx: Ctx, response, reported: dict) -> int:
                 value = ctx.at("response").at("usage").number(counts.get(key))
                 if value:
                     reported[key] = value
+    texts.append(has_text)
     return found
+
+
+def _has_text(choice) -> bool:
+    """Whether a choice has text, as GenAI-Perf reads it (`text`, `delta.content`,
+    `message.content`): GenAI-Perf trims responses without it."""
+    if not isinstance(choice, dict):
+        return False
+    if isinstance(choice.get("text"), str):
+        return bool(choice["text"])
+    return any(
+        isinstance(holder, dict) and isinstance(holder.get("content"), str) and holder["content"]
+        for holder in (choice.get("delta"), choice.get("message"))
+    )
 
 
 def _is_token(choice) -> bool:

@@ -35,6 +35,7 @@ from .base import (
     single_object,
 )
 from .folders import Files, drop_beside
+from .guidellm_csv import csv_sources
 from .registry import LoadTestFormat, register
 
 FORMAT = "guidellm"
@@ -75,12 +76,25 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         "model": args.get("model"),
     }
     tool_version = ctx.at("metadata").text(metadata, "guidellm_version")
-    return [
+    runs = [
         mark_failed(
             _parse_benchmark(ctx.at("benchmarks").at(index), benchmark, tool_version, extra)
         )
         for index, benchmark in enumerate(benchmarks)
     ]
+    if documents[0].origin == "csv":
+        for run in runs:
+            run.sources = csv_sources(run.sources)
+            run.extra.setdefault("notes", []).append(CSV_NOTE)
+    return runs
+
+
+# What a run read from guidellm's CSV export lacks (guidellm_csv).
+CSV_NOTE = (
+    "read from guidellm's CSV export: no P99.9 and no per-request samples (the gate compares "
+    "this run by its percentiles only), no guidellm warnings, and the start to the second in "
+    "the client's local time (read as UTC); benchmarks.json has them"
+)
 
 
 def _parse_benchmark(ctx: Ctx, benchmark, tool_version: str | None, file_extra: dict) -> ParsedRun:

@@ -9,20 +9,32 @@ TTFT from sending to the first streamed chunk, `time_per_output_token` as (last 
 chunk) / (chunks - 1), which is PerfHub's TPOT; a run that did not stream has neither.
 Throughputs are its totals over `benchmark_time_seconds` (first request sent to last answer).
 
-The report writes no wall-clock time (its clock is monotonic), so the run's date is asked of
-the importer, as for GenAI-Perf. A summary of several stages mixes their loads: it is read, but
-it names no rate or concurrency, so it joins no sweep; the stage files are the runs to import.
+The report writes no wall-clock time (its clock is monotonic). 0.7 writes each stage's
+wall-clock window beside it, in the llm-d benchmark-report stub
+`inference-perf.partial.stage_N.yaml` (`run.time.start`, `.end`: `time.time()` when the stage
+began and when its last answer came); a folder's (or an upload's) stage file and its stub are
+joined (`join_stage_times`), so the stage run gets its start. A stage file alone has no time:
+it is asked of the importer, as for GenAI-Perf. A summary of several stages mixes their loads:
+it is read, but it names no rate or concurrency, so it joins no sweep; the stage files are the
+runs to import.
 inference-perf's engine-side report (`*_prometheus_metrics.json`, the serving engine's own
 histograms) has the same top-level keys and is refused with the name of the file to use.
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
 from .base import (
     PERCENTILES,
     Ctx,
     Document,
     FieldRecorder,
+    LoadTestFormatError,
     ParsedRun,
     first_of,
     mark_failed,
@@ -31,6 +43,7 @@ from .base import (
     ratio_or_none,
     single_object,
 )
+from .detect import decode, load_documents
 from .folders import Files, drop_beside
 from .genai_perf import server_count_differs
 from .registry import LoadTestFormat, register
@@ -52,6 +65,12 @@ PERCENTILE_KEYS = {
     "p999": ("p99.9",),
 }
 STAT_KEYS = ("mean", "min", "max", "median", "p50", "p90", "p95", "p99", "p99.9")
+# The key a stage file's joined document carries its stage's wall-clock window under
+# (`join_stage_times`); inference-perf itself writes no such key.
+STAGE_TIME = "perfhub_stage_time"
+STAGE_FILE = re.compile(r"(?:^|[-_.])stage_(?P<n>\d+)_lifecycle_metrics\.json$")
+PARTIAL_FILE = re.compile(r"^inference-perf\.partial\.stage_(?P<n>\d+)\.yaml$")
+PARTIAL_PATTERN = "inference-perf.partial.stage_*.yaml"
 
 
 def looks_like(data: dict) -> bool:
@@ -144,11 +163,12 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         "stats": {key: value for key, value in stats.items() if value},
         "notes": notes,
     }
+    measured_at = _stage_start(ctx, data, count, errors, extra, sources)
     run = ParsedRun(
         format=FORMAT,
         tool_version=None,  # inference-perf does not write its version into the report
         label=f"inference-perf {rate_label(concurrency, rate, rate_inf) or 'all stages'}",
-        measured_at=None,
+        measured_at=measured_at,
         fields=fields,
         request_rate_inf=rate_inf,
         errors=errors,
@@ -157,6 +177,57 @@ def parse(documents: list[Document]) -> list[ParsedRun]:
         sources=sources,
     )
     return [mark_failed(run)]
+
+
+def _stage_start(
+    ctx: Ctx,
+    data: dict,
+    count: int | None,
+    errors: int | None,
+    extra: dict,
+    sources: dict,
+) -> datetime | None:
+    """The stage's start from its `inference-perf.partial.stage_N.yaml` (joined in by
+    `join_stage_times`), or None. The stub's window runs from the stage's start (inference-perf
+    then gives its request queue about a second before the first request) to the poll that saw
+    the last answer, so it is longer than `benchmark_time_seconds`, which stays the duration;
+    the window is kept for display."""
+    stage = ctx.obj(data, STAGE_TIME, required=False)
+    if stage is None:
+        return None
+    file = str(stage.get("file") or "inference-perf.partial.stage_N.yaml")
+    tctx = Ctx(FORMAT, f"{file}: run.time")
+    start = _wall_time(tctx.at("start"), stage.get("start"))
+    end = _wall_time(tctx.at("end"), stage.get("end"))
+    total = stage.get("requests")
+    sent = (count or 0) + (errors or 0)
+    if isinstance(total, int) and not isinstance(total, bool) and total != sent:
+        raise Ctx(FORMAT, f"{file}: results.request_performance.aggregate.requests.total").error(
+            f"{total} requests, where this stage's report counts {sent} (successes.count + "
+            "failures.count): the stub of another stage or run"
+        )
+    if end is not None and end < start:
+        raise tctx.at("end").error("before run.time.start")
+    sources["measured_at"] = (
+        f"{file}: run.time.start (the stage's start on the wall clock; its first request "
+        "follows within about a second)"
+    )
+    if end is not None:
+        extra["stage_window_s"] = (end - start).total_seconds()
+    return start
+
+
+def _wall_time(ctx: Ctx, value: object) -> datetime | None:
+    """An ISO 8601 time as the stub writes it ("2026-12-07T12:15:17.305949Z"; no zone: UTC)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ctx.error(f"expected an ISO 8601 time, got {value!r}")
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ctx.error(f"expected an ISO 8601 time, got {value[:40]!r}") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _output_tokens(
@@ -257,9 +328,79 @@ SIDE_FILES = (
 )
 
 
+def join_stage_times(
+    files: Sequence[tuple[bytes, str | None]],
+) -> list[tuple[bytes, str | None]]:
+    """`files` with each stage file joined with its `inference-perf.partial.stage_N.yaml` (the
+    same N, the same folder; files named with no folder are one folder): the stage's JSON with
+    the stub's `run.time` under STAGE_TIME, as canonical JSON (one digest from any archive).
+    The stubs are consumed; a stage without its stub, and every other file, pass unchanged."""
+    stubs: dict[tuple[str, str], tuple[bytes, str | None]] = {}
+    for content, name in files:
+        base = posixpath.basename(name or "")
+        if match := PARTIAL_FILE.match(base):
+            stubs[(posixpath.dirname(name or ""), match["n"])] = (content, name)
+    if not stubs:
+        return list(files)
+    joined: dict[str | None, bytes] = {}
+    consumed: set[str | None] = set()
+    for content, name in files:
+        match = STAGE_FILE.search(posixpath.basename(name or ""))
+        stub = match and stubs.get((posixpath.dirname(name or ""), match["n"]))
+        if not stub:
+            continue
+        joined[name] = _with_stage_time(content, name, *stub)
+        consumed.add(stub[1])
+    if not joined:
+        return list(files)
+    return [
+        (joined.get(name, content), name)
+        for content, name in files
+        if name not in consumed or name is None
+    ]
+
+
+def _with_stage_time(content: bytes, name: str | None, stub: bytes, stub_name: str | None) -> bytes:
+    label = posixpath.basename(stub_name or "") or PARTIAL_PATTERN
+    try:
+        stage = single_object(FORMAT, load_documents(decode(content)))
+        documents = load_documents(decode(stub))
+    except LoadTestFormatError as exc:
+        raise LoadTestFormatError(f"{FORMAT}: {name or 'stage file'}: {exc}") from None
+    partial = documents[0].data if len(documents) == 1 else None
+    if not isinstance(partial, dict):
+        raise LoadTestFormatError(f"{FORMAT}: {label}: expected a YAML mapping")
+    ctx = Ctx(FORMAT, label)
+    time = ctx.at("run").obj(ctx.obj(partial, "run"), "time", required=False) or {}
+    requests = (
+        ((partial.get("results") or {}).get("request_performance") or {}).get("aggregate") or {}
+    ).get("requests") or {}
+    stage[STAGE_TIME] = {
+        "file": label,
+        "start": time.get("start"),
+        "end": time.get("end"),
+        "requests": requests.get("total") if isinstance(requests, dict) else None,
+    }
+    if stage[STAGE_TIME]["start"] is None:
+        del stage[STAGE_TIME]  # inference-perf omits run.time when it had no stage window
+    return json.dumps(stage, sort_keys=True, separators=(",", ":")).encode()
+
+
 def arrange_folder(files: Files) -> Files:
     """A folder's summary is dropped where the folder holds its stage files: it sums their
-    requests (for one stage, the same ones), so the stages are the runs to import."""
+    requests (for one stage, the same ones), so the stages are the runs to import. A stage's
+    `inference-perf.partial.stage_N.yaml` without its stage file beside it is not a run."""
+    stages = {
+        (posixpath.dirname(name), match["n"])
+        for _, name in files
+        if (match := STAGE_FILE.search(posixpath.basename(name)))
+    }
+    files = [
+        (content, name)
+        for content, name in files
+        if not (match := PARTIAL_FILE.match(posixpath.basename(name)))
+        or (posixpath.dirname(name), match["n"]) in stages
+    ]
     return drop_beside(
         files, drop=("*summary_lifecycle_metrics.json",), beside="*stage_*_lifecycle_metrics.json"
     )
@@ -276,6 +417,8 @@ register(
         signature=("load_summary", "successes", "failures", "benchmark_time_seconds"),
         filename_hints=("lifecycle_metrics", "inference-perf", "inference_perf"),
         side_files=SIDE_FILES,
+        companion_files=(PARTIAL_PATTERN,),
+        join_folder=join_stage_times,
         arrange_folder=arrange_folder,
     )
 )

@@ -38,6 +38,7 @@ from fnmatch import fnmatchcase
 import msgspec
 
 from .base import (
+    SHARED_TIME_NOTE,
     Ctx,
     Document,
     FieldRecorder,
@@ -297,6 +298,9 @@ def _run(ctx: Ctx, version: str, report: _Report) -> ParsedRun:
     measured_at = None
     if report.measured_at is not None:
         measured_at, sources["measured_at"] = report.measured_at
+        if report.tool == "inference-perf":
+            # llm-d stamps every stage's report with the harness's window (all stages alike).
+            sources["measured_at"] += f" ({SHARED_TIME_NOTE})"
     concurrency, rate = fields["concurrency"], fields["request_rate"]
     # An unlimited rate, or unbounded concurrency with no rate: every request sent at once.
     unbounded = report.concurrency is not None and math.isinf(report.concurrency)

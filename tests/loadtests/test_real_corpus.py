@@ -930,11 +930,11 @@ def test_every_corpus_file_imports_or_is_refused_naming_what_is_missing(service,
     for run in runs:
         run.refresh_from_db()
         assert run.extra["sources"]
-        # GenAI-Perf, the CSV exports, SGLang, inference-perf, the printed summaries and
-        # MLPerf's summaries carry no time.
+        # GenAI-Perf, its and AIPerf's CSV exports, SGLang, inference-perf, the printed
+        # summaries and MLPerf's summaries carry no time (guidellm's CSV does).
         assert run.date_known == (
             "genai_perf.json" not in name
-            and path.suffix != ".csv"
+            and (path.suffix != ".csv" or path.parent.name == "guidellm")
             and path.parent.name not in ("sglang-bench", "console", "inference-perf", "mlperf")
         )
 

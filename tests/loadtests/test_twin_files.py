@@ -1,6 +1,7 @@
 """One run written to two files (GenAI-Perf's and AIPerf's .json and .csv) is stored once: the
 second file is refused, naming the run already stored (analysis.twins)."""
 
+import gzip
 import itertools
 from datetime import UTC, datetime, timedelta
 from io import StringIO
@@ -11,7 +12,9 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from analysis.twins import same_clock, same_measurement
+from loadtests.formats import TWIN_FIGURES
 from loadtests.importing import (
+    LOCAL_TIME_NOTE,
     LoadTestImportError,
     import_loadtest_file,
     parse_file,
@@ -121,6 +124,13 @@ KNOWN_PAIRS = {
     (f"{AIPERF_C2}.csv", f"{AIPERF_C2}.json"),
     (f"{GP_C2}.csv", f"{GP_C2}.json"),
     ("guidellm-repo-0.2-benchmarks_stripped.json", "guidellm-repo-0.2-benchmarks_stripped.yaml"),
+    *(
+        (
+            f"e2e-guidellm-0.8.1-csv-{name}-benchmarks.csv",
+            f"e2e-guidellm-0.8.1-csv-{name}-benchmarks.json",
+        )
+        for name in ("concurrent-2-4", "constant-4", "synchronous", "tz-berlin-concurrent-2")
+    ),
     (
         f"{IPERF_ONE_STAGE}stage_0_lifecycle_metrics.json",
         f"{IPERF_ONE_STAGE}summary_lifecycle_metrics.json",
@@ -128,8 +138,13 @@ KNOWN_PAIRS = {
 }
 
 
-def test_across_the_real_corpus_only_files_of_one_run_are_one_measurement():
-    """The check's false-alarm rate on real files: no pair of separate runs matches."""
+def local(run) -> bool:
+    """Whether the run's time is a zone-less local time read as UTC (the import allows for it)."""
+    return LOCAL_TIME_NOTE in str(run.sources.get("measured_at", ""))
+
+
+def corpus_runs() -> list:
+    """(file name, parsed run) for every run of the real corpus that did not fail."""
     runs = []
     for path in LOADTEST_FILES:
         if path.name in REFUSED:
@@ -144,14 +159,60 @@ def test_across_the_real_corpus_only_files_of_one_run_are_one_measurement():
     uploads += [(f.read_bytes(), f"{f.parent.name}/{f.name}") for f in folder.glob("*/*.json")]
     for content, name in prepare_files(uploads):
         runs += [(name, parsed) for parsed in parse_file(content, filename=name)]
+    return runs
+
+
+def test_across_the_real_corpus_only_files_of_one_run_are_one_measurement():
+    """The check's false-alarm rate on real files: no pair of separate runs matches."""
+    runs = corpus_runs()
     matched = {
         tuple(sorted((a_name, b_name)))
         for (a_name, a), (b_name, b) in itertools.combinations(runs, 2)
-        if a_name != b_name and same_measurement(a.fields, b.fields, a.measured_at, b.measured_at)
+        if a_name != b_name
+        and same_measurement(
+            a.fields, b.fields, a.measured_at, b.measured_at, zone_unknown=local(a) or local(b)
+        )
     }
     assert len(runs) >= 60  # the corpus, not an empty glob
     assert sum(parsed.format == "evalscope" for _, parsed in runs) == 9
     assert matched == KNOWN_PAIRS
+
+
+GP_C1 = "e2e-genai-perf-0.0.8-c1-profile_export"
+
+
+def test_genai_perfs_per_request_figures_pair_it_with_its_summary_and_no_other_run():
+    """The summary GenAI-Perf computes from a per-request file, computed here the same way,
+    matches that run's summary and none of the corpus's other runs (the summary has no time,
+    so the clock cannot pair them)."""
+    runs = corpus_runs()
+    views = [(name, run.extra[TWIN_FIGURES]) for name, run in runs if TWIN_FIGURES in run.extra]
+    matched = {
+        (view_name, name)
+        for view_name, view in views
+        for name, run in runs
+        if name != view_name and same_measurement(view, run.fields)
+    }
+    assert len(views) == 10  # every load level of the five per-request files
+    assert matched == {(f"{GP_C1}.json", f"{GP_C1}_genai_perf.json")}
+
+
+def test_genai_perfs_per_request_file_after_its_summary_is_refused(service):
+    (stored,) = store(service, f"{GP_C1}_genai_perf.json")
+    content = gzip.decompress((GENAI_PERF / f"{GP_C1}.json.gz").read_bytes())
+    with pytest.raises(
+        LoadTestImportError, match=rf"already stored as run #{stored.pk} .*GenAI-Perf"
+    ):
+        import_loadtest_file(service=service, content=content, filename="profile_export.json")
+    assert LoadTest.objects.count() == 1
+
+
+def test_genai_perfs_summary_after_its_per_request_file_is_refused(service):
+    content = gzip.decompress((GENAI_PERF / f"{GP_C1}.json.gz").read_bytes())
+    import_loadtest_file(service=service, content=content, filename="profile_export.json")
+    with pytest.raises(LoadTestImportError, match="as GenAI-Perf computes its summary"):
+        store(service, f"{GP_C1}_genai_perf.json")
+    assert LoadTest.objects.count() == 1
 
 
 def test_a_block_pasted_twice_into_one_document_is_refused_naming_both_runs(service):
