@@ -260,8 +260,9 @@ def test_promtool_fires_tgis_error_rate_on_its_bare_counter_names(service, tmp_p
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
-def test_promtool_does_not_count_requests_tgi_refused_as_invalid(service, tmp_path):
-    series = TGI_SERIES % {"err": "validation", "failed": 60}
+@pytest.mark.parametrize("err", ["validation", "template"])  # both answered 422: the client's
+def test_promtool_does_not_count_requests_tgi_refused_as_invalid(service, tmp_path, err):
+    series = TGI_SERIES % {"err": err, "failed": 60}
     test = error_rate_test(service, tmp_path, engine="tgi", series_yaml=series, fires=False)
     ran = promtool("test", "rules", str(test))
     assert ran.returncode == 0, ran.stdout + ran.stderr

@@ -319,6 +319,16 @@ def test_tgi_per_request_mean_time_per_token_is_tpot_not_itl():
     assert (scrape.histogram("tpot_seconds").count, scrape.histogram("itl_seconds")) == (2, None)
 
 
+def test_tgi_requests_its_chat_template_refused_are_not_service_errors():
+    # err="template": the chat template raised on the messages sent (HTTP 422, as validation).
+    text = (
+        "# TYPE tgi_request_failure counter\n"
+        'tgi_request_failure{err="template"} 5\n'
+        'tgi_request_failure{err="overloaded"} 2\n'
+    )
+    assert parse(text, "tgi").counter_total("request_errors") == 2
+
+
 def test_tgi_clients_that_went_away_are_aborts_not_errors():
     text = (
         "# TYPE tgi_request_failure counter\n"

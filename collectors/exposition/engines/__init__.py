@@ -50,10 +50,15 @@ vLLM (`vllm:` prefix; `ray_vllm:` as Ray Serve LLM exports the same metrics)
   kv_cache_usage     kv_cache_usage_perc, else (older) gpu_cache_usage_perc
 TGI (router)
   requests_finished  tgi_request_success
-  request_errors     tgi_request_failure except err validation (the client's), dropped, cancelled
-  request_aborts     tgi_request_failure{err="dropped"|"cancelled"} (the client went away)
-  prompt_tokens      tgi_request_input_length_sum (the histogram's sum is the token total)
-  generation_tokens  tgi_request_generated_tokens_sum
+  request_errors     tgi_request_failure except err "validation" and "template" (HTTP 422, the
+                     client's), "dropped" and "cancelled"; "overloaded" (429) is an error
+  request_aborts     tgi_request_failure{err="dropped"|"cancelled"} (the client went away; TGI
+                     writes only "dropped")
+  prompt_tokens      tgi_request_input_length_sum (the histogram's sum is the token total),
+                     observed when the tokenized prompt passes the length checks: requests
+                     that later fail or are dropped count too (a best_of=n request n times)
+  generation_tokens  tgi_request_generated_tokens_sum, successful requests only (best_of: the
+                     sequence returned); so are the success counter and every latency histogram
   tpot_seconds       tgi_request_mean_time_per_token_duration (per request: its inference
                      time over its generated tokens, so the prefill is spread over the tokens)
   e2e_seconds        tgi_request_duration
@@ -285,11 +290,16 @@ VLLM = _prefixed(
     ],
 )
 
-# TGI's router counts a refused request under `err`: "validation" is the client's bad request
-# (HTTP 422, never served), "dropped" and "cancelled" a client that went away (vLLM's abort);
-# the rest ("overloaded", "generation", ...) are the service failing a request it took.
+# TGI's router counts a refused request under `err` (router/src/infer/mod.rs, server.rs and
+# backends/v3/src/{backend,queue}.rs, v1.4.5-v3.3.7): "validation" and "template" are the
+# client's request refused with HTTP 422, never served (a chat template raising on the messages
+# it was sent, say); "dropped" a client that went away, queued or mid-generation (vLLM's abort;
+# TGI itself never writes "cancelled", read alike should it appear); the rest ("overloaded",
+# HTTP 429 at --max-concurrent-requests, "generation" 424, "incomplete" 500) are the service
+# failing a request it took.
 TGI_CLIENT_GONE = ("dropped", "cancelled")
-TGI_NOT_SERVICE_ERRORS = ("validation", *TGI_CLIENT_GONE)
+TGI_CLIENTS_MISTAKES = ("validation", "template")
+TGI_NOT_SERVICE_ERRORS = (*TGI_CLIENTS_MISTAKES, *TGI_CLIENT_GONE)
 
 TGI = (
     Rule("requests_finished", "counter", ("tgi_request_success",)),
