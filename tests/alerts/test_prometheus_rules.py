@@ -140,12 +140,14 @@ TOKEN_SERIES = """
 """
 
 
-def margin_test(rules: Path, *, tokens_per_s: int, fires: bool) -> Path:
+def margin_test(
+    rules: Path, *, tokens_per_s: int, fires: bool, series_yaml: str = TOKEN_SERIES
+) -> Path:
     document = yaml.safe_load(rules.read_text())
     alert = next(a for a in document["groups"][0]["rules"] if a["labels"]["perfhub_rule"]
                  == "Margin below target")  # fmt: skip
     expected = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
-    series = yaml.safe_load("input_series:" + TOKEN_SERIES % {"tokens_per_min": tokens_per_s * 60})
+    series = yaml.safe_load("input_series:" + series_yaml % {"tokens_per_min": tokens_per_s * 60})
     test = {
         "eval_time": "150m",
         "alertname": alert["alert"],
@@ -167,6 +169,33 @@ def test_promtool_fires_the_margin_alert_when_throughput_is_too_low_for_the_pric
 def test_promtool_keeps_the_margin_alert_quiet_at_a_profitable_throughput(rules_file):
     # 10,000 tokens/s: 1.11 per Mtok, a margin of 78%.
     ran = promtool("test", "rules", str(margin_test(rules_file, tokens_per_s=10000, fires=False)))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+# Triton with the TensorRT-LLM backend (0.16+): output tokens in the backend model's length
+# histogram's sum, requests in the ensemble's success counter (the models it calls count again).
+TRITON_TOKEN_SERIES = (
+    """
+      - series: 'nv_llm_output_token_len_sum{job="triton",model="tensorrt_llm",version="1","""
+    """response_metric_type="total_output_tokens"}'
+        values: '0+%(tokens_per_min)sx150'
+      - series: 'nv_inference_request_success{job="triton",model="ensemble",version="1"}'
+        values: '0+120x150'
+      - series: 'nv_inference_request_success{job="triton",model="tensorrt_llm",version="1"}'
+        values: '0+120x150'
+"""
+)
+
+
+def test_promtool_fires_the_margin_alert_on_tritons_token_histogram(service, tmp_path):
+    # 1,000 output tokens/s from the TensorRT-LLM backend: a margin of -122%, as vLLM's above.
+    service.engine = "triton"
+    service.save(update_fields=["engine"])
+    ensure_default_rules(service)
+    rules = tmp_path / "triton.rules.yml"
+    rules.write_text(rules_yaml(service, engine_selector='job="triton"', dcgm_selector=""))
+    test = margin_test(rules, tokens_per_s=1000, fires=True, series_yaml=TRITON_TOKEN_SERIES)
+    ran = promtool("test", "rules", str(test))
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 

@@ -96,6 +96,11 @@ Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape ha
   requests_finished  nv_inference_request_success
   request_errors     nv_inference_request_failure except reason="CANCELED" (Triton 24.x+)
   request_aborts     nv_inference_request_failure{reason="CANCELED"} (the client went away)
+  prompt_tokens      nv_llm_input_token_len_sum, generation_tokens  nv_llm_output_token_len_sum
+                     (TensorRT-LLM backend 0.16+, on its own model, `tensorrt_llm`): one
+                     observation per request, at its final response, of its input ids and of
+                     its output ids summed over its responses (streamed or not; every beam's),
+                     failed and cancelled requests included with what they got
   e2e_seconds_sum    nv_inference_request_duration_us (cumulative microseconds -> seconds)
   queue_seconds_sum  nv_inference_queue_duration_us (cumulative microseconds -> seconds)
   ttft_seconds       nv_inference_first_response_histogram_ms (edges and sum ms -> s)
@@ -124,7 +129,8 @@ Notes:
   engine without a per-request TPOT histogram has no live TPOT; ITL never stands in for it.
 - Triton's core latency metrics are cumulative microsecond counters: they give a mean
   (`e2e_seconds_sum` / `requests_finished`), never a percentile. Its TTFT histogram exists only
-  with `--metrics-config histogram_latencies=true`. Token counts are not exposed.
+  with `--metrics-config histogram_latencies=true`. Token counts come from the TensorRT-LLM
+  backend alone (0.16, late 2024, and later); a Triton serving another backend counts none.
 - SGLang repeats scheduler metrics for each tensor/pipeline-parallel rank of one engine: series
   that differ only in those labels are collapsed by max before anything is summed.
 """
@@ -168,7 +174,7 @@ GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
 class Rule:
     canonical: str
     # "histogram_sum" / "histogram_count": a histogram's `_sum` / `_count` read as a counter
-    # (TGI's token totals; vLLM's per-request token histograms)
+    # (TGI's and Triton's token totals; vLLM's per-request token histograms)
     kind: Kind
     names: tuple[str, ...]  # source metric names without suffixes, preferred (newest) first
     scale: float = 1.0  # into canonical units: values, and histogram edges and sums
@@ -427,6 +433,22 @@ TRITON_MODEL_SERIES = tuple(
 
 TRITON = (
     *TRITON_MODEL_SERIES,
+    # The TensorRT-LLM backend (0.16+) observes each request once, as its final response goes
+    # out (`model_instance_state.cc` WaitForResponse -> reportCustomMetrics): its input ids, and
+    # its output ids summed over its responses. Only the backend's own model carries them, so
+    # the ensemble's preference does not apply.
+    Rule(
+        "prompt_tokens",
+        "histogram_sum",
+        ("nv_llm_input_token_len",),
+        where=(("response_metric_type", "total_input_tokens"),),
+    ),
+    Rule(
+        "generation_tokens",
+        "histogram_sum",
+        ("nv_llm_output_token_len",),
+        where=(("response_metric_type", "total_output_tokens"),),
+    ),
     Rule(
         "requests_running",
         "gauge",
