@@ -81,6 +81,29 @@ class Metrics:
         newest, *others = rule.newest_names()
         return Series(newest, selector, rule.scale, tuple(others))
 
+    def gauge_max_of_means(self, canonical: str, window: str) -> str:
+        """The fullest series' mean over the window, in canonical units: the newest name's, or
+        where it has no series, a ratio rule's (`Rule.per`: TensorRT-LLM backends before 0.18
+        give used and max KV blocks, no fraction) as the parser reads it."""
+        s = self.engine_series(canonical)
+        expr = f"max(avg_over_time({s.vector()}[{window}]))"
+        expr = expr if s.scale == 1 else f"{expr} * {number(s.scale)}"
+        for rule in engines.rules_for(self.engine):
+            if rule.canonical != canonical or not rule.per:
+                continue
+            newest, *others = rule.newest_names()
+
+            def mean(where: tuple[tuple[str, str], ...], rule=rule, newest=newest, others=others):
+                selector = _selector(self.engine_selector, where, rule.exclude, rule.only)
+                vector = Series(newest, selector, rule.scale, tuple(others)).vector()
+                return f"avg_over_time({vector}[{window}])"
+
+            ignoring = ", ".join(k for k, _ in rule.per)
+            # A zero denominator is no reading, as the parser has it (not an infinite usage).
+            ratio = f"{mean(rule.where)} / ignoring ({ignoring}) ({mean(rule.per)} > 0)"
+            expr = f"({expr} or max({ratio}))"
+        return expr
+
     def _counter(self, fn: str, canonical: str, window: str) -> str:
         rule = self._engine_rule(canonical)
         if not rule.counter_like:

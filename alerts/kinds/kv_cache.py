@@ -38,6 +38,5 @@ class KvCache(RuleKind):
         )
 
     def promql(self, rule: Rule, m: Metrics) -> str:
-        s = m.engine_series("kv_cache_usage")
-        mean = f"max(avg_over_time({s.vector()}[{duration(rule.window_s)}]))"
+        mean = m.gauge_max_of_means("kv_cache_usage", duration(rule.window_s))
         return f"{mean} > {number(rule.threshold)}"

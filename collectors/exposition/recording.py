@@ -52,7 +52,7 @@ def _families(source: str) -> dict[tuple[str, str], _Family]:
         family = families.setdefault((base, rule.kind), _Family(rule.kind))
         family.alternates += [n for n in older if n not in family.alternates]
         family.labels |= {
-            name for name, _ in (*rule.where, *rule.exclude, *rule.only, *rule.prefer)
+            name for name, _ in (*rule.where, *rule.exclude, *rule.only, *rule.prefer, *rule.per)
         }
         family.collapse = rule.collapse
         family.aggregate = rule.aggregate

@@ -144,11 +144,11 @@ def _show(labels: dict[str, str]) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
 
-def _where_matches(rule: Rule, labels: dict[str, str]) -> bool:
+def _where_matches(rule: Rule, labels: dict[str, str], where: Labels | None = None) -> bool:
     # An absent label reads as "", as in Prometheus: SGLang's `priority=""` total is the only
     # series without a priority where priority scheduling is off.
     return (
-        all(labels.get(k, "") == v for k, v in rule.where)
+        all(labels.get(k, "") == v for k, v in (rule.where if where is None else where))
         and not any(labels.get(k) in values for k, values in rule.exclude)
         and all(labels.get(k) in values for k, values in rule.only)
     )
@@ -165,7 +165,9 @@ def _preferred_series(rule: Rule, found: dict[Labels, dict]) -> dict[Labels, dic
 
 
 def _series_labels(rule: Rule, labels: dict[str, str]) -> Labels:
-    return tuple(sorted((k, v) for k, v in labels.items() if k != "le" and k not in rule.collapse))
+    # A ratio's two series differ only in the labels `per` names: one key holds both.
+    dropped = {"le", *rule.collapse, *(k for k, _ in rule.per)}
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in dropped))
 
 
 class _EngineParse:
@@ -204,7 +206,9 @@ class _EngineParse:
     def _collect(self, index: int, part: str, sample) -> None:
         rule, _ = self.candidates[index]
         if not _where_matches(rule, sample.labels):
-            return
+            if not (rule.per and _where_matches(rule, sample.labels, rule.per)):
+                return
+            part = "per"  # the ratio's denominator
         labels = _series_labels(rule, sample.labels)
         series = self.found[index].setdefault(labels, {})
         value = float(sample.value)
@@ -262,6 +266,11 @@ class _EngineParse:
         value = series.get(_COUNTER_PART.get(rule.kind, "value"))
         if value is None:
             return
+        if rule.per:
+            per = series.get("per")
+            if per is None or per <= 0 or EXPOSITION_VALUE.problem(per):
+                return  # no denominator (the backend itself reads 0 then): no reading
+            value /= per
         if EXPOSITION_VALUE.problem(value) or (rule.counter_like and value < 0):
             self.parsed.invalid += 1  # NaN, Inf or past any engine's range: not a reading
             return

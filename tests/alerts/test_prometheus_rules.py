@@ -117,6 +117,40 @@ def test_promtool_stays_quiet_on_a_calm_engine(rules_file):
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
+# A TensorRT-LLM backend before 0.18 on Triton: KV blocks used and max, no `fraction` series.
+TRITON_KV_BLOCKS_SERIES = """
+      - series: 'nv_trt_llm_kv_cache_block_metrics{job="triton",model="tensorrt_llm",version="1",kv_cache_block_type="used"}'
+        values: '%(used)sx20'
+      - series: 'nv_trt_llm_kv_cache_block_metrics{job="triton",model="tensorrt_llm",version="1",kv_cache_block_type="max"}'
+        values: '6239x20'
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize("used, fires", [(6100, True), (3000, False)])
+def test_promtool_reads_an_older_trt_llm_backends_kv_usage_from_its_blocks(
+    service, tmp_path, used, fires
+):
+    # 6,100 of 6,239 blocks: 98% full, over the default threshold; 3,000 (48%) is not.
+    service.engine = "triton"
+    service.save(update_fields=["engine"])
+    ensure_default_rules(service)
+    rules = tmp_path / "triton.rules.yml"
+    rules.write_text(rules_yaml(service, engine_selector='job="triton"', dcgm_selector=""))
+    document = yaml.safe_load(rules.read_text())
+    alert = next(a for a in document["groups"][0]["rules"] if a["labels"]["perfhub_rule"]
+                 == "KV cache near full")  # fmt: skip
+    expected = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
+    series = yaml.safe_load("input_series:" + TRITON_KV_BLOCKS_SERIES % {"used": used})
+    test = {"eval_time": "15m", "alertname": alert["alert"],
+            "exp_alerts": expected if fires else []}  # fmt: skip
+    path = tmp_path / "kv-test.yml"
+    path.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
+                                    "tests": [{"interval": "1m", **series,
+                                               "alert_rule_test": [test]}]}))  # fmt: skip
+    ran = promtool("test", "rules", str(path))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
 def test_the_export_names_the_engines_metrics_and_what_it_left_out(service):
     ensure_default_rules(service)
     text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector='job="dcgm"')

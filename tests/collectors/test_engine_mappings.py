@@ -274,6 +274,24 @@ def test_triton_gauges_read_only_the_labelled_trt_llm_series():
     }
 
 
+def test_triton_kv_usage_before_backend_018_is_used_over_max_blocks_of_the_fullest_model():
+    # No `fraction` before TensorRT-LLM backend 0.18: the backend's own fraction is used / max.
+    text = "".join(
+        f'nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="{kind}",model="{model}",'
+        f'version="1"}} {value}\n'
+        for model, used, free in (("draft", 100, 900), ("target", 3000, 1000))
+        for kind, value in (("used", used), ("free", free), ("max", used + free))
+    )
+    assert parse(text, "triton").gauges["kv_cache_usage"] == 0.75
+
+
+def test_triton_kv_usage_prefers_the_backends_fraction_to_its_block_counts():
+    # TRITON's 700 used blocks over these 800 would read 0.875.
+    max_blocks = 'kv_cache_block_type="max",model="llm",version="1"'
+    text = TRITON + f"nv_trt_llm_kv_cache_block_metrics{{{max_blocks}}} 800\n"
+    assert parse(text, "triton").gauges["kv_cache_usage"] == 0.7
+
+
 def test_triton_prefers_the_trt_llm_waiting_count_over_pending_requests():
     text = TRITON + 'nv_trt_llm_request_metrics{model="llm",request_type="waiting",version="1"} 3\n'
     assert parse(text, "triton").gauges["requests_waiting"] == 3

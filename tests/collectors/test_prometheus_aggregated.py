@@ -199,6 +199,19 @@ def test_recorded_per_request_tokens_and_preemptions_read_back_as_a_scrapes_do()
                           "finished_prompt_tokens": 7988.0, "preemptions": 3.0}  # fmt: skip
 
 
+def test_recorded_kv_blocks_of_an_older_trt_llm_backend_read_as_used_over_max():
+    # Backend 0.17 and older: no `fraction`; the recording keeps the block type (the most used
+    # and the largest max over the service's hosts), the reader divides one by the other.
+    name = "perfhub_service:nv_trt_llm_kv_cache_block_metrics:max"
+    matrix = [
+        {"metric": {"__name__": name, "service": "a", "kv_cache_block_type": kind},
+         "values": [[60.5, value]]}
+        for kind, value in (("used", "4800"), ("free", "1439"), ("max", "6239"))
+    ]  # fmt: skip
+    text = recording.delta_expositions(matrix)[60.5]
+    assert exposition.parse(text, "triton").gauges["kv_cache_usage"] == 4800 / 6239
+
+
 def test_an_aggregated_sources_page_shows_the_recorded_series_it_reads(client, owner, service):
     source = source_create(
         name="agg-page", service=service, base_url="http://prometheus.example.com:9090",

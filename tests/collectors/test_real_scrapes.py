@@ -102,6 +102,12 @@ def test_triton_trtllm_readme_scrape(scrape):
     }
 
 
+def test_triton_trtllm_017_readme_scrape_reads_kv_usage_from_its_block_counts(scrape):
+    # Backend 0.17's README: 1 block used of 6,239, no `fraction` series yet.
+    parsed = scrape("triton-trtllm-0.17-readme.prom", "triton")
+    assert parsed.gauges["kv_cache_usage"] == pytest.approx(1 / 6239)
+
+
 def test_triton_ensemble_scrape_counts_each_request_once(scrape):
     # 59 requests reached the ensemble; preprocessing and postprocessing counted them again.
     parsed = scrape("triton-23.10-trtllm-ensemble-issue.prom", "triton")

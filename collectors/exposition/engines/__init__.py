@@ -107,7 +107,8 @@ Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape ha
   requests_running   nv_trt_llm_request_metrics{request_type="scheduled"}
   requests_waiting   nv_trt_llm_request_metrics{request_type="waiting"},
                      else nv_inference_pending_request_count
-  kv_cache_usage     nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}
+  kv_cache_usage     nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} (backend
+                     0.18+), else its "used" over its "max" blocks: the backend's own fraction
 TensorRT-LLM's `trtllm-serve` (`trtllm_` prefix, `trtllm:` as Dynamo re-exports it, or none: the
 releases before 2026); vLLM's names and meanings, read as vLLM's are
   requests_finished  request_success_total except finished_reason "abort", "cancelled", "error"
@@ -196,6 +197,10 @@ class Rule:
     # The prefixes the engine's metrics come under (`_prefixed`: vLLM's own and Ray's), first
     # preferred; `names` holds each name under each of them.
     prefixes: tuple[str, ...] = ()
+    # A gauge read as a ratio: each series `where` selects over the series of the same metric
+    # and other labels that carries these label values in their place (TensorRT-LLM's used KV
+    # blocks over its max blocks, `where` kv_cache_block_type="used", `per` ... "max").
+    per: tuple[tuple[str, str], ...] = ()
 
     def newest_names(self) -> tuple[str, ...]:
         """The newest name under each prefix: what exported PromQL, which cannot prefer one
@@ -208,6 +213,12 @@ class Rule:
     def __post_init__(self) -> None:
         if self.adds and not self.counter_like:
             raise ValueError(f"{self.canonical}: only a counter adds to another rule's series")
+        if self.per and (
+            self.kind != "gauge" or {k for k, _ in self.per} != dict(self.where).keys()
+        ):
+            raise ValueError(
+                f"{self.canonical}: `per` divides a gauge by the labels of its `where`"
+            )
 
     @property
     def counter_like(self) -> bool:
@@ -473,6 +484,17 @@ TRITON = (
         "gauge",
         ("nv_trt_llm_kv_cache_block_metrics",),
         where=(("kv_cache_block_type", "fraction"),),
+        aggregate="max",
+    ),
+    # Before backend 0.18 there is no fraction; it is computed as used over max blocks
+    # (`model_instance_state.cc` WaitForStats, model.py's fraction_used_blocks), of the same
+    # model and instance: that ratio, where the fraction is absent.
+    Rule(
+        "kv_cache_usage",
+        "gauge",
+        ("nv_trt_llm_kv_cache_block_metrics",),
+        where=(("kv_cache_block_type", "used"),),
+        per=(("kv_cache_block_type", "max"),),
         aggregate="max",
     ),
 )
