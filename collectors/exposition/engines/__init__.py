@@ -105,8 +105,9 @@ Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape ha
   queue_seconds_sum  nv_inference_queue_duration_us (cumulative microseconds -> seconds)
   ttft_seconds       nv_inference_first_response_histogram_ms (edges and sum ms -> s)
   requests_running   nv_trt_llm_request_metrics{request_type="scheduled"}
-  requests_waiting   nv_trt_llm_request_metrics{request_type="waiting"},
-                     else nv_inference_pending_request_count
+  requests_waiting   nv_trt_llm_request_metrics{request_type="waiting"} (backend 0.18+: active
+                     less scheduled; the executor's own queue is not exported), else
+                     nv_inference_pending_request_count
   kv_cache_usage     nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} (backend
                      0.18+), else its "used" over its "max" blocks: the backend's own fraction
 TensorRT-LLM's `trtllm-serve` (`trtllm_` prefix, `trtllm:` as Dynamo re-exports it, or none: the
