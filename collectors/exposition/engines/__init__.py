@@ -3,9 +3,10 @@
 Canonical series, in seconds, tokens and ratios 0-1:
 - counters: requests_finished, request_errors, request_aborts, prompt_tokens,
   generation_tokens, and (Triton only) e2e_seconds_sum, queue_seconds_sum; (vLLM only)
-  preemptions, and finished_requests_counted with finished_prompt_tokens and
-  finished_generation_tokens: the requests the engine's per-request token histograms observed
-  and their tokens (a histogram's `_count` and `_sum` read as counters);
+  preemptions; (vLLM and Triton's TensorRT-LLM backend) finished_requests_counted with
+  finished_prompt_tokens and finished_generation_tokens: the requests the engine's per-request
+  token histograms observed and their tokens (a histogram's `_count` and `_sum` read as
+  counters);
 - histograms, one statistic each (never one standing in for another):
   ttft_seconds     time to first token, per request
   tpot_seconds     time per output token, per request: (last token - first token) / (tokens - 1)
@@ -101,6 +102,8 @@ Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape ha
                      observation per request, at its final response, of its input ids and of
                      its output ids summed over its responses (streamed or not; every beam's),
                      failed and cancelled requests included with what they got
+  finished_requests_counted, finished_prompt_tokens, finished_generation_tokens
+                     the same histograms' output `_count` and both `_sum`s
   e2e_seconds_sum    nv_inference_request_duration_us (cumulative microseconds -> seconds)
   queue_seconds_sum  nv_inference_queue_duration_us (cumulative microseconds -> seconds)
   ttft_seconds       nv_inference_first_response_histogram_ms (edges and sum ms -> s)
@@ -443,24 +446,29 @@ TRITON_MODEL_SERIES = tuple(
     ]
 )
 
+# The TensorRT-LLM backend's per-request token histograms (`custom_metrics_reporter.cc`).
+_TRTLLM_INPUT_TOKENS: dict = {
+    "names": ("nv_llm_input_token_len",),
+    "where": (("response_metric_type", "total_input_tokens"),),
+}
+_TRTLLM_OUTPUT_TOKENS: dict = {
+    "names": ("nv_llm_output_token_len",),
+    "where": (("response_metric_type", "total_output_tokens"),),
+}
+
 TRITON = (
     *TRITON_MODEL_SERIES,
     # The TensorRT-LLM backend (0.16+) observes each request once, as its final response goes
     # out (`model_instance_state.cc` WaitForResponse -> reportCustomMetrics): its input ids, and
     # its output ids summed over its responses. Only the backend's own model carries them, so
-    # the ensemble's preference does not apply.
-    Rule(
-        "prompt_tokens",
-        "histogram_sum",
-        ("nv_llm_input_token_len",),
-        where=(("response_metric_type", "total_input_tokens"),),
-    ),
-    Rule(
-        "generation_tokens",
-        "histogram_sum",
-        ("nv_llm_output_token_len",),
-        where=(("response_metric_type", "total_output_tokens"),),
-    ),
+    # the ensemble's preference does not apply. Per-request histograms of one moment, as vLLM's
+    # request_*_tokens: their count and sums also give tokens per request of the same requests
+    # (failed ones among them, which Triton's success counter leaves out).
+    Rule("prompt_tokens", "histogram_sum", **_TRTLLM_INPUT_TOKENS),
+    Rule("generation_tokens", "histogram_sum", **_TRTLLM_OUTPUT_TOKENS),
+    Rule("finished_requests_counted", "histogram_count", **_TRTLLM_OUTPUT_TOKENS),
+    Rule("finished_prompt_tokens", "histogram_sum", **_TRTLLM_INPUT_TOKENS),
+    Rule("finished_generation_tokens", "histogram_sum", **_TRTLLM_OUTPUT_TOKENS),
     Rule(
         "requests_running",
         "gauge",
