@@ -92,8 +92,9 @@ SGLang (`sglang:` prefix; read against the source of 0.4.0, 0.4.5, 0.4.10, 0.5.1
   requests_waiting   num_queue_reqs, else (0.3) num_requests_waiting   } priority scheduling
                      (0.5.10+) each priority's count stands beside that total
   kv_cache_usage     token_usage
-Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape has an
-`ensemble` or `tensorrt_llm_bls` model, the request series are read from those models alone
+Triton (core metrics, plus the TensorRT-LLM backend's gauges and token histograms); where a
+scrape has an `ensemble` or `tensorrt_llm_bls` model, the request series are read from those
+models alone
   requests_finished  nv_inference_request_success
   request_errors     nv_inference_request_failure except reason="CANCELED" (Triton 24.x+)
   request_aborts     nv_inference_request_failure{reason="CANCELED"} (the client went away)
@@ -101,7 +102,8 @@ Triton (core metrics, plus the TensorRT-LLM backend's gauges); where a scrape ha
                      (TensorRT-LLM backend 0.16+, on its own model, `tensorrt_llm`): one
                      observation per request, at its final response, of its input ids and of
                      its output ids summed over its responses (streamed or not; every beam's),
-                     failed and cancelled requests included with what they got
+                     failed requests included (an executor error is a final response), and a
+                     cancelled one with what it got, once the executor answers it as final
   finished_requests_counted, finished_prompt_tokens, finished_generation_tokens
                      the same histograms' output `_count` and both `_sum`s
   e2e_seconds_sum    nv_inference_request_duration_us (cumulative microseconds -> seconds)
