@@ -321,6 +321,17 @@ def test_the_recorded_sglang_retractions_count_a_tp_group_once_on_either_version
     assert "SUCCESS" in out
 
 
+def test_recorded_sglang_retractions_of_both_versions_read_back_as_one_count():
+    recorded = {"sglang:num_retracted_requests_total": "3", "sglang:num_retracted_requests": "2"}
+    matrix = [{"metric": {"__name__": f"perfhub_service:{name}:delta", "service": "a"},
+               "values": [[60.5, value]]} for name, value in recorded.items()]  # fmt: skip
+    text = recording.delta_expositions(matrix)[60.5]
+    w = exposition.window(
+        exposition.ParsedScrape(source="sglang"), exposition.parse(text, "sglang"), 60
+    )
+    assert w.counters == {"preemptions": 5.0}
+
+
 def test_the_recorded_triton_counts_keep_the_model_that_tells_an_ensemble(tmp_path):
     # The reader keeps only the ensemble's counts (`Rule.prefer`), so the model must survive.
     name = "nv_inference_request_success"
