@@ -17,10 +17,10 @@ from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc33
 pytestmark = pytest.mark.django_db
 
 DIAGNOSIS_URL = "/dashboards/services/chat-7b/diagnosis/?range=1h"
-# Before any request, then after 6 streams run to their end (3 of their decode steps' worth
-# of requests retracted for KV room on the way), 1 abandoned stream, 1 abandoned queued request
+# Before any request, then after 6 streams run to their end (two decode steps without KV room
+# retracted 2, then 1 of them, which recomputed), 1 abandoned stream, 1 abandoned queued request
 # and 2 refused with a 503: SGLang counts 7 requests, 2 errors and 2 aborts, the abandoned
-# stream in both its requests and its aborts (docs/integrations.md).
+# stream in both its requests and its aborts (docs/integrations.md), so 11 "finished".
 CAPTURE = (
     "written-here-sglang-0.5.23-before-any-request.prom",
     "written-here-sglang-0.5.23-aborts-errors-priority.prom",
