@@ -78,7 +78,8 @@ class MetricsPoint(OutcomeRates):
     finished: float = 0.0  # requests finished in any way (errors and aborts included)
     errored: float = 0.0
     aborted: float = 0.0
-    preempted: float = 0.0  # running requests evicted for KV-cache room (vLLM's preemptions)
+    # Running requests evicted for KV-cache room (vLLM's preemptions, SGLang's retractions).
+    preempted: float = 0.0
 
     def to_dict(self) -> dict:
         return {

@@ -8,8 +8,8 @@ What the rules see of a window [start, end) of a service, from `collectors.selec
   e2e P50 / P99, TTFT P99              merged over the whole window (sketches or bucket deltas
                                        merged, then the percentile taken: never averaged)
   kv_cache_usage                       the highest point (a point is the hosts' mean)
-  preemptions, finished_requests       summed over the window's rows (vLLM's preemptions: none
-                                       for an engine that does not count them)
+  preemptions, finished_requests       summed over the window's rows (vLLM's preemptions, SGLang's
+                                       retractions; none for an engine that does not count them)
   memory_over_time                     (hours since start, memory used) per point: each GPU's
                                        high-water mark in the point, averaged over the GPUs
   latency_since_restart                (minutes since restart, e2e P99) per minute for an hour

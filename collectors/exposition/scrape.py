@@ -230,7 +230,13 @@ class _EngineParse:
             # Collapsed ranks repeat one series: keep the largest reading.
             series["buckets"][le] = max(value, series["buckets"].get(le, -math.inf))
         else:
-            series[part] = max(value, series.get(part, -math.inf))
+            # Collapsed ranks repeat one series: the largest reading. A counter's bare and
+            # `_total` names with one label set are two series, added: recorded rules read back
+            # an older name kept as a gauge (SGLang's total_retracted_reqs) under the bare name
+            # beside its typed successor's `_total`, one host each.
+            by_name = series.setdefault("by_name", {}).setdefault(part, {})
+            by_name[sample.name] = max(value, by_name.get(sample.name, -math.inf))
+            series[part] = math.fsum(by_name.values())
 
     def _keep_preferred(self, canonical: str) -> None:
         for index, (rule, name) in enumerate(self.candidates):

@@ -75,7 +75,8 @@ class ServiceRollup(models.Model):
     scraped_token_requests = models.FloatField(default=0)
     scraped_request_prompt_tokens = models.FloatField(default=0)
     scraped_request_output_tokens = models.FloatField(default=0)
-    # Running requests the engine evicted for want of KV-cache room (vLLM's preemptions).
+    # Running requests the engine evicted for want of KV-cache room (vLLM's preemptions, SGLang's
+    # retractions).
     scraped_preemptions = models.FloatField(default=0)
     # Derived rates (per second), kept for cheap reads.
     qps = models.FloatField(null=True)

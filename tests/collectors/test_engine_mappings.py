@@ -175,6 +175,17 @@ def test_sglang_series_repeated_per_tensor_parallel_rank_are_counted_once():
     assert parse(SGLANG, "sglang").counter_total("prompt_tokens") == 8000
 
 
+def test_sglang_04_retractions_running_total_is_read_as_preemptions():
+    # 0.4.10-0.5.1 keep the running total of retracted requests in a gauge, once per TP rank
+    # with --enable-metrics-for-all-schedulers (metrics/collector.py: total_retracted_reqs).
+    text = (
+        "# TYPE sglang:total_retracted_reqs gauge\n"
+        'sglang:total_retracted_reqs{model_name="m",tp_rank="0"} 12\n'
+        'sglang:total_retracted_reqs{model_name="m",tp_rank="1"} 12\n'
+    )
+    assert parse(text, "sglang").counter_total("preemptions") == 12
+
+
 def test_sglang_gauges_map_to_canonical_names():
     assert parse(SGLANG, "sglang").gauges == {
         "requests_running": 6,

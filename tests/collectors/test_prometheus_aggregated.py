@@ -315,6 +315,36 @@ def test_the_recorded_vllm_per_request_token_histogram_keeps_its_sum_and_its_cou
     assert "SUCCESS" in out
 
 
+def test_the_recorded_sglang_retractions_count_a_tp_group_once_on_either_version(tmp_path):
+    # 0.5.23's counter on both TP ranks (--enable-metrics-for-all-schedulers) and a 0.5.1
+    # host's running total (a gauge): each host once, the TP group once.
+    new, old = "sglang:num_retracted_requests_total", "sglang:total_retracted_reqs"
+    record = f"perfhub_service:{new}:delta"
+    bare = record.replace("_total:", ":")
+    out = _promtool_test(
+        tmp_path,
+        ["sglang"],
+        {f'{new}{{service="s",instance="a",tp_rank="0"}}': "0+3x5",
+         f'{new}{{service="s",instance="a",tp_rank="1"}}': "0+3x5",
+         f'{old}{{service="s",instance="b",tp_rank="0"}}': "0+2x5"},
+        {record: [(f'{record}{{service="s"}}', 3)],
+         # the gauge has no `_total`: recorded under the bare name
+         bare: [(f'{bare}{{service="s"}}', 2)]},
+    )  # fmt: skip
+    assert "SUCCESS" in out
+
+
+def test_recorded_sglang_retractions_of_both_versions_read_back_as_one_count():
+    recorded = {"sglang:num_retracted_requests_total": "3", "sglang:num_retracted_requests": "2"}
+    matrix = [{"metric": {"__name__": f"perfhub_service:{name}:delta", "service": "a"},
+               "values": [[60.5, value]]} for name, value in recorded.items()]  # fmt: skip
+    text = recording.delta_expositions(matrix)[60.5]
+    w = exposition.window(
+        exposition.ParsedScrape(source="sglang"), exposition.parse(text, "sglang"), 60
+    )
+    assert w.counters == {"preemptions": 5.0}
+
+
 def test_the_recorded_triton_counts_keep_the_model_that_tells_an_ensemble(tmp_path):
     # The reader keeps only the ensemble's counts (`Rule.prefer`), so the model must survive.
     name = "nv_inference_request_success"

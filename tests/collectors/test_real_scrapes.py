@@ -61,6 +61,8 @@ SGLANG_03 = "sglang-0.3-docs-gemma-production_metrics.prom"
 # 6 requests streamed to their end, 1 stream abandoned after 5 tokens, 1 request abandoned while
 # queued, 2 refused with a 503 (queue full), 1 health probe answered 503; priority scheduling on.
 SGLANG_0523 = "written-here-sglang-0.5.23-aborts-errors-priority.prom"
+# The same collectors before any request: families declared, no sample yet.
+SGLANG_0523_START = "written-here-sglang-0.5.23-before-any-request.prom"
 
 
 def test_sglang_0523_requests_refused_with_a_503_are_errors(scrape):
@@ -69,6 +71,13 @@ def test_sglang_0523_requests_refused_with_a_503_are_errors(scrape):
 
 def test_sglang_0523_per_request_tpot_is_read_for_requests_that_ran_to_their_end(scrape):
     assert sum(scrape(SGLANG_0523, "sglang").histogram("tpot_seconds").counts) == 6
+
+
+def test_sglang_0523_counts_the_requests_it_retracted_for_kv_room_as_preemptions(scrape):
+    # Two decode steps without KV room retracted 2, then 1 running request; the scheduler's
+    # gauge beside the counter holds only the last step's 1.
+    window = scrape_window(scrape(SGLANG_0523_START, "sglang"), scrape(SGLANG_0523, "sglang"), 30)
+    assert window.counters["preemptions"] == 3
 
 
 def test_sglang_0523_priority_breakdown_is_not_added_to_the_total(scrape):

@@ -2,7 +2,7 @@
 
 Canonical series, in seconds, tokens and ratios 0-1:
 - counters: requests_finished, request_errors, request_aborts, prompt_tokens,
-  generation_tokens, and (Triton only) e2e_seconds_sum, queue_seconds_sum; (vLLM only)
+  generation_tokens, and (Triton only) e2e_seconds_sum, queue_seconds_sum; (vLLM and SGLang)
   preemptions; (vLLM and Triton's TensorRT-LLM backend) finished_requests_counted with
   finished_prompt_tokens and finished_generation_tokens: the requests the engine's per-request
   token histograms observed and their tokens (a histogram's `_count` and `_sum` read as
@@ -76,6 +76,16 @@ SGLang (`sglang:` prefix; read against the source of 0.4.0, 0.4.5, 0.4.10, 0.5.1
                      is not counted
   request_aborts     num_aborted_requests_total (0.4.10+; a client gone, queued or running)
   prompt_tokens      prompt_tokens_total;  generation_tokens  generation_tokens_total
+                     (counted in the same call as num_requests_total, so tokens over requests
+                     are tokens per request: prompt_tokens_histogram and
+                     generation_tokens_histogram, observed in that call too, hold the same
+                     sums and counts and are not read; behind --collect-tokens-histogram
+                     0.4.10-0.5.10, always there 0.5.15+)
+  preemptions        num_retracted_requests_total (0.5.10+), else (0.4.10-0.5.1)
+                     total_retracted_reqs, the same running total as a gauge, updated at each
+                     decode log (every 40 decode steps): running requests whose KV the
+                     scheduler freed and requeued because the next decode step did not fit;
+                     0.4.0-0.4.5 and 0.5.6 expose no total
   ttft_seconds       time_to_first_token_seconds (to 0.5.20, a non-streaming request's
                      first output is its first 50 tokens or its end: its "TTFT" is that; 0.5.23
                      takes the scheduler's first-token time)
@@ -384,6 +394,14 @@ SGLANG = tuple(
             Rule("request_aborts", "counter", ("num_aborted_requests",)),
             Rule("prompt_tokens", "counter", ("prompt_tokens",)),
             Rule("generation_tokens", "counter", ("generation_tokens",)),
+            # vLLM's preemption under SGLang's name: a decode step without KV room retracts
+            # running requests (frees their KV, requeues them to recompute). 0.4.10-0.5.1 kept
+            # the running total in a gauge; 0.5.6 only the last step's count (not read).
+            Rule(
+                "preemptions",
+                "counter",
+                ("num_retracted_requests", "total_retracted_reqs"),
+            ),
             Rule("ttft_seconds", "histogram", ("time_to_first_token_seconds",)),
             # Per request, stop or length finishes only (0.5.23; not the per-chunk running mean
             # 0.4.0 called time_per_output_token_seconds).
