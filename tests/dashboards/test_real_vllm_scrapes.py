@@ -7,11 +7,8 @@ import json
 from datetime import timedelta
 
 import pytest
-from rest_framework.test import APIClient
 
-from collectors.models import Host
 from collectors.services.rollups import rollup_pending
-from collectors.services.tokens import token_issue
 from dashboards.claims import check_claims
 from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
 from tests.factories.catalog import make_baseline
@@ -19,14 +16,6 @@ from tests.factories.catalog import make_baseline
 pytestmark = pytest.mark.django_db
 
 DIAGNOSIS_URL = "/dashboards/services/chat-7b/diagnosis/?range=1h"
-
-
-@pytest.fixture
-def agent_client(db) -> APIClient:
-    client = APIClient()
-    token = token_issue(host=Host.objects.create(name="gpu-node-07"))[1]
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
 
 
 def push_pair(agent_client, service, fixtures_dir, before: str, after: str, seconds: float):

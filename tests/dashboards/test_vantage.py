@@ -7,11 +7,8 @@ import json
 from datetime import datetime, timedelta
 
 import pytest
-from rest_framework.test import APIClient
 
-from collectors.models import Host
 from collectors.services.rollups import rollup_pending
-from collectors.services.tokens import token_issue
 from dashboards.claims import check_claims
 from loadtests.diagnosis import proposals_for
 from loadtests.engine_side import layers, side_by_side
@@ -58,14 +55,6 @@ def bench_file(end, ttft_p99_ms: float = 800.6) -> bytes:
             "p99_ttft_ms": ttft_p99_ms,
         }
     ).encode()
-
-
-@pytest.fixture
-def agent_client(db) -> APIClient:
-    client = APIClient()
-    token = token_issue(host=Host.objects.create(name="gpu-node-07"))[1]
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
 
 
 def scraped_run(agent_client, service, capture, **bench):

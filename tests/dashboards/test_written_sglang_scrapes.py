@@ -7,11 +7,8 @@ import json
 from datetime import timedelta
 
 import pytest
-from rest_framework.test import APIClient
 
-from collectors.models import Host
 from collectors.services.rollups import rollup_pending
-from collectors.services.tokens import token_issue
 from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
 
 pytestmark = pytest.mark.django_db
@@ -32,14 +29,6 @@ def sglang_service(service):
     service.engine = "sglang"
     service.save()
     return service
-
-
-@pytest.fixture
-def agent_client(db) -> APIClient:
-    client = APIClient()
-    token = token_issue(host=Host.objects.create(name="gpu-node-07"))[1]
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
 
 
 def push_capture(agent_client, service, fixtures_dir) -> None:
