@@ -121,6 +121,10 @@ def test_the_command_exits_2_naming_the_stored_run(service):
 # the twin check may match. Every other pair of runs from two files is two measurements.
 KNOWN_PAIRS = {
     ("e2e-sglang-0.5.23-console.log", "e2e-sglang-0.5.23-rate-sweep.jsonl"),
+    (
+        "e2e-vllm-0.32.0-cpu-rate40-c2-client-queue-console-twin.json",
+        "e2e-vllm-0.32.0-rate40-c2-client-queue-console.log",
+    ),
     (f"{AIPERF_C2}.csv", f"{AIPERF_C2}.json"),
     (f"{GP_C2}.csv", f"{GP_C2}.json"),
     ("guidellm-repo-0.2-benchmarks_stripped.json", "guidellm-repo-0.2-benchmarks_stripped.yaml"),
