@@ -71,10 +71,12 @@ def test_the_csv_after_its_json_is_refused_naming_the_stored_run(service):
     assert LoadTest.objects.count() == 1
 
 
-def test_the_json_after_its_csv_is_refused_too(service):
-    store(service, f"{AIPERF_C2}.csv")
-    with pytest.raises(LoadTestImportError, match=r"import one of them"):
-        store(service, f"{AIPERF_C2}.json")
+def test_the_json_after_its_csv_is_the_run_stored_and_dates_it(service):
+    # The CSV has no time: the JSON of the same run is not stored again, it dates the run
+    # (test_dating_a_stored_run.py).
+    (stored,) = store(service, f"{AIPERF_C2}.csv")
+    (run,) = store(service, f"{AIPERF_C2}.json")
+    assert (run.pk, run.just_created, run.date_known) == (stored.pk, False, True)
     assert LoadTest.objects.count() == 1
 
 
@@ -201,13 +203,13 @@ def test_genai_perfs_per_request_figures_pair_it_with_its_summary_and_no_other_r
     assert matched == {(f"{GP_C1}.json", f"{GP_C1}_genai_perf.json")}
 
 
-def test_genai_perfs_per_request_file_after_its_summary_is_refused(service):
+def test_genai_perfs_per_request_file_after_its_summary_is_the_run_stored(service):
+    # The summary has no time: the per-request file dates it (test_dating_a_stored_run.py)
+    # rather than being refused, and the run is stored once.
     (stored,) = store(service, f"{GP_C1}_genai_perf.json")
     content = gzip.decompress((GENAI_PERF / f"{GP_C1}.json.gz").read_bytes())
-    with pytest.raises(
-        LoadTestImportError, match=rf"already stored as run #{stored.pk} .*GenAI-Perf"
-    ):
-        import_loadtest_file(service=service, content=content, filename="profile_export.json")
+    (run,) = import_loadtest_file(service=service, content=content, filename="profile_export.json")
+    assert (run.pk, run.just_created) == (stored.pk, False)
     assert LoadTest.objects.count() == 1
 
 
