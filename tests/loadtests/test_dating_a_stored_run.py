@@ -10,6 +10,7 @@ from io import StringIO
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from loadtests.models import LoadTest
@@ -162,3 +163,13 @@ def test_a_dated_stage_keeps_its_own_duration(service, tmp_path):
     out = command(tmp_path / "folder", "--service", service.slug)
     assert "gave the run its start 2026-12-07 12:15:17 UTC\n" in out  # and no duration
     assert LoadTest.objects.get(request_rate=3.0).duration_s == pytest.approx(5.699016594000113)
+
+
+def test_the_upload_page_says_what_it_filled_in(owner_client, service):
+    url = reverse("loadtests:upload", args=[service.slug])
+    owner_client.post(url, {"file": _named((GENAI_PERF / SUMMARY).read_bytes(), SUMMARY)})
+    response = owner_client.post(
+        url, {"file": _named(per_request(), "profile_export.json")}, follow=True
+    )
+    page = response.content.decode()
+    assert "gave the run its start 2026-12-04 18:52:13 UTC" in page
