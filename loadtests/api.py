@@ -40,6 +40,7 @@ from loadtests.importing import (
     LoadTestImportError,
     MeasuredAtError,
     check_measured_at_value,
+    filled_in_notes,
     import_loadtest_files,
 )
 from loadtests.models import CIToken, GateRun, LoadTest
@@ -288,6 +289,8 @@ class LoadTestImportView(_FileEndpoint):
             "runs": LoadTestSerializer(runs, many=True, context={"request": request}).data,
             # An archive's files that are not runs (logs, configs, a tool's copies of its runs).
             "skipped": runs.skipped,
+            # Runs stored "date unknown" that a file of the same measurement dated.
+            "filled_in": filled_in_notes(runs),
         }
         if promoting:
             body["reference_set"] = reference_leavers(service, before)

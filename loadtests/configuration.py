@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 
 # The keys of a run's `extra` this reads (a caller fetching `extra` in part needs these).
-EXTRA_KEYS = ("model_id", "model", "stack", "overrides", "metadata", "arrival", "tool")
+EXTRA_KEYS = ("model_id", "model", "stack", "overrides", "metadata", "arrival", "tool", "harness")
 # The parts that are lists of parameters, and the order a title names the parts in.
 PARAMETERS = ("overrides", "metadata")
 PARTS = ("model", "stack", *PARAMETERS, "arrival")
@@ -78,15 +78,25 @@ def configuration(extra: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
+# What an llm-d report whose scenario names no load generator keeps as its harness.
+UNKNOWN_HARNESS = "unknown"
+
+
 def client(extra: Mapping[str, Any]) -> str | None:
     """The load generator that measured the run, where its format is written by more than one:
     `extra.tool` ("sglang.bench_serving" for SGLang's files of the vllm-bench format, none for
-    vLLM's own; "genai-perf" or "aiperf"). Not part of the configuration (the server's), but
-    runs of two clients at one load are not repeats: each times and counts in its own way
-    (SGLang's client counts a request it never timed as a success, retokenizes the output,
-    draws its random lengths differently), so they are two sweeps (`loadtests.sweeps`)."""
-    value = extra.get("tool")
-    return value if isinstance(value, str) and value else None
+    vLLM's own; "genai-perf" or "aiperf"), or an llm-d report's `extra.harness` (its
+    `scenario.load` tool: "vllm-benchmark", "inference-perf", "guidellm", "aiperf"; "unknown"
+    is none). Not part of the configuration (the server's), but runs of two clients at one load
+    are not repeats: each times and counts in its own way (SGLang's client counts a request it
+    never timed as a success, retokenizes the output, draws its random lengths differently;
+    llm-d-benchmark runs several harnesses against one stack), so they are two sweeps
+    (`loadtests.sweeps`)."""
+    for key in ("tool", "harness"):
+        value = extra.get(key)
+        if isinstance(value, str) and value and value != UNKNOWN_HARNESS:
+            return value
+    return None
 
 
 def is_repeat_label(key: str) -> bool:

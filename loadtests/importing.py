@@ -196,18 +196,7 @@ def _store_run(
         fields["concurrency"] = int(fields["concurrency"])
     if fields.get("request_count") is not None:
         fields["request_count"] = int(fields["request_count"])
-    file_time, file_time_source = parsed.measured_at, (parsed.sources or {}).get("measured_at")
-    if (
-        file_timezone is not None
-        and file_time is not None
-        and LOCAL_TIME_NOTE in str(file_time_source)
-    ):
-        file_time = file_time.replace(tzinfo=file_timezone).astimezone(UTC)
-        file_time_source = str(file_time_source).replace(LOCAL_TIME_NOTE, f"in {file_timezone}")
-    try:
-        check_measured_at_value(file_time, zone_unknown=LOCAL_TIME_NOTE in str(file_time_source))
-    except MeasuredAtError as exc:
-        raise LoadTestImportError(f"run {index + 1}: {exc} (the file's time)") from exc
+    file_time, file_time_source = _file_time(parsed, index, file_timezone)
     measured_at = file_time or given_measured_at
     extra = json_safe({**(parsed.extra or {}), "sources": parsed.sources})
     if file_time_source is not None:
@@ -262,6 +251,26 @@ def _store_run(
     return run
 
 
+def _file_time(
+    parsed: ParsedRun, index: int, file_timezone: ZoneInfo | None
+) -> tuple[datetime | None, str | None]:
+    """The run's start as its file records it, and where from (a zone-less local time read in
+    `file_timezone` when given); LoadTestImportError for a time no run can have."""
+    file_time, file_time_source = parsed.measured_at, (parsed.sources or {}).get("measured_at")
+    if (
+        file_timezone is not None
+        and file_time is not None
+        and LOCAL_TIME_NOTE in str(file_time_source)
+    ):
+        file_time = file_time.replace(tzinfo=file_timezone).astimezone(UTC)
+        file_time_source = str(file_time_source).replace(LOCAL_TIME_NOTE, f"in {file_timezone}")
+    try:
+        check_measured_at_value(file_time, zone_unknown=LOCAL_TIME_NOTE in str(file_time_source))
+    except MeasuredAtError as exc:
+        raise LoadTestImportError(f"run {index + 1}: {exc} (the file's time)") from exc
+    return file_time, file_time_source
+
+
 def _fit_name(name: str, limit: int = 255) -> str:
     """A file's name as stored: a long path (an archive's member) keeps its end, the file."""
     return name if len(name) <= limit else "…" + name[-(limit - 1) :]
@@ -313,7 +322,7 @@ def import_loadtest_file(
         }
         for index, parsed in enumerate(runs):
             if index not in existing and (
-                grown := _refuse_a_twin(service, parsed, index, digest, filename)
+                grown := _refuse_a_twin(service, parsed, index, digest, filename, file_timezone)
             ):
                 existing[index] = grown
         stored = []
@@ -450,14 +459,27 @@ def prepare_files(
 
 
 def _refuse_a_twin(
-    service: Service, parsed: ParsedRun, index: int, digest: str, filename: str | None
+    service: Service,
+    parsed: ParsedRun,
+    index: int,
+    digest: str,
+    filename: str | None,
+    file_timezone: ZoneInfo | None = None,
 ) -> LoadTest | None:
     """LoadTestImportError when run `index` of the file is a measurement `service` already holds
     from another file (`analysis.twins`): stored twice, it would count twice. The stored run when
     it came from this file's name at this position: a file the tool appends to (vLLM's
-    `--append-result`, SGLang's `--output-file`) grew since, and that run is already imported."""
+    `--append-result`, SGLang's `--output-file`) grew since, and that run is already imported.
+    The stored run too when it is "date unknown" and this file dates it (`fill_in_time`)."""
     if parsed.failed:
         return None
+
+    def known(stored: LoadTest) -> bool:
+        """Whether this file's run is `stored` and so not refused: grown, or dating it."""
+        return fill_in_time(stored, parsed, index, filename, file_timezone) or _same_file_position(
+            stored, filename, index
+        )
+
     if (same := _same_clock_run(service, parsed, digest)) is not None:
         if _same_file_position(same, filename, index):
             return same
@@ -497,7 +519,7 @@ def _refuse_a_twin(
             zone_unknown=new_local or stored_local,
         )
         if shared is not None:
-            if _same_file_position(stored, filename, index):
+            if known(stored):
                 return stored
             raise _stored_already(
                 index,
@@ -508,7 +530,7 @@ def _refuse_a_twin(
             )
     if (found := _same_tool_figures(service, parsed, digest)) is not None:
         stored, shared = found
-        if _same_file_position(stored, filename, index):
+        if known(stored):
             return stored
         raise _stored_already(
             index,
@@ -519,6 +541,49 @@ def _refuse_a_twin(
             "profile_export.json it was computed from",
         )
     return None
+
+
+def fill_in_time(
+    stored: LoadTest,
+    parsed: ParsedRun,
+    index: int,
+    filename: str | None,
+    file_timezone: ZoneInfo | None = None,
+) -> bool:
+    """Date a stored run from another file of the same measurement: a run stored "date unknown"
+    (its file had no time, none was given: an inference-perf stage without its stub, GenAI-Perf's
+    summary) takes this file's start, and its duration where it has none. A figure already
+    stored is never replaced, and the run is not stored again. Whether it was dated; the dated
+    run's `filled_in` says how, for the import's answer."""
+    if stored.date_known:
+        return False  # the file's time, or one the importer gave: both stand
+    when, source = _file_time(parsed, index, file_timezone)
+    if when is None or SHARED_TIME_NOTE in str(source):
+        return False  # no time, or one every stage of a sweep shares (llm-d's harness window)
+    name = filename or "another file"
+    sources = dict(stored.extra.get("sources") or {})
+    sources["measured_at"] = json_safe(f"{source} (of {name}, imported after this run's file)")
+    stored.measured_at, stored.date_known = when, True
+    filled = [f"start {when:%Y-%m-%d %H:%M:%S} UTC"]
+    duration = parsed.fields.get("duration_s")
+    if stored.duration_s is None and duration is not None:
+        stored.duration_s = duration
+        sources["duration_s"] = json_safe(
+            f"{parsed.sources.get('duration_s', 'duration_s')} (of {name})"
+        )
+        filled.append(f"duration {duration:g} s")
+    stored.extra = {**stored.extra, "sources": sources}
+    stored.save(update_fields=["measured_at", "date_known", "duration_s", "extra"])
+    stored.filled_in = (
+        f"run #{stored.pk} “{stored.label}” was stored with its date unknown; {name} holds the "
+        f"same measurement, so it is not stored again, and gave the run its {' and '.join(filled)}"
+    )
+    return True
+
+
+def filled_in_notes(runs: Sequence[LoadTest]) -> list[str]:
+    """What an import filled in of runs already stored (`fill_in_time`), one line a run."""
+    return [run.filled_in for run in runs if getattr(run, "filled_in", "")]
 
 
 def _same_tool_figures(

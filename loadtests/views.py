@@ -27,6 +27,7 @@ from loadtests.importing import (
     LoadTestImportError,
     PromotionError,
     describe_skipped,
+    filled_in_notes,
     import_loadtest_files,
     promote_load_test,
 )
@@ -87,7 +88,8 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
                 request,
                 f"Imported {created} new run{'s' if created != 1 else ''} from {names}"
                 + (f" ({len(runs) - created} already imported)." if created < len(runs) else ".")
-                + (f" {describe_skipped(runs.skipped)}" if runs.skipped else ""),
+                + (f" {describe_skipped(runs.skipped)}" if runs.skipped else "")
+                + "".join(f" {note}." for note in filled_in_notes(runs)),
             )
             if len(runs) == 1:
                 return redirect(runs[0])

@@ -7,7 +7,7 @@ script would have written with `--save-result` (vLLM) or `--output-file` (SGLang
 `vllm-bench` format reads it like the JSON file, with the same rules (docs/loadtest-formats.md):
 
 - the block's lines, found by their labels wherever a line starts (a log prefix or a `# ` before
-  the label is skipped);
+  the label is skipped), vLLM 0.32's client-queue sections among them;
 - from the text before a block (since the previous one): the command line, or the arguments the
   script printed (`Namespace(...)`), for what the run was told (`--request-rate`,
   `--max-concurrency`, `--num-prompts`, the dataset and its lengths, `--ignore-eos`; both
@@ -35,9 +35,16 @@ HEADER = re.compile(r"=+ *Serving Benchmark Result *=+")
 FOOTER = re.compile(r"^\W*={20,}\s*$")
 # "<label>: <one value>" at the end of a line; the label is the run of words before the colon.
 LINE = re.compile(r"([A-Za-z][A-Za-z0-9 ().,/_-]*?)\s*:\s+(\S+)\s*$")
-METRIC = re.compile(r"^(Mean|Median|Std|P\d+(?:\.\d+)?) (TTFT|TPOT|ITL|E2EL|E2E Latency) \(ms\)$")
+METRIC = re.compile(
+    r"^(Mean|Median|Std|P\d+(?:\.\d+)?) "
+    r"(TTFT|TPOT|ITL|E2EL|E2E Latency|Client Queue Time|E2EL incl\. Client Queue) \(ms\)$"
+)
 METRIC_KEYS = {"TTFT": "ttft", "TPOT": "tpot", "ITL": "itl", "E2EL": "e2el"}
 METRIC_KEYS["E2E Latency"] = "e2e_latency"  # SGLang's spelling, as in its JSON keys
+# vLLM 0.32's client-side queue, printed when `--percentile-metrics` names it (with
+# `--max-concurrency`; the second at a finite rate only), under its JSON keys' spelling.
+METRIC_KEYS["Client Queue Time"] = "client_queue_time"
+METRIC_KEYS["E2EL incl. Client Queue"] = "e2el_including_client_queue"
 
 # Printed label -> the key the script writes in its JSON file.
 LABELS = {

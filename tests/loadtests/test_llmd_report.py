@@ -266,6 +266,9 @@ CONVERTED_FROM = (
         "er0080-vllm-0.25.1-max_num_seqs4/benchmark_report,_run=0.json.yaml": {
             ("er0080-sweep-max_num_seqs4-run0.json", 0)
         },
+        f"e2e-vllm-0.32.0-c4/{V02}c4.json.yaml": {
+            ("e2e-vllm-0.32.0-cpu-c4-128-32-llmd-harness.json", 0)
+        },
     }
     | {
         f"e2e-inference-perf-0.7.0-rate/{V02}stage_{s}_lifecycle_metrics.json.yaml": {

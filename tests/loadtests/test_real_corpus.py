@@ -418,6 +418,30 @@ def test_sglang_console_log_reads_like_its_json_lines():
             assert run.fields[name] == pytest.approx(twin.fields[name], abs=0.005), name
 
 
+# `vllm bench serve --request-rate 40 --max-concurrency 2` with the client queue among
+# `--percentile-metrics`: its console, and the JSON file the same run saved (SOURCES.md).
+QUEUE_CONSOLE = "console/e2e-vllm-0.32.0-rate40-c2-client-queue-console.log"
+QUEUE_TWIN = "vllm-bench/e2e-vllm-0.32.0-cpu-rate40-c2-client-queue-console-twin.json"
+
+
+def test_vllm_console_log_keeps_the_client_queue_figures_as_its_json_does():
+    (printed,) = runs_of(QUEUE_CONSOLE)
+    (saved,) = runs_of(QUEUE_TWIN)
+    for name in ("client_queue", "e2e_including_client_queue"):
+        console, json_ = printed.extra["latency_ms"][name], saved.extra["latency_ms"][name]
+        assert console.keys() == json_.keys() - {"std"}  # the console prints no std
+        for label, value in console.items():
+            assert value == pytest.approx(json_[label], abs=0.005), (name, label)  # 2 decimals
+    assert printed.extra["latency_ms"]["e2e_including_client_queue"]["p99"] == 4871.63
+
+
+def test_vllm_console_log_with_a_client_queue_says_what_users_waited_as_its_json_does():
+    (printed,) = runs_of(QUEUE_CONSOLE)
+    (saved,) = runs_of(QUEUE_TWIN)
+    assert printed.extra["notes"] == saved.extra["notes"]
+    assert "E2E p99 is 4,872 ms" in printed.extra["notes"][0]
+
+
 def test_readme_blocks_are_runs_told_by_the_command_above_each():
     runs = runs_of("console/dennislee22-vllm-readme-test1.md")
     assert len(runs) == 12

@@ -323,3 +323,43 @@ def test_a_vllm_sweeps_title_is_as_before(service):
     import_both_clients(service)
     (sweep,) = sweeps_for_service(service)
     assert sweep.title.startswith("vllm-bench concurrency sweep, tiny-llama, ")
+
+
+# -- an llm-d report's harness is its client ------------------------------------------------------
+
+LLMD = REAL.parent / "llm-d-report"
+# guidellm 0.8.1 at concurrency 1, 4 and 8 (~128 prompt, 32 output tokens, unlimited rate), and
+# `vllm bench serve` at concurrency 4 of that workload against the same tiny model, each
+# converted by llm-d-benchmark's own converter (SOURCES.md).
+GUIDELLM_C148 = sorted((LLMD / "e2e-guidellm-0.8.1-concurrent-sweep").glob("*_v0.2,_*"))
+VLLM_C4 = LLMD / "e2e-vllm-0.32.0-c4" / "benchmark_report_v0.2,_c4.json.yaml"
+
+
+def import_both_harnesses(service) -> None:
+    files = [(path.read_bytes(), path.name) for path in [*GUIDELLM_C148, VLLM_C4]]
+    import_loadtest_files(service=service, files=files)
+
+
+@pytest.mark.django_db
+def test_vllm_benchmark_report_at_a_guidellm_sweeps_load_is_not_a_point_of_that_sweep(service):
+    # Before, vLLM's c=4 report (newer) stood for concurrency 4 in guidellm's sweep, its TTFT
+    # P50 73 ms beside guidellm's 12 and 35 ms, and guidellm's own c=4 run was a replicate.
+    import_both_harnesses(service)
+    (sweep,) = sweeps_for_service(service)
+    assert [run.label for run in sweep.every_run] == [
+        "llm-d report (guidellm stage 0) c=1",
+        "llm-d report (guidellm stage 1) c=4",
+        "llm-d report (guidellm stage 2) c=8",
+    ]
+
+
+@pytest.mark.django_db
+def test_an_llmd_report_sweep_is_titled_with_its_harness(service):
+    import_both_harnesses(service)
+    (sweep,) = sweeps_for_service(service)
+    assert sweep.title.startswith("llm-d-report concurrency sweep by guidellm, ")
+
+
+def test_an_llmd_report_naming_no_harness_has_no_client():
+    assert configuration.client({"harness": "unknown"}) is None
+    assert configuration.client({"harness": "inference-perf"}) == "inference-perf"

@@ -71,10 +71,12 @@ def test_the_csv_after_its_json_is_refused_naming_the_stored_run(service):
     assert LoadTest.objects.count() == 1
 
 
-def test_the_json_after_its_csv_is_refused_too(service):
-    store(service, f"{AIPERF_C2}.csv")
-    with pytest.raises(LoadTestImportError, match=r"import one of them"):
-        store(service, f"{AIPERF_C2}.json")
+def test_the_json_after_its_csv_is_the_run_stored_and_dates_it(service):
+    # The CSV has no time: the JSON of the same run is not stored again, it dates the run
+    # (test_dating_a_stored_run.py).
+    (stored,) = store(service, f"{AIPERF_C2}.csv")
+    (run,) = store(service, f"{AIPERF_C2}.json")
+    assert (run.pk, run.just_created, run.date_known) == (stored.pk, False, True)
     assert LoadTest.objects.count() == 1
 
 
@@ -121,6 +123,10 @@ def test_the_command_exits_2_naming_the_stored_run(service):
 # the twin check may match. Every other pair of runs from two files is two measurements.
 KNOWN_PAIRS = {
     ("e2e-sglang-0.5.23-console.log", "e2e-sglang-0.5.23-rate-sweep.jsonl"),
+    (
+        "e2e-vllm-0.32.0-cpu-rate40-c2-client-queue-console-twin.json",
+        "e2e-vllm-0.32.0-rate40-c2-client-queue-console.log",
+    ),
     (f"{AIPERF_C2}.csv", f"{AIPERF_C2}.json"),
     (f"{GP_C2}.csv", f"{GP_C2}.json"),
     ("guidellm-repo-0.2-benchmarks_stripped.json", "guidellm-repo-0.2-benchmarks_stripped.yaml"),
@@ -197,13 +203,13 @@ def test_genai_perfs_per_request_figures_pair_it_with_its_summary_and_no_other_r
     assert matched == {(f"{GP_C1}.json", f"{GP_C1}_genai_perf.json")}
 
 
-def test_genai_perfs_per_request_file_after_its_summary_is_refused(service):
+def test_genai_perfs_per_request_file_after_its_summary_is_the_run_stored(service):
+    # The summary has no time: the per-request file dates it (test_dating_a_stored_run.py)
+    # rather than being refused, and the run is stored once.
     (stored,) = store(service, f"{GP_C1}_genai_perf.json")
     content = gzip.decompress((GENAI_PERF / f"{GP_C1}.json.gz").read_bytes())
-    with pytest.raises(
-        LoadTestImportError, match=rf"already stored as run #{stored.pk} .*GenAI-Perf"
-    ):
-        import_loadtest_file(service=service, content=content, filename="profile_export.json")
+    (run,) = import_loadtest_file(service=service, content=content, filename="profile_export.json")
+    assert (run.pk, run.just_created) == (stored.pk, False)
     assert LoadTest.objects.count() == 1
 
 

@@ -33,6 +33,7 @@ from loadtests.gate import current_reference, reference_leavers
 from loadtests.importing import (
     LoadTestImportError,
     describe_skipped,
+    filled_in_notes,
     import_loadtest_file,
     names_each_file,
     parse_file_timezone,
@@ -183,6 +184,8 @@ class Command(BaseCommand):
             f"{path} ({runs[0].format}), {created} new, "
             f"{len(runs) - created} already imported"
         )
+        for note in filled_in_notes(runs):
+            self.stdout.write(f"  {note}")
         for number, run in enumerate(runs, start=1):
             promoted = run.promoted_to
             mark = " -> current baseline" if promoted is not None and promoted.is_current else ""
