@@ -77,7 +77,8 @@ def pct_ms(p) -> str:
 @register.filter
 @_or_dash
 def num(value: float | int | None, digits: int = 1) -> str:
-    value = float(value)
+    # Judged after rounding: 1727.9999999999998 (float noise) reads "1,728", like 1728.0.
+    value = round(float(value), int(digits))
     if value.is_integer():
         return f"{int(value):,}"
     return f"{value:,.{int(digits)}f}"

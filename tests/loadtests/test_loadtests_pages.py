@@ -44,6 +44,16 @@ def test_the_list_shows_runs_with_cost_per_mtok(owner_client, vllm_sweep):
     assert b"3.50" in response.content
 
 
+def test_the_list_shows_a_throughput_of_float_noise_as_the_whole_number_it_is(
+    owner_client, vllm_sweep
+):
+    # 36 req/s x 48.0 tokens computes to 1727.9999999999998: it read "1,728.0" beside "1,536".
+    LoadTest.objects.filter(pk=vllm_sweep[0].pk).update(output_tps=36 * 48 * (1 - 1e-16))
+    page = owner_client.get(reverse("loadtests:list", args=["chat-7b"])).content.decode()
+    assert '<td class="num">1,728</td>' in page
+    assert "1,728.0" not in page
+
+
 def test_the_list_reads_in_a_fixed_number_of_queries(
     owner_client, vllm_sweep, django_assert_max_num_queries
 ):
