@@ -187,6 +187,17 @@ def test_the_run_page_shows_both_token_bases(owner_client, service, fixtures_dir
     assert b"TTFT over 400 requests" in response.content
 
 
+def test_a_run_no_gate_compared_says_so_in_words(owner_client, service, fixtures_dir):
+    # A bullet reading "None." looked like a value the page failed to fill in.
+    run = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "vllm-bench-serve-c16.json")
+    )[0]
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    gate = page[page.index("Gate runs with this candidate") :]
+    assert "No release-gate run has compared this load test" in gate
+    assert "None." not in gate
+
+
 def test_an_owner_promotes_a_run(owner_client, service, fixtures_dir):
     run = import_loadtest_file(
         service=service, content=content(fixtures_dir, "llmperf-summary.json")
