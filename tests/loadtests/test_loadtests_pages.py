@@ -198,6 +198,18 @@ def test_a_run_no_gate_compared_says_so_in_words(owner_client, service, fixtures
     assert "None." not in gate
 
 
+def test_a_run_without_gpu_figures_says_where_they_would_come_from(
+    owner_client, service, fixtures_dir
+):
+    # vllm bench serve measures from the client: its file has no GPU-Util, SM, DRAM or memory.
+    run = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "vllm-bench-serve-c16.json")
+    )[0]
+    assert run.gpu_util is None and run.mem_kv_bytes is None
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    assert "No GPU figures for this run" in page
+
+
 def test_an_owner_promotes_a_run(owner_client, service, fixtures_dir):
     run = import_loadtest_file(
         service=service, content=content(fixtures_dir, "llmperf-summary.json")
