@@ -97,8 +97,8 @@ def test_the_main_navigation_wraps_on_a_390_px_phone(page, service):
 def test_a_wide_sweep_table_scrolls_in_its_own_box_on_a_390_px_phone(page, service, fixtures_dir):
     sweep = (fixtures_dir / "loadtests" / "vllm-bench-concurrency-sweep.jsonl").read_bytes()
     import_loadtest_file(service=service, content=sweep, filename="sweep.jsonl")
+    page.set_viewport_size({"width": 390, "height": 800})
     page.goto(f"{page.base}/services/{service.slug}/loadtests/")
     page.click("a[href$='/sweep/']")
     page.wait_for_selector("table.data")
-    page.set_viewport_size({"width": 390, "height": 800})
     assert not _page_scrolls_sideways(page)
