@@ -270,6 +270,16 @@ def test_a_gate_run_page_prints_latencies_as_the_dossier_does(owner_client, c16_
     assert f"{baseline:,.2f}" not in row
 
 
+def test_a_gate_run_page_prints_an_interval_end_that_rounds_to_zero_without_a_sign(
+    owner_client, c16_gate_run
+):
+    # A lower end of -0.0004 read "-0.0%..+14.1%", a negative zero.
+    _row(c16_gate_run, "E2E P99")["interval"] = [-0.0004, 0.141]
+    c16_gate_run.save(update_fields=["result"])
+    row = _row_html(owner_client, c16_gate_run, "E2E P99")
+    assert "±0.0%..+14.1%" in row
+
+
 def test_a_gate_run_page_gives_each_verdict_its_reason_in_the_same_cell(owner_client, c16_gate_run):
     row = _row_html(owner_client, c16_gate_run, "E2E P99")
     verdict = re.search(r'<td class="verdict">(.*?)</td>', row, re.S).group(1)
