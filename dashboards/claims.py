@@ -355,7 +355,7 @@ def _resource_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) ->
         ("output_tps", "Output tokens/s per replica", "tok/s", b.output_tps,
          _per_replica(live.busy_tokens_per_second("output"), service) if live else None, True),
         ("gpu_util", "GPU busy", "ratio", b.gpu_util, live.gpu_util if live else None, False),
-        ("cost_per_mtok", "Cost per Mtok", "money",
+        ("cost_per_mtok", f"Cost per Mtok ({service.currency})", "money",
          base_econ.cost_per_mtok if base_econ else None,
          live_econ.cost_per_mtok if live_econ else None, True),
         ("margin", "Margin", "ratio", base_econ.margin if base_econ else None,

@@ -77,3 +77,28 @@ def test_the_fleet_cost_scatter_keeps_every_label_inside_its_chart(page, team):
 def test_the_favicon_address_browsers_ask_for_answers(page):
     response = page.goto(f"{page.base}/favicon.ico")
     assert response.ok and "svg" in response.headers["content-type"]
+
+
+def _page_scrolls_sideways(page) -> bool:
+    return page.evaluate(
+        "document.documentElement.scrollWidth > document.documentElement.clientWidth + 1"
+    )
+
+
+def test_the_main_navigation_wraps_on_a_390_px_phone(page, service):
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{page.base}/")
+    page.wait_for_selector("table.fleet")
+    assert not _page_scrolls_sideways(page)
+    nav = page.locator("nav.mainnav").bounding_box()
+    assert nav is not None and nav["x"] + nav["width"] <= 390
+
+
+def test_a_wide_sweep_table_scrolls_in_its_own_box_on_a_390_px_phone(page, service, fixtures_dir):
+    sweep = (fixtures_dir / "loadtests" / "vllm-bench-concurrency-sweep.jsonl").read_bytes()
+    import_loadtest_file(service=service, content=sweep, filename="sweep.jsonl")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{page.base}/services/{service.slug}/loadtests/")
+    page.click("a[href$='/sweep/']")
+    page.wait_for_selector("table.data")
+    assert not _page_scrolls_sideways(page)

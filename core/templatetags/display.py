@@ -77,7 +77,8 @@ def pct_ms(p) -> str:
 @register.filter
 @_or_dash
 def num(value: float | int | None, digits: int = 1) -> str:
-    value = float(value)
+    # Judged after rounding: 1727.9999999999998 (float noise) reads "1,728", like 1728.0.
+    value = round(float(value), int(digits))
     if value.is_integer():
         return f"{int(value):,}"
     return f"{value:,.{int(digits)}f}"
@@ -98,7 +99,14 @@ def money(value: float | None) -> str:
 
 # Bytes in decimal GB (the seed's KV cache example: 21,474,836,480 bytes -> 21.5 GB).
 gigabytes = register.filter("gigabytes", _or_dash(lambda value: f"{value / 1e9:,.1f} GB"))
-signed_percent = register.filter("signed_percent", _or_dash(lambda value: f"{value * 100:+.1f}%"))
+
+
+@register.filter
+@_or_dash
+def signed_percent(value: float) -> str:
+    """A signed share: "+14.1%", "-3.9%", and "±0.0%" for what rounds to zero (never "-0.0%")."""
+    shown = round(float(value) * 100, 1)
+    return "±0.0%" if shown == 0 else f"{shown:+.1f}%"
 
 
 METRIC_UNITS = {"qps": "req/s", "output_tps": "tok/s", "input_tps": "tok/s"}

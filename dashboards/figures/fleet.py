@@ -130,6 +130,12 @@ def cost_margin_figure(fleet: FleetDashboard, *, span: str = "") -> go.Figure:
             " cost per Mtok yet.",
             x_title=x_title,
         )
+    # A cost needs its unit; services priced in different currencies are not on one scale.
+    currencies = sorted({s.service.currency for s in priced})
+    if len(currencies) == 1:
+        x_title = f"{currencies[0]} per Mtok (allocation basis)"
+    else:
+        x_title = "cost per Mtok, in each service's own currency (allocation basis)"
     fig = go.Figure(layout=layout(title, y_title="margin (%)", x_title=x_title))
     margins = [s.economics.margin_percent or 0.0 for s in priced]
     costs = [s.economics.cost_per_mtok for s in priced]

@@ -160,6 +160,17 @@ def test_the_dossier_fragment_lists_each_claim_with_its_verdict(client, owner, s
     assert "drifted" in row[: row.index("</tr>")]
 
 
+def test_the_dossier_fragment_names_the_currency_of_the_cost_claim(client, owner, svc, baseline,
+                                                                  time_machine):  # fmt: skip
+    # The row read "Cost per Mtok | 0.0989 | 0.0962": the only figure of the table with no unit.
+    time_machine.move_to(NOW + timedelta(seconds=30))
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=1000.0)
+    client.force_login(owner)
+    html = client.get(reverse("dashboards:service_claims", args=[svc.slug])).content.decode()
+    row = html[html.index('data-claim="cost_per_mtok"') :]
+    assert f"Cost per Mtok ({svc.currency})" in row[: row.index("</tr>")]
+
+
 def test_an_owner_records_the_live_window_as_a_baseline_candidate(client, owner, svc, baseline,
                                                                    time_machine):  # fmt: skip
     time_machine.move_to(NOW + timedelta(seconds=30))

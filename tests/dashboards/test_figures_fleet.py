@@ -59,6 +59,20 @@ def test_cost_scatter_puts_each_service_at_its_cost_and_margin(service):
     assert live.customdata[0] == "/services/chat-7b/"
 
 
+def test_cost_scatter_names_the_currency_on_its_cost_axis(service):
+    # The axis read "cost per Mtok (allocation basis)": a cost with no unit.
+    make_baseline(service)
+    fig = cost_margin_figure(_fleet())
+    assert fig.layout.xaxis.title.text.startswith(f"{service.currency} per Mtok")
+
+
+def test_cost_scatter_over_two_currencies_says_each_is_its_own(service, team):
+    make_baseline(service)
+    make_baseline(make_service(team, "embed-1b", currency="EUR"))
+    fig = cost_margin_figure(_fleet())
+    assert "in each service's own currency" in fig.layout.xaxis.title.text
+
+
 def test_cost_scatter_falls_back_to_the_baseline_without_live_data(service):
     make_baseline(service)
     fig = cost_margin_figure(_fleet())

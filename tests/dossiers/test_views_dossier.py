@@ -184,6 +184,19 @@ def test_the_onboarding_glossary_explains_the_metrics(owner_client, full_dossier
         assert f"<dt>{term}" in page or term in page.split('id="glossary"')[1]
 
 
+def test_the_onboarding_glossary_explains_the_words_of_its_right_now_box(
+    owner_client, full_dossier
+):
+    # The first box a new hire reads says "Budget left", "Burn, last hour", a range of
+    # compliance, "holds" and "client-side"; the glossary explained none of them.
+    service = full_dossier["service"]
+    page = owner_client.get(reverse("dossiers:onboarding", args=[service.slug])).content.decode()
+    glossary = page.split('id="glossary"')[1]
+    for term in ("<dt>SLO, error budget, burn rate", "<dt>Baseline; holds, drifted",
+                 "<dt>Client-side vs server-side"):  # fmt: skip
+        assert term in glossary
+
+
 def test_the_baseline_page_shows_workload_results_and_citations(owner_client, full_dossier):
     service, before = full_dossier["service"], full_dossier["before"]
     page = owner_client.get(reverse("dossiers:baseline", args=[service.slug, before.pk]))

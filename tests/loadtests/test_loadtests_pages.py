@@ -44,6 +44,16 @@ def test_the_list_shows_runs_with_cost_per_mtok(owner_client, vllm_sweep):
     assert b"3.50" in response.content
 
 
+def test_the_list_shows_a_throughput_of_float_noise_as_the_whole_number_it_is(
+    owner_client, vllm_sweep
+):
+    # 36 req/s x 48.0 tokens computes to 1727.9999999999998: it read "1,728.0" beside "1,536".
+    LoadTest.objects.filter(pk=vllm_sweep[0].pk).update(output_tps=36 * 48 * (1 - 1e-16))
+    page = owner_client.get(reverse("loadtests:list", args=["chat-7b"])).content.decode()
+    assert '<td class="num">1,728</td>' in page
+    assert "1,728.0" not in page
+
+
 def test_the_list_reads_in_a_fixed_number_of_queries(
     owner_client, vllm_sweep, django_assert_max_num_queries
 ):
@@ -177,6 +187,29 @@ def test_the_run_page_shows_both_token_bases(owner_client, service, fixtures_dir
     assert b"TTFT over 400 requests" in response.content
 
 
+def test_a_run_no_gate_compared_says_so_in_words(owner_client, service, fixtures_dir):
+    # A bullet reading "None." looked like a value the page failed to fill in.
+    run = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "vllm-bench-serve-c16.json")
+    )[0]
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    gate = page[page.index("Gate runs with this candidate") :]
+    assert "No release-gate run has compared this load test" in gate
+    assert "None." not in gate
+
+
+def test_a_run_without_gpu_figures_says_where_they_would_come_from(
+    owner_client, service, fixtures_dir
+):
+    # vllm bench serve measures from the client: its file has no GPU-Util, SM, DRAM or memory.
+    run = import_loadtest_file(
+        service=service, content=content(fixtures_dir, "vllm-bench-serve-c16.json")
+    )[0]
+    assert run.gpu_util is None and run.mem_kv_bytes is None
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    assert "No GPU figures for this run" in page
+
+
 def test_an_owner_promotes_a_run(owner_client, service, fixtures_dir):
     run = import_loadtest_file(
         service=service, content=content(fixtures_dir, "llmperf-summary.json")
@@ -235,6 +268,16 @@ def test_a_gate_run_page_prints_latencies_as_the_dossier_does(owner_client, c16_
     row = _row_html(owner_client, c16_gate_run, "E2E P90")
     assert f"{baseline:,.0f} ms" in row  # "2,591 ms", not "2,590.95 ms"
     assert f"{baseline:,.2f}" not in row
+
+
+def test_a_gate_run_page_prints_an_interval_end_that_rounds_to_zero_without_a_sign(
+    owner_client, c16_gate_run
+):
+    # A lower end of -0.0004 read "-0.0%..+14.1%", a negative zero.
+    _row(c16_gate_run, "E2E P99")["interval"] = [-0.0004, 0.141]
+    c16_gate_run.save(update_fields=["result"])
+    row = _row_html(owner_client, c16_gate_run, "E2E P99")
+    assert "±0.0%..+14.1%" in row
 
 
 def test_a_gate_run_page_gives_each_verdict_its_reason_in_the_same_cell(owner_client, c16_gate_run):

@@ -55,6 +55,15 @@ def test_the_fleet_page_lists_every_service_with_its_plan_or_why_not(client, own
     assert "Chat 7B" in page and "no usable sweep" in page
 
 
+def test_the_fleet_page_says_what_its_bracketed_range_and_its_cost_are(client, owner, swept):
+    # "4 (4–5)" and "Cost / month" stood unexplained: the range is the 80% interval, the cost
+    # is the plan's (replicas needed), not today's.
+    client.force_login(owner)
+    page = client.get("/planner/").content.decode()
+    assert "in brackets, its 80% interval" in page
+    assert "Cost / month of the plan" in page
+
+
 def test_the_fleet_page_plans_one_page_of_services_at_a_time(client, owner, swept, monkeypatch):
     monkeypatch.setattr("planning.views.PLANS_PER_PAGE", 1)
     client.force_login(owner)
