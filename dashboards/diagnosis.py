@@ -65,6 +65,7 @@ class RuleStatus:
     inputs: tuple[str, ...]  # Observation fields it reads
     fired: bool
     missing: tuple[str, ...]  # inputs with no data (a rule missing its inputs never fires)
+    missing_labels: tuple[str, ...] = ()  # the same, as the page's numbers name them
 
 
 @dataclass(frozen=True)
@@ -93,11 +94,13 @@ class WindowDiagnosis:
     @property
     def rules(self) -> list[RuleStatus]:
         fired = {p.rule for p in self.proposals}
+        labels = {n.name: n.label for n in self.numbers}
         out = []
         for rule, condition, inputs, any_of in RULES:
             missing = tuple(n for n in inputs if getattr(self.observation, n) is None)
             absent = missing if not any_of or len(missing) == len(inputs) else ()
-            out.append(RuleStatus(rule, condition, inputs, rule in fired, absent))
+            shown = tuple(labels.get(n, n.replace("_", " ")) for n in absent)
+            out.append(RuleStatus(rule, condition, inputs, rule in fired, absent, shown))
         return out
 
     def describe_window(self) -> str:

@@ -176,7 +176,7 @@ def test_it_shows_the_numbers_the_rules_saw_and_no_data_when_missing(
         '<tr id="number-oom_errors"><th scope="row">OOM errors</th>'
         '<td><span class="muted">no data</span></td></tr>'
     ) in html
-    assert "not evaluated: no data for latency_since_restart" in html
+    assert "not evaluated: no data for Latency since restart" in html
 
 
 def test_a_cold_start_after_a_restart_is_proposed(outsider_client, service, now):
