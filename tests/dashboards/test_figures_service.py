@@ -50,6 +50,12 @@ def test_latency_figure_draws_p50_to_p999_with_one_point_per_minute(service):
     assert all(len(_trace(fig, n).x) == 30 for n in ("P50", "P90", "P99", "P999"))
 
 
+def test_latency_figure_says_its_points_are_live_and_client_side(service):
+    seed_traffic(service=service, start=START, minutes=5)
+    title = latency_figure(_dashboard(service), "e2e").layout.title.text
+    assert title.endswith(": live, client-side (pushed request rows)")
+
+
 def test_latency_p99_is_the_percentile_of_the_merged_requests(service):
     seed_traffic(service=service, start=START, minutes=5, e2e_ms=1000)
     p99 = _trace(latency_figure(_dashboard(service), "e2e"), "P99")

@@ -10,6 +10,8 @@ import pytest
 
 from collectors.services.rollups import rollup_pending
 from dashboards.claims import check_claims
+from dashboards.figures.service import latency_figure
+from dashboards.selectors import service_dashboard
 from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
 from tests.factories.catalog import make_baseline
 
@@ -93,3 +95,13 @@ def test_the_diagnosis_page_shows_the_preemptions_it_read(
         n.label: n.shown for n in outsider_client.get(DIAGNOSIS_URL).context["diagnosis"].numbers
     }
     assert (numbers["Requests preempted"], numbers["KV cache usage (max)"]) == ("34", "0%")
+
+
+def test_the_live_latency_chart_says_its_points_come_from_the_engines_histograms(
+    agent_client, service, fixtures_dir
+):
+    push_pair(agent_client, service, fixtures_dir, *CUT, CUT_SECONDS)
+    start = recent_minute() - timedelta(minutes=1)
+    board = service_dashboard(service=service, start=start, end=start + timedelta(minutes=5))
+    title = latency_figure(board, "e2e")["layout"]["title"]["text"]
+    assert title.endswith(": live, server-side (the engine's histograms)")

@@ -80,6 +80,18 @@ def _hover_texts(name: str, need: int, noun: str, *columns: np.ndarray) -> list[
     return out
 
 
+def _vantage(p50) -> str:
+    """Where the chart's points were measured, for its title (`WHERE` says it per point): the
+    client's clock and the engine's histograms are different quantities."""
+    drawn = ~np.isnan(p50.value) | ~np.isnan(p50.above_last_edge) | ~np.isnan(p50.upper)
+    engine = p50.is_method("bucket-bounded")[drawn]
+    if engine.all():
+        return "server-side (the engine's histograms)"
+    if not engine.any():
+        return "client-side (pushed request rows)"
+    return "client- and server-side points (each point's hover says which)"
+
+
 def latency_figure(d: ServiceDashboard, metric: str) -> dict:
     """P50, P90, P99, P999 of `metric` over time, with the SLO line and the baseline band.
 
@@ -111,7 +123,7 @@ def latency_figure(d: ServiceDashboard, metric: str) -> dict:
             f" and the engine's /metrics has no {SCRAPED_HISTOGRAMS[metric]} histogram.",
             y_title=y_title,
         )
-    fig = figure(layout(title, y_title=y_title, x_range=_x_range(d)))
+    fig = figure(layout(f"{title}: live, {_vantage(p50)}", y_title=y_title, x_range=_x_range(d)))
     _add_baseline_band(fig, d, metric)
     any_insufficient = False
     for name in SHOWN_PERCENTILES:
