@@ -163,7 +163,7 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
         scraped_token_requests=float(requests),
         scraped_request_prompt_tokens=requests * (baseline.prompt_tokens_mean or 0),
         scraped_request_output_tokens=requests * (baseline.output_tokens_mean or 0),
-        scraped_preemptions=float(round(profile.expected_preemptions(requests, load))),
+        scraped_preemptions=profile.expected_preemptions(requests, load),
         prompt_tokens=round(requests * (baseline.prompt_tokens_mean or 0)),
         output_tokens=round(requests * (baseline.output_tokens_mean or 0)),
         qps=requests / seconds,
