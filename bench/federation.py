@@ -6,9 +6,10 @@ reference for both the cost and the percentiles.
     DATABASE_URL=postgres://... .venv/bin/python bench/federation.py [--hosts 10 1000]
         [--minutes 30] [--scrape 30] [--rounds 5]
 
-Data (`tests/fleet_tsdb.py`): per host 41 series (vLLM: request_success x 3 finished reasons,
-prompt and generation tokens, TTFT / end-to-end / inter-token histograms with 7 / 6 / 5 edges,
-3 gauges; 2 GPUs x 3 DCGM fields), scraped every `--scrape` s for `--minutes`, hosts
+Data (`tests/fleet_tsdb.py`): per host 55 series (vLLM: request_success x 3 finished reasons,
+prompt and generation tokens, preemptions, TTFT / end-to-end / inter-token histograms with 7 / 6
+/ 5 edges, per-request prompt / generation token histograms with 4 / 3, 3 gauges; 2 GPUs x 3
+DCGM fields), scraped every `--scrape` s for `--minutes`, hosts
 alternating between two services. Written as OpenMetrics, backfilled with `promtool tsdb
 create-blocks-from openmetrics`; PerfHub's recording rules (`export_recording_rules`, every
 60 s) backfilled over it with `promtool tsdb create-blocks-from rules`; then `prometheus` serves
@@ -243,7 +244,7 @@ def main() -> None:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 
     print(
-        f"\nscrape every {args.scrape} s, {args.minutes} min, 41 series per host (35 vLLM, "
+        f"\nscrape every {args.scrape} s, {args.minutes} min, 55 series per host (49 vLLM, "
         f"2 GPUs x 3 DCGM); the synced service has half the hosts; rules and step 60 s"
     )
     for r in results:

@@ -15,6 +15,7 @@ KV_CAPACITY_TOKENS = 250_000
 Z99 = 2.3263  # the standard normal's 99th percentile: a log-normal's P99 is P50 * exp(Z99 * sigma)
 PROMPT_SIGMA = 0.5  # spread of prompt lengths (log-normal)
 RIPPLE_SHARE = 0.08 / 0.35  # the 10-minute ripple against the daily swing
+MAX_PREEMPTIONS = 1.0  # per finished request: beyond it an engine is thrashing, not serving
 
 
 class ProfileError(ValueError):
@@ -35,6 +36,8 @@ class EngineProfile:
     Busier than the mean stretches queueing and decode, as on a real engine. `gpu_util` and
     `sm_active` and `dram_active` (0-1, at the mean rate): the GPUs' shares; without them, a
     typical memory-bound decode (GPU-Util high, SM active about a third of it).
+    `preemptions`: running requests the engine evicts for KV-cache room, per finished request
+    at the mean rate (more when busier); 0, a KV cache with room to spare, by default.
     """
 
     qps: float | None = None
@@ -49,6 +52,7 @@ class EngineProfile:
     gpu_util: float | None = None
     sm_active: float | None = None
     dram_active: float | None = None
+    preemptions: float = 0.0
 
     DEFAULT_TTFT_SPREAD = 3.0  # P99 / P50 when no P99 is given
     DEFAULT_TPOT_SPREAD = math.exp(Z99 * 0.15)
@@ -66,6 +70,11 @@ class EngineProfile:
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise ProfileError(f"{name}: must be above 0 and at most 1, got {value!r}")
+        if not 0 <= self.preemptions <= MAX_PREEMPTIONS:
+            raise ProfileError(
+                f"preemptions: must be from 0 to {MAX_PREEMPTIONS:g} a request, "
+                f"got {self.preemptions!r}"
+            )
         if self.output_tokens < 2:
             raise ProfileError("output_tokens: at least 2 (TPOT needs a second token)")
         for metric in ("ttft", "tpot"):
@@ -216,6 +225,11 @@ class EngineProfile:
         ttft_s = self.ttft_p50_ms / 1000.0 * math.exp(self.ttft_sigma**2 / 2)
         tpot_s = self.tpot_p50_ms / 1000.0 * math.exp(self.tpot_sigma**2 / 2)
         return min(MAX_NUM_SEQS, qps * (ttft_s + (self.output_tokens - 1) * tpot_s))
+
+    def expected_preemptions(self, requests: float, load: float) -> float:
+        """Preemptions expected over `requests` finished at `load` (1.0 = the mean rate): a
+        fuller batch at a busier hour runs out of KV blocks more often."""
+        return self.preemptions * load * requests
 
     def expected_kv_usage(self, qps: float) -> float:
         """The KV cache's expected share in use at `qps`: requests in flight x the tokens each

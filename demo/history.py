@@ -5,7 +5,9 @@ minute roll-ups for the last day, on the host its simulated agent will push from
 (`demo-gpu-NN`, as `run_demo` names them). Traffic, KV cache and GPU shares follow the same
 curves as the simulated engine that will continue them (`demo.profile`:
 `daily_load`, `expected_kv_usage`, `gpu_shares`), so live data joins the history without a step;
-latencies follow the baseline's percentiles and tokens per request are the baseline's means.
+latencies follow the baseline's percentiles and tokens per request are the baseline's means
+(in the token counters and in vLLM's per-request token histograms alike); preemptions are the
+profile's share of the requests (none but for a KV-bound service).
 One service carries a story: a regression five days ago (the slowest tenth of requests 2.2x
 slower for four hours), with its P99 alert pending, firing and resolving in the alert history.
 
@@ -156,6 +158,12 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
         scraped_busy_seconds=float(seconds),  # the demo's engines are never idle a minute
         scraped_prompt_tokens=requests * (baseline.prompt_tokens_mean or 0),
         scraped_generation_tokens=requests * (baseline.output_tokens_mean or 0),
+        # vLLM 0.32's per-request token histograms observe the same requests and tokens, and
+        # its preemption counter moves only for a KV-bound service (`EngineProfile.preemptions`).
+        scraped_token_requests=float(requests),
+        scraped_request_prompt_tokens=requests * (baseline.prompt_tokens_mean or 0),
+        scraped_request_output_tokens=requests * (baseline.output_tokens_mean or 0),
+        scraped_preemptions=profile.expected_preemptions(requests, load),
         prompt_tokens=round(requests * (baseline.prompt_tokens_mean or 0)),
         output_tokens=round(requests * (baseline.output_tokens_mean or 0)),
         qps=requests / seconds,

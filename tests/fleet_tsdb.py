@@ -5,10 +5,13 @@ openmetrics`; PerfHub's recording rules backfilled over it with `promtool tsdb
 create-blocks-from rules` against a Prometheus serving the raw blocks; then Prometheus serving
 both.
 
-Per host (`SERIES_PER_HOST` = 41): vLLM's request_success (3 finished reasons), prompt and
-generation tokens, the TTFT (7 edges), end-to-end (6) and inter-token (5) histograms with sum
-and count, 3 gauges; 2 GPUs x 3 DCGM fields. Hosts alternate between two services. Every
-counter starts at zero at the first scrape (a fresh engine), and host 1 restarts half-way.
+Per host (`SERIES_PER_HOST` = 55): vLLM's request_success (3 finished reasons), prompt and
+generation tokens, preemptions, the TTFT (7 edges), end-to-end (6) and inter-token (5)
+histograms and the per-request prompt (4) and generation (3) token histograms with sum and
+count, 3 gauges; 2 GPUs x 3 DCGM fields. Hosts alternate between two services. Every counter
+starts at zero at the first scrape (a fresh engine), and host 1 restarts half-way. The token
+histograms and preemptions draw from their own random stream, so the other series are what
+they were before vLLM 0.32's families were added.
 """
 
 from __future__ import annotations
@@ -29,11 +32,17 @@ HISTOGRAMS = {
     "vllm:e2e_request_latency_seconds": (0.5, 1.0, 2.0, 5.0, 10.0, 20.0),
     "vllm:inter_token_latency_seconds": (0.01, 0.025, 0.05, 0.1, 0.25),
 }
+# vLLM 0.32's per-request token histograms (only their `_sum` and `_count` are read)
+TOKEN_HISTOGRAMS = {
+    "vllm:request_prompt_tokens": (100.0, 200.0, 500.0, 1000.0),
+    "vllm:request_generation_tokens": (50.0, 100.0, 200.0),
+}
 REASONS = ("stop", "length", "abort")
 GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
 DCGM = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
 SERIES_PER_HOST = (
-    len(REASONS) + 2 + sum(len(e) + 3 for e in HISTOGRAMS.values()) + len(GAUGES)
+    len(REASONS) + 3 + sum(len(e) + 3 for e in (*HISTOGRAMS.values(), *TOKEN_HISTOGRAMS.values()))
+    + len(GAUGES)
     + GPUS_PER_HOST * len(DCGM)
 )  # fmt: skip
 
@@ -87,8 +96,16 @@ def write_openmetrics(path: Path, *, hosts: int, start: int, scrapes: int, scrap
             counts[0] = 0
             draws[name] = rng.multinomial(counts, weights / weights.sum())
         per_host.append(draws)
+    added = np.random.default_rng(32)  # vLLM 0.32's families: the draws above stay as they were
+    for h in range(hosts):
+        for name, edges in TOKEN_HISTOGRAMS.items():
+            weights = np.array([0.4**i for i in range(len(edges))] + [0.01])
+            counts = added.poisson(4.0, scrapes)
+            counts[0] = 0
+            per_host[h][name] = added.multinomial(counts, weights / weights.sum())
+    families = {**HISTOGRAMS, **TOKEN_HISTOGRAMS}
     for service in SERVICES:
-        fleet.observed[service] = {n: np.zeros(len(e) + 1) for n, e in HISTOGRAMS.items()}
+        fleet.observed[service] = {n: np.zeros(len(e) + 1) for n, e in families.items()}
 
     def series_lines(out, sample: str, labels: str, values) -> None:
         pairs = zip(values, times, strict=True)
@@ -114,7 +131,12 @@ def write_openmetrics(path: Path, *, hosts: int, start: int, scrapes: int, scrap
                 labels = f'instance="{names[h]}",service="{fleet.service_of(h)}"'
                 series_lines(out, counter + "_total", labels,
                              _cumulative(rng, scrapes, restart_of(h), rate))  # fmt: skip
-        for name, edges in HISTOGRAMS.items():
+        out.write("# TYPE vllm:num_preemptions counter\n")
+        for h in range(hosts):
+            labels = f'instance="{names[h]}",service="{fleet.service_of(h)}"'
+            series_lines(out, "vllm:num_preemptions_total", labels,
+                         _cumulative(added, scrapes, restart_of(h), 0.5))  # fmt: skip
+        for name, edges in families.items():
             out.write(f"# TYPE {name} histogram\n")
             for h in range(hosts):
                 service = fleet.service_of(h)

@@ -36,6 +36,19 @@ ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.
 REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
                    60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)  # fmt: skip
 
+
+def _one_two_five(limit: int) -> tuple[float, ...]:
+    """vLLM's token-count buckets (`build_1_2_5_buckets(max_model_len)`): 1, 2, 5, 10, 20...
+    up to the model's window."""
+    edges, scale = [], 1
+    while True:
+        for step in (1, 2, 5):
+            if step * scale > limit:
+                return tuple(float(e) for e in edges)
+            edges.append(step * scale)
+        scale *= 10
+
+
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 ERROR_RATE = 0.002
 MAX_STEP_S = 300.0  # after a long pause (laptop asleep) simulate at most this much traffic
@@ -45,6 +58,8 @@ PROMPT_TTFT_CORRELATION = 0.5  # longer prompts take longer to prefill
 # is ~1.09x slower, so a profile's P99 at the mean rate says what the SLO sees at the peak.
 PRESSURE_SLOPE = 0.2
 ITL_JITTER = 0.12  # token-to-token spread around a request's own decode step time
+# vLLM's per-request prompt and generation token histograms, for a model of this window.
+TOKEN_BUCKETS = _one_two_five(MAX_PROMPT_TOKENS)
 
 
 @dataclass
@@ -130,6 +145,13 @@ class FakeVllmEngine:
         self.tpot = Histogram(ITL_BUCKETS)
         self.prefill = Histogram(REQUEST_BUCKETS)
         self.decode = Histogram(REQUEST_BUCKETS)
+        # vLLM 0.32: each request's prompt and answer length, observed as it finishes (the
+        # requests and tokens the counters above hold), and running requests preempted.
+        self.request_prompt = Histogram(TOKEN_BUCKETS)
+        self.request_generation = Histogram(TOKEN_BUCKETS)
+        self.preemptions = 0
+        # Its own stream: the draws of every other figure stay what they were.
+        self._preempt_rng = random.Random(f"{service}:preemptions")
         self.running = 0
         self.waiting = 0
         self.kv_usage = 0.0
@@ -212,6 +234,9 @@ class FakeVllmEngine:
         decode_s = sum(itls)
         e2e_s = ttft_s + decode_s
         ok = rng.random() >= ERROR_RATE
+        if profile.preemptions:  # a request may be evicted and recomputed, errored or not
+            due = profile.expected_preemptions(1, qps / self.base_qps)
+            self.preemptions += int(due) + (self._preempt_rng.random() < due % 1)
         if not ok:  # vLLM V1 counts an errored request under finished_reason="error"
             self.success["error"] += 1
         if ok:  # ...and observes latencies and tokens of the others only
@@ -226,6 +251,8 @@ class FakeVllmEngine:
             self.tpot.observe(decode_s / (output_tokens - 1))
             self.prefill.observe(prefill_s)
             self.decode.observe(decode_s)
+            self.request_prompt.observe(prompt_tokens)
+            self.request_generation.observe(output_tokens)
         return {
             "ts": rfc3339(datetime.fromtimestamp(finish, UTC)),
             "service": self.service,
@@ -271,6 +298,12 @@ class FakeVllmEngine:
                    [f"vllm:{short}_total{{{labels}}} {_num(value)}"])  # fmt: skip
             metric(f"vllm:{short}_created", "gauge", help_text,
                    [f"vllm:{short}_created{{{labels}}} {_num(self.created)}"])  # fmt: skip
+        metric("vllm:num_preemptions_total", "counter",
+               "Cumulative number of preemption from the engine.",
+               [f"vllm:num_preemptions_total{{{labels}}} {_num(self.preemptions)}"])  # fmt: skip
+        metric("vllm:num_preemptions_created", "gauge",
+               "Cumulative number of preemption from the engine.",
+               [f"vllm:num_preemptions_created{{{labels}}} {_num(self.created)}"])  # fmt: skip
         metric(
             "vllm:request_success_total",
             "counter",
@@ -295,6 +328,10 @@ class FakeVllmEngine:
              "Histogram of time spent in PREFILL phase for request.", self.prefill),
             ("vllm:request_decode_time_seconds",
              "Histogram of time spent in DECODE phase for request.", self.decode),
+            ("vllm:request_prompt_tokens", "Number of prefill tokens processed.",
+             self.request_prompt),
+            ("vllm:request_generation_tokens", "Number of generation tokens processed.",
+             self.request_generation),
         ):  # fmt: skip
             metric(name, "histogram", help_text, histogram.render(name, labels))
         return "\n".join(lines) + "\n"

@@ -120,6 +120,13 @@ def test_aggregated_and_per_host_count_the_same_requests_and_tokens(both_modes):
     assert aggregated.scraped_generation_tokens == per_host.scraped_generation_tokens > 0
 
 
+def test_aggregated_and_per_host_count_the_same_per_request_tokens_and_preemptions(both_modes):
+    per_host, aggregated, _ = both_modes
+    for name in ("scraped_token_requests", "scraped_request_prompt_tokens",
+                 "scraped_request_output_tokens", "scraped_preemptions"):  # fmt: skip
+        assert getattr(aggregated, name) == getattr(per_host, name) > 0, name
+
+
 def test_a_second_aggregated_sync_adds_no_window(fleet_prometheus, service, no_lag):
     prom, _ = fleet_prometheus
     source = fleet_source(prom.url, service, "fleet-again")

@@ -17,6 +17,7 @@ from collectors.models import (
 from dashboards.selectors import service_dashboard
 from demo import history
 from demo.history import Regression, backfill_service
+from demo.profile import KV_PRESSED_SERVICE
 from tests.factories.catalog import make_baseline, make_service
 
 pytestmark = pytest.mark.django_db
@@ -141,3 +142,25 @@ def test_the_history_has_inter_token_latency_as_the_engine_reports_it(svc):
     d = service_dashboard(service=svc, start=NOW - timedelta(days=7), end=NOW)
     with_itl = [p for p in d.metrics.points if any(x.value for x in p.latency.get("itl", []))]
     assert len(with_itl) >= 70
+
+
+def test_the_history_counts_the_per_request_token_histograms_requests_and_tokens(svc):
+    fill(svc)
+    rows = list(ServiceRollup.objects.filter(service=svc, resolution_s=HOUR))
+    counted = [(r.scraped_token_requests, r.scraped_request_output_tokens) for r in rows]
+    assert rows and counted == [(r.scraped_requests, r.scraped_generation_tokens) for r in rows]
+
+
+def test_only_the_kv_pressed_services_history_has_preemptions(team, svc):
+    pressed = make_service(team, KV_PRESSED_SERVICE)
+    make_baseline(pressed, qps=0.5, prompt_tokens_mean=500, output_tokens_mean=200)
+    for service in (svc, pressed):
+        backfill_service(service=service, baseline=service.baselines.get(),
+                         host_name=f"demo-{service.slug}", days=3, now=NOW)  # fmt: skip
+    shares = {}
+    for service in (svc, pressed):
+        merged = ServiceMergedRollup.objects.filter(service=service, resolution_s=HOUR)
+        shares[service.slug] = round(
+            sum(m.preempted for m in merged) / sum(m.finished for m in merged), 3
+        )
+    assert shares == {svc.slug: 0.0, KV_PRESSED_SERVICE: 0.03}

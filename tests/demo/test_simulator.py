@@ -3,6 +3,8 @@ import statistics
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from collectors.exposition.scrape import parse
+from demo.engine_profile import EngineProfile
 from demo.simulator import Simulator
 from tests.collectors.agent.contract import GPU, REQUEST
 from tests.support import StepClock
@@ -135,3 +137,37 @@ def test_it_samples_request_rows_down_to_the_per_batch_cap():
 
     assert len(requests) == 50
     assert [r["ts"] for r in requests] == sorted(r["ts"] for r in requests)
+
+
+def read(sim: Simulator, clock: StepClock, seconds: float):
+    """The next scrape after `seconds`, as PerfHub's vLLM parser reads it."""
+    clock.now += seconds
+    _, [scrape], _ = sim.step()
+    return parse(scrape["exposition"], "vllm")
+
+
+def test_its_per_request_token_histograms_count_the_requests_and_tokens_its_counters_do():
+    clock = StepClock()
+    page = read(simulator(clock), clock, 60.0)
+    counted = [page.counter_total(n) for n in (
+        "finished_requests_counted", "finished_prompt_tokens", "finished_generation_tokens"
+    )]  # fmt: skip
+    assert counted == [page.counter_total(n) for n in (
+        "requests_finished", "prompt_tokens", "generation_tokens"
+    )]  # fmt: skip
+    assert counted[0] > 0
+
+
+def test_an_engine_with_kv_room_to_spare_preempts_nothing():
+    clock = StepClock()
+    assert read(simulator(clock), clock, 300.0).counter_total("preemptions") == 0
+
+
+def test_an_engine_short_of_kv_room_preempts_its_profiles_share_of_requests():
+    clock = StepClock()
+    profile = EngineProfile(qps=20.0, swing=0.0, preemptions=0.03)
+    sim = Simulator(host="demo-gpu-01", services=["rag"], profiles={"rag": profile}, seed=7,
+                    clock=clock)  # fmt: skip
+    page = read(sim, clock, 300.0)
+    share = page.counter_total("preemptions") / page.counter_total("finished_requests_counted")
+    assert share == pytest.approx(0.03, abs=0.01)
