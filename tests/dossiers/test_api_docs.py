@@ -35,3 +35,8 @@ def test_a_setting_opens_the_docs_and_schema_to_anonymous_visitors(client, setti
     settings.PERFHUB_PUBLIC_API_DOCS = True
     assert client.get("/api/docs/").status_code == 200
     assert "paths" in client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+
+
+def test_every_page_of_a_signed_in_user_links_to_the_api_docs(client, owner):
+    client.force_login(owner)
+    assert 'href="/api/docs/">API reference</a>' in client.get("/").content.decode()
