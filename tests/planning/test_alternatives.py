@@ -56,7 +56,7 @@ def test_the_fleet_page_lists_every_service_with_its_plan_or_why_not(client, own
 
 
 def test_the_fleet_page_says_what_its_bracketed_range_and_its_cost_are(client, owner, swept):
-    # "4 (4–5)" and "Cost / month" stood unexplained: the range is the 80% interval, the cost
+    # "4 (4-5)" and "Cost / month" stood unexplained: the range is the 80% interval, the cost
     # is the plan's (replicas needed), not today's.
     client.force_login(owner)
     page = client.get("/planner/").content.decode()
