@@ -436,6 +436,8 @@ EXPLAINED_REFUSALS = {
     # Made to queue in the client: 40 req/s offered, --max-concurrency 2 served 23-25 (vLLM 0.32).
     "e2e-vllm-0.32.0-cpu-rate40-c2-client-queue-detailed.json": {"offered_load"},
     "e2e-vllm-0.32.0-cpu-rate40-c2-default-metrics.json": {"offered_load"},
+    "e2e-vllm-0.32.0-rate40-c2-client-queue-console.log": {"offered_load"},
+    "e2e-vllm-0.32.0-cpu-rate40-c2-client-queue-console-twin.json": {"offered_load"},
     # Written to show a failed request: 1 of 5 failed.
     "written-here-benchmark_serving-0.4.0-with-failure.json": {"failed_share"},
 }
