@@ -7,8 +7,10 @@ Percentiles are never averaged (docs/method.md): distributions are merged first
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 STANDARD_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
 
@@ -27,6 +29,13 @@ LATENCY_METRICS = ("e2e", "ttft", "tpot")
 
 def latency_field(metric: str, p: str) -> str:
     return f"{metric}_{p}_ms"
+
+
+def tool_percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0-1) of one run's own per-request values by numpy's default rule (linear
+    between the two nearest ranks): the rule vLLM's and GenAI-Perf's summaries are computed
+    with, so a figure taken here from their files is the one the tool wrote or would write."""
+    return float(np.percentile(values, q * 100))
 
 
 LATENCY_FIELDS = tuple(latency_field(m, p) for m in LATENCY_METRICS for p in PERCENTILE_LABELS)

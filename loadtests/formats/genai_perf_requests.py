@@ -40,6 +40,8 @@ import json
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from analysis.percentiles import QUANTILE_OF, tool_percentile
+
 from .base import (
     TWIN_FIGURES,
     Ctx,
@@ -244,23 +246,15 @@ class _SummaryView:
     def figures(self) -> dict[str, float]:
         if not self.latencies or self.first is None or self.last is None:
             return {}
-        values = sorted(self.latencies)
+        values = self.latencies
         out = {
-            f"e2e_{label}_ms": linear_percentile(values, q)
-            for label, q in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99))
+            f"e2e_{label}_ms": tool_percentile(values, QUANTILE_OF[label])
+            for label in ("p50", "p90", "p95", "p99")
         }
         out["request_count"] = len(values)
         if self.last > self.first:
             out["qps"] = len(values) / ((self.last - self.first) / 1e9)
         return out
-
-
-def linear_percentile(values: list[float], q: float) -> float:
-    """numpy's default percentile (linear between the two closest ranks) of sorted values."""
-    rank = (len(values) - 1) * q / 100
-    low = int(rank)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (rank - low) * (values[high] - values[low])
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from analysis.percentiles import QUANTILE_OF, minimum_count
+from analysis.percentiles import QUANTILE_OF, minimum_count, tool_percentile
 
 from .base import (
     Ctx,
@@ -496,10 +496,9 @@ SAMPLE_ARRAYS = {
 
 
 def exact_percentile(values: list[float], label: str) -> float:
-    """The percentile `label` ("p99") of `values` as vLLM computes the ones it writes
-    (`np.percentile`, linear between the two nearest requests): over the same requests, the
-    figure vLLM would have written."""
-    return float(np.percentile(values, QUANTILE_OF[label] * 100))
+    """The percentile `label` ("p99") of `values` as vLLM computes the ones it writes: over the
+    same requests, the figure vLLM would have written."""
+    return tool_percentile(values, QUANTILE_OF[label])
 
 
 def _same_figure(computed: float, written: float) -> bool:
