@@ -54,6 +54,7 @@ ADDITIVE = (
     "scraped_prompt_tokens", "scraped_generation_tokens", "scraped_seconds",
     "scraped_busy_seconds", "gauge_samples", "scraped_token_requests",
     "scraped_request_prompt_tokens", "scraped_request_output_tokens",
+    "scraped_prompt_token_requests",
 )  # fmt: skip
 
 
@@ -101,16 +102,20 @@ class ServiceWindow(OutcomeRates):
     # started mid-window neither dilutes the rate nor inflates tokens per request.
     covered_rate: float = 0.0
     counted_requests: float = 0.0
-    token_requests: float = 0.0  # the requests the counted tokens belong to
+    token_requests: float = 0.0  # the requests the counted output tokens belong to
+    prompt_token_requests: float = 0.0  # ...and those the counted prompt tokens belong to
     counted_prompt_tokens: float = 0.0
     counted_output_tokens: float = 0.0
 
     def tokens_per_request(self) -> tuple[float, float] | None:
-        """Mean (prompt, output) tokens per request, or None without counted requests."""
-        if not self.token_requests:
+        """Mean (prompt, output) tokens per request, each over the requests its tokens were
+        counted for, or None without both."""
+        if not self.token_requests or not self.prompt_token_requests:
             return None
-        n = self.token_requests
-        return self.counted_prompt_tokens / n, self.counted_output_tokens / n
+        return (
+            self.counted_prompt_tokens / self.prompt_token_requests,
+            self.counted_output_tokens / self.token_requests,
+        )
 
     def busy_tokens_per_second(self, basis: str) -> float | None:
         """Tokens per second of traffic (see `qps`) on a service's basis."""
@@ -316,12 +321,17 @@ def _traffic(
                 counted = (t.requests, t.prompt_tokens, t.output_tokens, t.request_seconds)
             w.counted_requests += counted[0]
             w.covered_rate += counted[0] / counted[3] if counted[3] else 0.0
-            if t.scraped_token_requests > 0:
-                # vLLM's per-request token histograms: its token counters also hold the tokens
-                # of clients that disconnected, which no request counter counts.
+            prompt_requests = counted[0]
+            if t.scraped_token_requests > 0 or t.scraped_prompt_token_requests > 0:
+                # The engine's per-request token histograms, each sum over its own count:
+                # vLLM's token counters also hold the tokens of clients that disconnected, which
+                # no request counter counts; TGI's prompt histogram observes every validated
+                # sequence (failed, dropped, each best_of one), its success counter does not.
                 counted = (t.scraped_token_requests, t.scraped_request_prompt_tokens,
                            t.scraped_request_output_tokens)  # fmt: skip
+                prompt_requests = t.scraped_prompt_token_requests
             w.token_requests += counted[0]
+            w.prompt_token_requests += prompt_requests
             w.counted_prompt_tokens += counted[1]
             w.counted_output_tokens += counted[2]
         # A queue is per host: the service's queue is the sum of its hosts' mean queues;

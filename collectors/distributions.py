@@ -88,6 +88,9 @@ class Traffic:
     scraped_token_requests: float = 0.0
     scraped_request_prompt_tokens: float = 0.0
     scraped_request_output_tokens: float = 0.0
+    # ...and the observations the prompt tokens were summed over, where that histogram has its
+    # own count (TGI's prompt histogram observes every validated sequence, not the successes).
+    scraped_prompt_token_requests: float = 0.0
     scraped_preemptions: float = 0.0
     gauge_samples: int = 0
     gauge_weighted: dict[str, list[float]] = field(default_factory=dict)  # name -> [sum, weight]
@@ -101,7 +104,8 @@ class Traffic:
             "scraped_requests", "scraped_prompt_tokens", "scraped_generation_tokens",
             "scraped_seconds", "scraped_busy_seconds", "scraped_errors", "scraped_aborts",
             "scraped_token_requests", "scraped_request_prompt_tokens",
-            "scraped_request_output_tokens", "scraped_preemptions", "gauge_samples",
+            "scraped_request_output_tokens", "scraped_prompt_token_requests",
+            "scraped_preemptions", "gauge_samples",
         ):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(row, name))
         for name in GAUGES:

@@ -161,6 +161,7 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
         # vLLM 0.32's per-request token histograms observe the same requests and tokens, and
         # its preemption counter moves only for a KV-bound service (`EngineProfile.preemptions`).
         scraped_token_requests=float(requests),
+        scraped_prompt_token_requests=float(requests),
         scraped_request_prompt_tokens=requests * (baseline.prompt_tokens_mean or 0),
         scraped_request_output_tokens=requests * (baseline.output_tokens_mean or 0),
         scraped_preemptions=profile.expected_preemptions(requests, load),

@@ -75,6 +75,10 @@ class ServiceRollup(models.Model):
     scraped_token_requests = models.FloatField(default=0)
     scraped_request_prompt_tokens = models.FloatField(default=0)
     scraped_request_output_tokens = models.FloatField(default=0)
+    # The observations scraped_request_prompt_tokens was summed over: TGI's prompt histogram
+    # observes every validated sequence (failed, dropped, each best_of one), its output one the
+    # successes only; where one histogram observes both (vLLM, Triton), scraped_token_requests.
+    scraped_prompt_token_requests = models.FloatField(default=0)
     # Running requests the engine evicted for want of KV-cache room (vLLM's preemptions, SGLang's
     # retractions).
     scraped_preemptions = models.FloatField(default=0)

@@ -357,6 +357,33 @@ def test_tgi_idle_router_gauges(scrape):
     assert scrape(TGI, "tgi").gauges == {"requests_running": 0, "requests_waiting": 0}
 
 
+def test_tgi_token_histograms_are_read_with_their_own_counts(scrape):
+    # Here both observed the 109 successes (the 2 refused prompts were never observed): 6.07
+    # prompt and 31.4 output tokens per request.
+    parsed = scrape(TGI, "tgi")
+    assert [
+        parsed.counter_total(name)
+        for name in ("prompt_requests_counted", "finished_prompt_tokens",
+                     "finished_requests_counted", "finished_generation_tokens")
+    ] == [109, 662, 109, 3423]  # fmt: skip
+
+
+# Written here from TGI 3.3.7's router source (SOURCES.md): 7 successes, one of them best_of=3,
+# 2 streams dropped, 1 failed generation, 1 refused by validation, 1 at the concurrency limit.
+TGI_FAILURES = "written-here-tgi-3.3.7-failures-best-of.prom"
+
+
+def test_tgi_prompt_histogram_counts_every_validated_sequence_not_the_successes(scrape):
+    # 6 prompts of successes + 3 for the best_of=3 one + 2 dropped + 1 failed = 12; the
+    # output histogram counts the 7 successes, as tgi_request_success does.
+    parsed = scrape(TGI_FAILURES, "tgi")
+    assert (
+        parsed.counter_total("prompt_requests_counted"),
+        parsed.counter_total("finished_requests_counted"),
+        parsed.counter_total("requests_finished"),
+    ) == (12, 7, 7)
+
+
 @pytest.mark.parametrize(
     "name, readers",
     [

@@ -6,7 +6,8 @@ Canonical series, in seconds, tokens and ratios 0-1:
   preemptions; (vLLM and Triton's TensorRT-LLM backend) finished_requests_counted with
   finished_prompt_tokens and finished_generation_tokens: the requests the engine's per-request
   token histograms observed and their tokens (a histogram's `_count` and `_sum` read as
-  counters);
+  counters); (TGI) prompt_requests_counted, the prompt histogram's own `_count` where it observes
+  other requests than the output one (absent: finished_requests_counted counts both);
 - histograms, one statistic each (never one standing in for another):
   ttft_seconds     time to first token, per request
   tpot_seconds     time per output token, per request: (last token - first token) / (tokens - 1)
@@ -57,9 +58,15 @@ TGI (router)
                      writes only "dropped")
   prompt_tokens      tgi_request_input_length_sum (the histogram's sum is the token total),
                      observed when the tokenized prompt passes the length checks: requests
-                     that later fail or are dropped count too (a best_of=n request n times)
+                     that later fail or are dropped count too (a best_of=n request n times;
+                     3.x: a generation continued past each 1,024 tokens again, its prompt then
+                     holding the text generated so far)
   generation_tokens  tgi_request_generated_tokens_sum, successful requests only (best_of: the
                      sequence returned); so are the success counter and every latency histogram
+  prompt_requests_counted     tgi_request_input_length_count      } each sum over its own
+  finished_prompt_tokens      tgi_request_input_length_sum        } count: prompt tokens per
+  finished_requests_counted   tgi_request_generated_tokens_count  } validated sequence, output
+  finished_generation_tokens  tgi_request_generated_tokens_sum    } tokens per success
   tpot_seconds       tgi_request_mean_time_per_token_duration (per request: its inference
                      time over its generated tokens, so the prefill is spread over the tokens)
   e2e_seconds        tgi_request_duration
@@ -173,6 +180,7 @@ COUNTERS = (
     "finished_requests_counted",
     "finished_prompt_tokens",
     "finished_generation_tokens",
+    "prompt_requests_counted",
     "preemptions",
 )
 HISTOGRAMS = (
@@ -345,6 +353,16 @@ TGI = (
     Rule("request_aborts", "counter", ("tgi_request_failure",), only=(("err", TGI_CLIENT_GONE),)),
     Rule("prompt_tokens", "histogram_sum", ("tgi_request_input_length",)),
     Rule("generation_tokens", "histogram_sum", ("tgi_request_generated_tokens",)),
+    # Tokens per request: each histogram's sum over its own count. The prompt histogram is
+    # observed at validation (router/src/validation.rs, validate_input), for every request that
+    # passes the length checks, failed and dropped ones too, and once per best_of sequence
+    # (infer/mod.rs generate_best_of); the output one with the success counter
+    # (server.rs generate_internal / generate_stream_internal). Over the success counter the
+    # prompt sum would count the tokens of requests it does not count.
+    Rule("prompt_requests_counted", "histogram_count", ("tgi_request_input_length",)),
+    Rule("finished_prompt_tokens", "histogram_sum", ("tgi_request_input_length",)),
+    Rule("finished_requests_counted", "histogram_count", ("tgi_request_generated_tokens",)),
+    Rule("finished_generation_tokens", "histogram_sum", ("tgi_request_generated_tokens",)),
     Rule("tpot_seconds", "histogram", ("tgi_request_mean_time_per_token_duration",)),
     Rule("e2e_seconds", "histogram", ("tgi_request_duration",)),
     Rule("queue_seconds", "histogram", ("tgi_request_queue_duration",)),

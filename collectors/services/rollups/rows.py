@@ -63,6 +63,7 @@ def rollup_from_traffic(
         scraped_token_requests=traffic.scraped_token_requests,
         scraped_request_prompt_tokens=traffic.scraped_request_prompt_tokens,
         scraped_request_output_tokens=traffic.scraped_request_output_tokens,
+        scraped_prompt_token_requests=traffic.scraped_prompt_token_requests,
         scraped_preemptions=traffic.scraped_preemptions,
         qps=traffic.qps,
         prompt_tps=traffic.prompt_tps,
@@ -121,8 +122,11 @@ def minute_traffic(
         traffic.scraped_generation_tokens += counters.get("generation_tokens", 0.0)
         traffic.scraped_errors += counters.get("request_errors", 0.0)
         traffic.scraped_aborts += counters.get("request_aborts", 0.0)
-        traffic.scraped_token_requests += counters.get("finished_requests_counted", 0.0)
+        counted = counters.get("finished_requests_counted", 0.0)
+        traffic.scraped_token_requests += counted
         traffic.scraped_request_prompt_tokens += counters.get("finished_prompt_tokens", 0.0)
+        # The prompt histogram's own count where it has one (TGI), else the shared one.
+        traffic.scraped_prompt_token_requests += counters.get("prompt_requests_counted", counted)
         traffic.scraped_request_output_tokens += counters.get("finished_generation_tokens", 0.0)
         traffic.scraped_preemptions += counters.get("preemptions", 0.0)
         if any(counters.get(c, 0.0) > 0 for c in FINISHED_COUNTERS):
