@@ -104,6 +104,26 @@ class Metrics:
             expr = f"({expr} or max({ratio}))"
         return expr
 
+    def gauge_sum_of_means(self, canonical: str, window: str) -> str:
+        """The service's total of a summed gauge, each series' mean over the window: the
+        newest name's series, plus those of the gauges that add to it (`Rule.adds`: Triton's
+        own queues beside the TensorRT-LLM executor's waiting requests), as the parser reads."""
+
+        def total(rule: engines.Rule) -> str:
+            newest, *others = rule.newest_names()
+            selector = _selector(self.engine_selector, rule.where, rule.exclude, rule.only)
+            vector = Series(newest, selector, rule.scale, tuple(others)).vector()
+            expr = f"sum(avg_over_time({vector}[{window}]))"
+            return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"
+
+        expr = total(self._engine_rule(canonical))
+        for other in engines.rules_for(self.engine):
+            if other.canonical == canonical and other.adds:
+                # Either may have no series (a backend before 0.18 exports no `waiting`).
+                added = total(other)
+                expr = f"(({expr} + ({added} or vector(0))) or {added})"
+        return expr
+
     def _counter(self, fn: str, canonical: str, window: str) -> str:
         rule = self._engine_rule(canonical)
         if not rule.counter_like:

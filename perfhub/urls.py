@@ -6,7 +6,6 @@ from django.urls import include, path
 
 from core.accounts import LoginView
 from core.api_docs import ApiDocsView, ApiSchemaView
-from core.api_root import ApiRootView
 from dashboards import views as dashboards_views
 from perfhub import health
 from perfhub.metrics import metrics_view
@@ -27,7 +26,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", ApiSchemaView.as_view(), name="api-schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/v1/", ApiRootView.as_view(), name="api-root"),
     path("api/v1/", include("loadtests.api_urls")),
     path("api/v1/", include("collectors.api_urls")),
     path("api/v1/", include("planning.api_urls")),

@@ -244,9 +244,9 @@ class _EngineParse:
                 continue
             for labels, series in _preferred_series(rule, self.found[index]).items():
                 self._store(rule, name, labels, series)
-            self._aggregate_gauge(rule)
             break
         self._add_to(canonical)
+        self._aggregate_gauge(canonical)
 
     def _add_to(self, canonical: str) -> None:
         """The series of the rules that add to `canonical` (`Rule.adds`), each under its metric's
@@ -315,13 +315,15 @@ class _EngineParse:
             count=count if count is not None and math.isfinite(count) else total,
         )
 
-    def _aggregate_gauge(self, rule: Rule) -> None:
+    def _aggregate_gauge(self, canonical: str) -> None:
+        # Over the read alternative's series and those of the gauges that add to it.
+        rule = next(r for r in self.rules if r.canonical == canonical)
         if rule.kind != "gauge":
             return
-        values = [v for (n, _), v in self.parsed.gauge_series.items() if n == rule.canonical]
+        values = [v for (n, _), v in self.parsed.gauge_series.items() if n == canonical]
         if values:
             combine = max if rule.aggregate == "max" else math.fsum
-            self.parsed.gauges[rule.canonical] = combine(values)
+            self.parsed.gauges[canonical] = combine(values)
 
 
 def metric_names(source: str, *, cumulative_only: bool = False) -> tuple[str, ...]:

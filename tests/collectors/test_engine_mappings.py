@@ -303,9 +303,20 @@ def test_triton_kv_usage_prefers_the_backends_fraction_to_its_block_counts():
     assert parse(text, "triton").gauges["kv_cache_usage"] == 0.7
 
 
-def test_triton_prefers_the_trt_llm_waiting_count_over_pending_requests():
+def test_triton_waiting_adds_tritons_queue_to_the_executors_unscheduled_requests():
+    # 5 requests in Triton's queue in front of the model, not yet handed to the backend, and
+    # 3 in the executor not scheduled in its last iteration: 8 wait, none counted twice.
     text = TRITON + 'nv_trt_llm_request_metrics{model="llm",request_type="waiting",version="1"} 3\n'
-    assert parse(text, "triton").gauges["requests_waiting"] == 3
+    assert parse(text, "triton").gauges["requests_waiting"] == 8
+
+
+def test_triton_postprocessing_queue_is_not_requests_waiting():
+    # Each streamed chunk is a postprocessing request of a request already generating.
+    text = (
+        'nv_inference_pending_request_count{model="tensorrt_llm",version="1"} 1\n'
+        'nv_inference_pending_request_count{model="postprocessing",version="1"} 4\n'
+    )
+    assert parse(text, "triton").gauges["requests_waiting"] == 1
 
 
 def test_triton_canceled_requests_are_aborts_not_errors():

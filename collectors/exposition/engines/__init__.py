@@ -206,9 +206,10 @@ class Rule:
     # ensemble or BLS model: the one clients call, while the models it calls count the same
     # requests again); where none does, every series counts.
     prefer: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # A counter whose series add to the canonical's (vLLM's admission rejections are errors
-    # beside the requests that finished in error), where the other rules of one canonical are
-    # alternatives of which the first found is read.
+    # A counter or gauge whose series add to the canonical's (vLLM's admission rejections are
+    # errors beside the requests that finished in error; Triton's own queue in front of the
+    # TensorRT-LLM executor's), where the other rules of one canonical are alternatives of
+    # which the first found is read.
     adds: bool = False
     # The prefixes the engine's metrics come under (`_prefixed`: vLLM's own and Ray's), first
     # preferred; `names` holds each name under each of them.
@@ -227,8 +228,10 @@ class Rule:
         return tuple(prefix + base for prefix in self.prefixes)
 
     def __post_init__(self) -> None:
-        if self.adds and not self.counter_like:
-            raise ValueError(f"{self.canonical}: only a counter adds to another rule's series")
+        if self.adds and not (self.counter_like or (self.kind == "gauge" and not self.per)):
+            raise ValueError(
+                f"{self.canonical}: only a counter or a plain gauge adds to another rule's series"
+            )
         if self.per and (
             self.kind != "gauge" or {k for k, _ in self.per} != dict(self.where).keys()
         ):
@@ -440,6 +443,9 @@ SGLANG = tuple(
 # client going away (an abort, as vLLM's and TGI's); REJECTED, BACKEND and OTHER are failures.
 TRITON_ENTRY_MODELS = (("model", ("ensemble", "tensorrt_llm_bls")),)
 TRITON_CLIENT_GONE = ("CANCELED",)
+# The model the backend's ensemble and BLS call with each response (`all_models/
+# inflight_batcher_llm/postprocessing`): its queue holds generated text, not requests.
+TRITON_AFTER_GENERATION = ("postprocessing",)
 
 # Triton's own per-model series: read from the entry models where a scrape has them.
 TRITON_MODEL_SERIES = tuple(
@@ -495,7 +501,15 @@ TRITON = (
         ("nv_trt_llm_request_metrics",),
         where=(("request_type", "scheduled"),),
     ),
-    # Two sources for one canonical gauge: the TensorRT-LLM count wins when present.
+    # Waiting: admitted, not yet in a batch, wherever the request is. In the executor, its
+    # active requests not scheduled in the last iteration (backend 0.18+ exports them as
+    # `waiting`, active less scheduled: `model_instance_state.cc` WaitForStats). In front of
+    # each model, Triton's own queue, added: `nv_inference_pending_request_count` holds a
+    # request from its enqueue until an instance takes it (core `infer_request.cc` SetState),
+    # and the backend hands a request to its executor only once taken, so no request is in
+    # both. The ensemble's own count stays 0 (executing once passed on); postprocessing's
+    # pending requests are responses of requests already generating (one per streamed
+    # chunk), not waiting requests, so they are left out.
     Rule(
         "requests_waiting",
         "gauge",
@@ -506,7 +520,8 @@ TRITON = (
         "requests_waiting",
         "gauge",
         ("nv_inference_pending_request_count",),
-        prefer=TRITON_ENTRY_MODELS,
+        exclude=(("model", TRITON_AFTER_GENERATION),),
+        adds=True,
     ),
     Rule(
         "kv_cache_usage",
