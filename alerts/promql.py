@@ -148,7 +148,20 @@ class Metrics:
             selector = _selector(self.engine_selector, rule.where, rule.exclude, only)
             return Series(newest, selector, rule.scale, tuple(others)).vector(suffix)
 
-        expr = f"sum({fn}({vector(*rule.only)}[{window}]))"
+        inner = f"{fn}({vector(*rule.only)}[{window}])"
+        if rule.unless_batched:
+            # Not the series of a model that served a batched request in the window, as the
+            # parser reads (`Rule.unless_batched`).
+            items, requests = (
+                Series(n, _selector(self.engine_selector), 1.0).vector(
+                    engines.ENGINES[self.engine].counter_suffix
+                )
+                for n in rule.unless_batched
+            )
+            on = ", ".join(rule.batch_labels)
+            batched = f"{fn}({items}[{window}]) > {fn}({requests}[{window}])"
+            inner = f"({inner} unless on ({on}) ({batched}))"
+        expr = f"sum({inner})"
         if rule.prefer:  # the preferred series' sum where there are any, as the parser reads
             expr = f"(sum({fn}({vector(*rule.only, *rule.prefer)}[{window}])) or {expr})"
         return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"

@@ -267,6 +267,25 @@ def test_promtool_fires_the_margin_alert_on_tritons_token_histogram(service, tmp
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
+def test_promtool_does_not_read_tritons_token_histogram_while_batched_requests_are_served(
+    service, tmp_path
+):
+    # Every request to tensorrt_llm carries 2 rows: the histogram holds one row of each, so
+    # its 1,000 tokens/s are not the throughput, and the margin is not judged on them.
+    service.engine = "triton"
+    service.save(update_fields=["engine"])
+    ensure_default_rules(service)
+    rules = tmp_path / "triton.rules.yml"
+    rules.write_text(rules_yaml(service, engine_selector='job="triton"', dcgm_selector=""))
+    batched = TRITON_TOKEN_SERIES + (
+        """      - series: 'nv_inference_count{job="triton",model="tensorrt_llm",version="1"}'\n"""
+        "        values: '0+240x150'\n"
+    )
+    test = margin_test(rules, tokens_per_s=1000, fires=False, series_yaml=batched)
+    ran = promtool("test", "rules", str(test))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
 def test_the_cost_rule_is_exported_against_the_current_baselines_cost(service):
     Baseline.objects.create(service=service, label="v1", measured_at=timezone.now(),
                             output_tps=2000, is_current=True)  # fmt: skip

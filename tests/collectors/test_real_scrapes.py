@@ -319,6 +319,16 @@ def test_triton_trtllm_histograms_count_the_failed_request_the_success_counter_l
     ) == (8, 7)
 
 
+def test_triton_trtllm_token_histograms_are_not_read_once_a_batched_request_was_served(scrape):
+    # The same 8 requests and a ninth of batch size 2 (380 input, 350 output tokens), observed
+    # once with its last row's 180 and 250: per request the sums would read too little.
+    parsed = scrape("written-here-triton-trtllm-0.19-token-histograms-batched.prom", "triton")
+    assert [
+        parsed.counter_total(name)
+        for name in ("prompt_tokens", "finished_requests_counted", "finished_generation_tokens")
+    ] == [None, None, None]
+
+
 # TGI's router, scraped for DataDog's integration tests (SOURCES.md): 111 requests, 109 done,
 # 2 refused by validation; no TTFT histogram in this TGI.
 TGI = "tgi-datadog-payload-excerpt.prom"

@@ -113,7 +113,10 @@ models alone
                      observation per request, at its final response, of its input ids and of
                      its output ids summed over its responses (streamed or not; every beam's),
                      failed requests included (an executor error is a final response), and a
-                     cancelled one with what it got, once the executor answers it as final
+                     cancelled one with what it got, once the executor answers it as final.
+                     A request with a batch dimension is observed once with one row's ids:
+                     none of the model's token series is read where its nv_inference_count
+                     exceeds its nv_inference_request_success (a batched request was served)
   finished_requests_counted, finished_prompt_tokens, finished_generation_tokens
                      the same histograms' output `_count` and both `_sum`s
   e2e_seconds_sum    nv_inference_request_duration_us (cumulative microseconds -> seconds)
@@ -121,8 +124,9 @@ models alone
   ttft_seconds       nv_inference_first_response_histogram_ms (edges and sum ms -> s)
   requests_running   nv_trt_llm_request_metrics{request_type="scheduled"}
   requests_waiting   nv_trt_llm_request_metrics{request_type="waiting"} (backend 0.18+: active
-                     less scheduled; the executor's own queue is not exported), else
-                     nv_inference_pending_request_count
+                     less scheduled; the executor's own queue is not exported) plus
+                     nv_inference_pending_request_count of every model but postprocessing
+                     (Triton's queues in front of the models; the ensemble's is always 0)
   kv_cache_usage     nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} (backend
                      0.18+), else its "used" over its "max" blocks: the backend's own fraction
 TensorRT-LLM's `trtllm-serve` (`trtllm_` prefix, `trtllm:` as Dynamo re-exports it, or none: the
@@ -218,6 +222,12 @@ class Rule:
     # and other labels that carries these label values in their place (TensorRT-LLM's used KV
     # blocks over its max blocks, `where` kv_cache_block_type="used", `per` ... "max").
     per: tuple[tuple[str, str], ...] = ()
+    # Two counters, (items, requests): where, for the series' values of `batch_labels`, the
+    # first exceeds the second, some request carried several items (a batch dimension) and
+    # the series is not read (Triton's TensorRT-LLM backend observes a batched request's
+    # token histograms once, with one of its sequences: per request they read too little).
+    unless_batched: tuple[str, ...] = ()
+    batch_labels: tuple[str, ...] = ()  # kept by the recording rules, on all three metrics
 
     def newest_names(self) -> tuple[str, ...]:
         """The newest name under each prefix: what exported PromQL, which cannot prefer one
@@ -473,13 +483,24 @@ TRITON_MODEL_SERIES = tuple(
 )
 
 # The TensorRT-LLM backend's per-request token histograms (`custom_metrics_reporter.cc`).
+# A Triton request with a batch dimension of n is n executor requests (`utils.cc`
+# splitBatchInputsTensors), observed once, at the last one's final response, with that one's
+# input and output ids alone (`model_instance_state.cc` 1362-1363, 1385-1398 at v0.19.0): n - 1
+# sequences go uncounted. Triton counts the model's successes once per request and its
+# inferences n times (core `infer_request.cc` ReportStatistics, `infer_stats.cc`
+# UpdateSuccess), so more inferences than successes tell such a request was served.
+_TRTLLM_BATCHED = ("nv_inference_count", "nv_inference_request_success")
 _TRTLLM_INPUT_TOKENS: dict = {
     "names": ("nv_llm_input_token_len",),
     "where": (("response_metric_type", "total_input_tokens"),),
+    "unless_batched": _TRTLLM_BATCHED,
+    "batch_labels": ("model",),
 }
 _TRTLLM_OUTPUT_TOKENS: dict = {
     "names": ("nv_llm_output_token_len",),
     "where": (("response_metric_type", "total_output_tokens"),),
+    "unless_batched": _TRTLLM_BATCHED,
+    "batch_labels": ("model",),
 }
 
 TRITON = (
