@@ -109,14 +109,22 @@ class Metrics:
         newest name's series, plus those of the gauges that add to it (`Rule.adds`: Triton's
         own queues beside the TensorRT-LLM executor's waiting requests), as the parser reads."""
 
-        def total(rule: engines.Rule) -> str:
+        def total(rule: engines.Rule, where: tuple[tuple[str, str], ...] | None = None) -> str:
             newest, *others = rule.newest_names()
-            selector = _selector(self.engine_selector, rule.where, rule.exclude, rule.only)
+            selector = _selector(
+                self.engine_selector, rule.where if where is None else where, rule.exclude,
+                rule.only,
+            )  # fmt: skip
             vector = Series(newest, selector, rule.scale, tuple(others)).vector()
             expr = f"sum(avg_over_time({vector}[{window}]))"
             return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"
 
         expr = total(self._engine_rule(canonical))
+        for other in engines.rules_for(self.engine):
+            if other.canonical == canonical and other.less:
+                # A difference where the first has no series (`Rule.less`: an older TensorRT-LLM
+                # backend's active less scheduled requests); below 0 is no reading.
+                expr = f"({expr} or ({total(other)} - {total(other, other.less)} >= 0))"
         for other in engines.rules_for(self.engine):
             if other.canonical == canonical and other.adds:
                 # Either may have no series (a backend before 0.18 exports no `waiting`).

@@ -166,7 +166,7 @@ def _preferred_series(rule: Rule, found: dict[Labels, dict]) -> dict[Labels, dic
 
 def _series_labels(rule: Rule, labels: dict[str, str]) -> Labels:
     # A ratio's two series differ only in the labels `per` names: one key holds both.
-    dropped = {"le", *rule.collapse, *(k for k, _ in rule.per)}
+    dropped = {"le", *rule.collapse, *(k for k, _ in (*rule.per, *rule.less))}
     return tuple(sorted((k, v) for k, v in labels.items() if k not in dropped))
 
 
@@ -223,9 +223,12 @@ class _EngineParse:
     def _collect(self, index: int, part: str, sample) -> None:
         rule, _ = self.candidates[index]
         if not _where_matches(rule, sample.labels):
-            if not (rule.per and _where_matches(rule, sample.labels, rule.per)):
+            if rule.per and _where_matches(rule, sample.labels, rule.per):
+                part = "per"  # the ratio's denominator
+            elif rule.less and _where_matches(rule, sample.labels, rule.less):
+                part = "less"  # the difference's subtrahend
+            else:
                 return
-            part = "per"  # the ratio's denominator
         labels = _series_labels(rule, sample.labels)
         series = self.found[index].setdefault(labels, {})
         value = float(sample.value)
@@ -302,6 +305,11 @@ class _EngineParse:
             if per is None or per <= 0 or EXPOSITION_VALUE.problem(per):
                 return  # no denominator (the backend itself reads 0 then): no reading
             value /= per
+        if rule.less:
+            less = series.get("less")
+            if less is None or EXPOSITION_VALUE.problem(less) or less > value:
+                return  # nothing to take off, or more than there is: no reading
+            value -= less
         if EXPOSITION_VALUE.problem(value) or (rule.counter_like and value < 0):
             self.parsed.invalid += 1  # NaN, Inf or past any engine's range: not a reading
             return

@@ -124,7 +124,8 @@ models alone
   ttft_seconds       nv_inference_first_response_histogram_ms (edges and sum ms -> s)
   requests_running   nv_trt_llm_request_metrics{request_type="scheduled"}
   requests_waiting   nv_trt_llm_request_metrics{request_type="waiting"} (backend 0.18+: active
-                     less scheduled; the executor's own queue is not exported) plus
+                     less scheduled; the executor's own queue is not exported), else its
+                     "active" less its "scheduled" (the same, computed: 0.9-0.17), plus
                      nv_inference_pending_request_count of every model but postprocessing
                      (Triton's queues in front of the models; the ensemble's is always 0)
   kv_cache_usage     nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} (backend
@@ -222,6 +223,11 @@ class Rule:
     # and other labels that carries these label values in their place (TensorRT-LLM's used KV
     # blocks over its max blocks, `where` kv_cache_block_type="used", `per` ... "max").
     per: tuple[tuple[str, str], ...] = ()
+    # A gauge read as a difference, as `per` a ratio: each series `where` selects less the
+    # series with these label values in their place (TensorRT-LLM backends before 0.18: the
+    # executor's active requests less those scheduled, what 0.18 exports as `waiting`); no
+    # reading where that is below 0.
+    less: tuple[tuple[str, str], ...] = ()
     # Two counters, (items, requests): where, for the series' values of `batch_labels`, the
     # first exceeds the second, some request carried several items (a batch dimension) and
     # the series is not read (Triton's TensorRT-LLM backend observes a batched request's
@@ -242,12 +248,16 @@ class Rule:
             raise ValueError(
                 f"{self.canonical}: only a counter or a plain gauge adds to another rule's series"
             )
-        if self.per and (
-            self.kind != "gauge" or {k for k, _ in self.per} != dict(self.where).keys()
-        ):
-            raise ValueError(
-                f"{self.canonical}: `per` divides a gauge by the labels of its `where`"
-            )
+        for other in (self.per, self.less):
+            if other and (
+                self.kind != "gauge"
+                or {k for k, _ in other} != dict(self.where).keys()
+                or (self.per and self.less)
+            ):
+                raise ValueError(
+                    f"{self.canonical}: `per` or `less` combines a gauge with the labels of"
+                    " its `where` (one of them)"
+                )
 
     @property
     def counter_like(self) -> bool:
@@ -536,6 +546,15 @@ TRITON = (
         "gauge",
         ("nv_trt_llm_request_metrics",),
         where=(("request_type", "waiting"),),
+    ),
+    # Before 0.18 the same difference, computed here from the `active` and `scheduled` it
+    # exports (since 0.9, `custom_metrics_reporter.cc` request_labels_).
+    Rule(
+        "requests_waiting",
+        "gauge",
+        ("nv_trt_llm_request_metrics",),
+        where=(("request_type", "active"),),
+        less=(("request_type", "scheduled"),),
     ),
     Rule(
         "requests_waiting",
