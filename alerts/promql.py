@@ -104,6 +104,34 @@ class Metrics:
             expr = f"({expr} or max({ratio}))"
         return expr
 
+    def gauge_sum_of_means(self, canonical: str, window: str) -> str:
+        """The service's total of a summed gauge, each series' mean over the window: the
+        newest name's series, plus those of the gauges that add to it (`Rule.adds`: Triton's
+        own queues beside the TensorRT-LLM executor's waiting requests), as the parser reads."""
+
+        def total(rule: engines.Rule, where: tuple[tuple[str, str], ...] | None = None) -> str:
+            newest, *others = rule.newest_names()
+            selector = _selector(
+                self.engine_selector, rule.where if where is None else where, rule.exclude,
+                rule.only,
+            )  # fmt: skip
+            vector = Series(newest, selector, rule.scale, tuple(others)).vector()
+            expr = f"sum(avg_over_time({vector}[{window}]))"
+            return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"
+
+        expr = total(self._engine_rule(canonical))
+        for other in engines.rules_for(self.engine):
+            if other.canonical == canonical and other.less:
+                # A difference where the first has no series (`Rule.less`: an older TensorRT-LLM
+                # backend's active less scheduled requests); below 0 is no reading.
+                expr = f"({expr} or ({total(other)} - {total(other, other.less)} >= 0))"
+        for other in engines.rules_for(self.engine):
+            if other.canonical == canonical and other.adds:
+                # Either may have no series (a backend before 0.18 exports no `waiting`).
+                added = total(other)
+                expr = f"(({expr} + ({added} or vector(0))) or {added})"
+        return expr
+
     def _counter(self, fn: str, canonical: str, window: str) -> str:
         rule = self._engine_rule(canonical)
         if not rule.counter_like:
@@ -128,7 +156,20 @@ class Metrics:
             selector = _selector(self.engine_selector, rule.where, rule.exclude, only)
             return Series(newest, selector, rule.scale, tuple(others)).vector(suffix)
 
-        expr = f"sum({fn}({vector(*rule.only)}[{window}]))"
+        inner = f"{fn}({vector(*rule.only)}[{window}])"
+        if rule.unless_batched:
+            # Not the series of a model that served a batched request in the window, as the
+            # parser reads (`Rule.unless_batched`).
+            items, requests = (
+                Series(n, _selector(self.engine_selector), 1.0).vector(
+                    engines.ENGINES[self.engine].counter_suffix
+                )
+                for n in rule.unless_batched
+            )
+            on = ", ".join(rule.batch_labels)
+            batched = f"{fn}({items}[{window}]) > {fn}({requests}[{window}])"
+            inner = f"({inner} unless on ({on}) ({batched}))"
+        expr = f"sum({inner})"
         if rule.prefer:  # the preferred series' sum where there are any, as the parser reads
             expr = f"(sum({fn}({vector(*rule.only, *rule.prefer)}[{window}])) or {expr})"
         return expr if rule.scale == 1 else f"{expr} * {number(rule.scale)}"

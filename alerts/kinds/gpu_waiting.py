@@ -45,7 +45,6 @@ class GpuWaiting(_GpuBelow):
 
     def promql(self, rule: Rule, m: Metrics) -> str:
         w = duration(rule.window_s)
-        s = m.engine_series("requests_waiting")
-        waiting = f"sum(avg_over_time({s.vector()}[{w}]))"
+        waiting = m.gauge_sum_of_means("requests_waiting", w)
         queued = f"{waiting} >= {number(diagnosis.MIN_REQUESTS_WAITING)}"
         return f"({m.gpu_mean('util', w)} < {number(rule.threshold)}) and on() ({queued})"

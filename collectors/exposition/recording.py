@@ -52,10 +52,18 @@ def _families(source: str) -> dict[tuple[str, str], _Family]:
         family = families.setdefault((base, rule.kind), _Family(rule.kind))
         family.alternates += [n for n in older if n not in family.alternates]
         family.labels |= {
-            name for name, _ in (*rule.where, *rule.exclude, *rule.only, *rule.prefer, *rule.per)
-        }
+            name
+            for name, _ in (
+                *rule.where, *rule.exclude, *rule.only, *rule.prefer, *rule.per, *rule.less
+            )
+        }  # fmt: skip
+        family.labels |= set(rule.batch_labels)
         family.collapse = rule.collapse
         family.aggregate = rule.aggregate
+        # The counters that tell a batched request (`Rule.unless_batched`), by the same labels.
+        for name in rule.unless_batched:
+            guard = families.setdefault((name, "counter"), _Family("counter"))
+            guard.labels |= set(rule.batch_labels)
     return families
 
 

@@ -166,7 +166,7 @@ def _preferred_series(rule: Rule, found: dict[Labels, dict]) -> dict[Labels, dic
 
 def _series_labels(rule: Rule, labels: dict[str, str]) -> Labels:
     # A ratio's two series differ only in the labels `per` names: one key holds both.
-    dropped = {"le", *rule.collapse, *(k for k, _ in rule.per)}
+    dropped = {"le", *rule.collapse, *(k for k, _ in (*rule.per, *rule.less))}
     return tuple(sorted((k, v) for k, v in labels.items() if k not in dropped))
 
 
@@ -188,17 +188,34 @@ class _EngineParse:
                     self.lookup[sample_name].append((index, part))
         # candidate index -> labels -> part -> value, and "buckets": {le: value}
         self.found: dict[int, dict[Labels, dict]] = defaultdict(dict)
+        # `Rule.unless_batched`: sample name -> (items or requests) -> labels -> value
+        self.batch_names: dict[str, int] = {}
+        for rule in self.rules:
+            for role, name in enumerate(rule.unless_batched):
+                self.batch_names.update({name: role, name + "_total": role})
+        self.batch_labels = {k for rule in self.rules for k in rule.batch_labels}
+        self.batch_counts: tuple[dict, dict] = (defaultdict(float), defaultdict(float))
+        self.batched: set[Labels] = set()
 
     def run(self) -> ParsedScrape:
         seen: set = set()
         for sample in samples(self.text):
             _check_unique(self.text, sample, seen)
+            role = self.batch_names.get(sample.name)
+            if role is not None:
+                labels = tuple(sorted(
+                    (k, v) for k, v in sample.labels.items() if k in self.batch_labels
+                ))  # fmt: skip
+                self.batch_counts[role][labels] += float(sample.value)
             targets = self.lookup.get(sample.name)
             if not targets:
-                self.parsed.ignored += 1
+                if role is None:
+                    self.parsed.ignored += 1
                 continue
             for index, part in targets:
                 self._collect(index, part, sample)
+        items, requests = self.batch_counts
+        self.batched = {k for k, n in items.items() if n > requests.get(k, 0.0)}
         for canonical in dict.fromkeys(rule.canonical for rule in self.rules):
             self._keep_preferred(canonical)
         return self.parsed
@@ -206,9 +223,12 @@ class _EngineParse:
     def _collect(self, index: int, part: str, sample) -> None:
         rule, _ = self.candidates[index]
         if not _where_matches(rule, sample.labels):
-            if not (rule.per and _where_matches(rule, sample.labels, rule.per)):
+            if rule.per and _where_matches(rule, sample.labels, rule.per):
+                part = "per"  # the ratio's denominator
+            elif rule.less and _where_matches(rule, sample.labels, rule.less):
+                part = "less"  # the difference's subtrahend
+            else:
                 return
-            part = "per"  # the ratio's denominator
         labels = _series_labels(rule, sample.labels)
         series = self.found[index].setdefault(labels, {})
         value = float(sample.value)
@@ -243,10 +263,18 @@ class _EngineParse:
             if rule.canonical != canonical or rule.adds or not self.found.get(index):
                 continue
             for labels, series in _preferred_series(rule, self.found[index]).items():
-                self._store(rule, name, labels, series)
-            self._aggregate_gauge(rule)
+                if not self._batched(rule, labels):
+                    self._store(rule, name, labels, series)
             break
         self._add_to(canonical)
+        self._aggregate_gauge(canonical)
+
+    def _batched(self, rule: Rule, labels: Labels) -> bool:
+        """Whether the series served a batched request its rule cannot count (`unless_batched`)."""
+        if not rule.unless_batched:
+            return False
+        have = dict(labels)
+        return tuple(sorted((k, have.get(k, "")) for k in rule.batch_labels)) in self.batched
 
     def _add_to(self, canonical: str) -> None:
         """The series of the rules that add to `canonical` (`Rule.adds`), each under its metric's
@@ -277,6 +305,11 @@ class _EngineParse:
             if per is None or per <= 0 or EXPOSITION_VALUE.problem(per):
                 return  # no denominator (the backend itself reads 0 then): no reading
             value /= per
+        if rule.less:
+            less = series.get("less")
+            if less is None or EXPOSITION_VALUE.problem(less) or less > value:
+                return  # nothing to take off, or more than there is: no reading
+            value -= less
         if EXPOSITION_VALUE.problem(value) or (rule.counter_like and value < 0):
             self.parsed.invalid += 1  # NaN, Inf or past any engine's range: not a reading
             return
@@ -315,13 +348,15 @@ class _EngineParse:
             count=count if count is not None and math.isfinite(count) else total,
         )
 
-    def _aggregate_gauge(self, rule: Rule) -> None:
+    def _aggregate_gauge(self, canonical: str) -> None:
+        # Over the read alternative's series and those of the gauges that add to it.
+        rule = next(r for r in self.rules if r.canonical == canonical)
         if rule.kind != "gauge":
             return
-        values = [v for (n, _), v in self.parsed.gauge_series.items() if n == rule.canonical]
+        values = [v for (n, _), v in self.parsed.gauge_series.items() if n == canonical]
         if values:
             combine = max if rule.aggregate == "max" else math.fsum
-            self.parsed.gauges[rule.canonical] = combine(values)
+            self.parsed.gauges[canonical] = combine(values)
 
 
 def metric_names(source: str, *, cumulative_only: bool = False) -> tuple[str, ...]:
@@ -339,7 +374,14 @@ def metric_names(source: str, *, cumulative_only: bool = False) -> tuple[str, ..
         for name in rule.names
         for n, _ in _sample_names(rule, name)
     )
-    return tuple(dict.fromkeys(names))
+    # The counters that tell a batched request (`Rule.unless_batched`), bare or `_total`.
+    guards = (
+        n
+        for rule in rules_for(source)
+        for name in rule.unless_batched
+        for n in (name, name + "_total")
+    )
+    return tuple(dict.fromkeys((*names, *guards)))
 
 
 # A histogram's part read as a counter, by rule kind.

@@ -151,6 +151,40 @@ def test_promtool_reads_an_older_trt_llm_backends_kv_usage_from_its_blocks(
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
+# Triton with the TensorRT-LLM backend on an idle GPU (20%): the executor has nothing waiting,
+# while 3 requests queue in Triton in front of the tensorrt_llm model.
+TRITON_QUEUED_SERIES = """
+      - series: 'DCGM_FI_DEV_GPU_UTIL{gpu="0",GPU_I_ID=""}'
+        values: '20x30'
+      - series: 'nv_trt_llm_request_metrics{job="triton",model="tensorrt_llm",version="1",request_type="waiting"}'
+        values: '0x30'
+      - series: 'nv_inference_pending_request_count{job="triton",model="tensorrt_llm",version="1"}'
+        values: '3x30'
+"""  # noqa: E501
+
+
+def test_promtool_fires_gpu_waiting_on_requests_queued_in_triton_before_the_executor(
+    service, tmp_path
+):
+    service.engine = "triton"
+    service.save(update_fields=["engine"])
+    ensure_default_rules(service)
+    rules = tmp_path / "triton.rules.yml"
+    rules.write_text(rules_yaml(service, engine_selector='job="triton"', dcgm_selector=""))
+    document = yaml.safe_load(rules.read_text())
+    alert = next(a for a in document["groups"][0]["rules"] if a["labels"]["perfhub_rule"]
+                 == "GPU waiting while requests queue")  # fmt: skip
+    expected = [{"exp_labels": alert["labels"], "exp_annotations": alert["annotations"]}]
+    series = yaml.safe_load("input_series:" + TRITON_QUEUED_SERIES)
+    test = {"eval_time": "25m", "alertname": alert["alert"], "exp_alerts": expected}
+    path = tmp_path / "waiting-test.yml"
+    path.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m",
+                                    "tests": [{"interval": "1m", **series,
+                                               "alert_rule_test": [test]}]}))  # fmt: skip
+    ran = promtool("test", "rules", str(path))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
 def test_the_export_names_the_engines_metrics_and_what_it_left_out(service):
     ensure_default_rules(service)
     text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector='job="dcgm"')
@@ -229,6 +263,25 @@ def test_promtool_fires_the_margin_alert_on_tritons_token_histogram(service, tmp
     rules = tmp_path / "triton.rules.yml"
     rules.write_text(rules_yaml(service, engine_selector='job="triton"', dcgm_selector=""))
     test = margin_test(rules, tokens_per_s=1000, fires=True, series_yaml=TRITON_TOKEN_SERIES)
+    ran = promtool("test", "rules", str(test))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_promtool_does_not_read_tritons_token_histogram_while_batched_requests_are_served(
+    service, tmp_path
+):
+    # Every request to tensorrt_llm carries 2 rows: the histogram holds one row of each, so
+    # its 1,000 tokens/s are not the throughput, and the margin is not judged on them.
+    service.engine = "triton"
+    service.save(update_fields=["engine"])
+    ensure_default_rules(service)
+    rules = tmp_path / "triton.rules.yml"
+    rules.write_text(rules_yaml(service, engine_selector='job="triton"', dcgm_selector=""))
+    batched = TRITON_TOKEN_SERIES + (
+        """      - series: 'nv_inference_count{job="triton",model="tensorrt_llm",version="1"}'\n"""
+        "        values: '0+240x150'\n"
+    )
+    test = margin_test(rules, tokens_per_s=1000, fires=False, series_yaml=batched)
     ran = promtool("test", "rules", str(test))
     assert ran.returncode == 0, ran.stdout + ran.stderr
 

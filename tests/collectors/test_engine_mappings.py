@@ -278,9 +278,10 @@ def test_triton_millisecond_ttft_buckets_become_seconds():
 
 
 def test_triton_gauges_read_only_the_labelled_trt_llm_series():
+    # Waiting: 12 active less 9 scheduled in the executor, and 5 in Triton's queue.
     assert parse(TRITON, "triton").gauges == {
         "requests_running": 9,
-        "requests_waiting": 5,
+        "requests_waiting": 8,
         "kv_cache_usage": 0.7,
     }
 
@@ -303,9 +304,30 @@ def test_triton_kv_usage_prefers_the_backends_fraction_to_its_block_counts():
     assert parse(text, "triton").gauges["kv_cache_usage"] == 0.7
 
 
-def test_triton_prefers_the_trt_llm_waiting_count_over_pending_requests():
+def test_triton_waiting_adds_tritons_queue_to_the_executors_unscheduled_requests():
+    # 5 requests in Triton's queue in front of the model, not yet handed to the backend, and
+    # 3 in the executor not scheduled in its last iteration: 8 wait, none counted twice.
     text = TRITON + 'nv_trt_llm_request_metrics{model="llm",request_type="waiting",version="1"} 3\n'
-    assert parse(text, "triton").gauges["requests_waiting"] == 3
+    assert parse(text, "triton").gauges["requests_waiting"] == 8
+
+
+def test_triton_waiting_before_backend_018_is_the_executors_active_less_scheduled():
+    # What 0.18 exports as `waiting` (model_instance_state.cc WaitForStats), from the two
+    # request types every backend since 0.9 exports.
+    text = "".join(
+        f'nv_trt_llm_request_metrics{{model="llm",request_type="{kind}",version="1"}} {n}\n'
+        for kind, n in (("active", 40), ("scheduled", 32), ("context", 4), ("max", 256))
+    )
+    assert parse(text, "triton").gauges["requests_waiting"] == 8
+
+
+def test_triton_postprocessing_queue_is_not_requests_waiting():
+    # Each streamed chunk is a postprocessing request of a request already generating.
+    text = (
+        'nv_inference_pending_request_count{model="tensorrt_llm",version="1"} 1\n'
+        'nv_inference_pending_request_count{model="postprocessing",version="1"} 4\n'
+    )
+    assert parse(text, "triton").gauges["requests_waiting"] == 1
 
 
 def test_triton_canceled_requests_are_aborts_not_errors():

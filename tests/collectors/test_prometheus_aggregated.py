@@ -219,6 +219,21 @@ def test_recorded_kv_blocks_of_an_older_trt_llm_backend_read_as_used_over_max():
     assert exposition.parse(text, "triton").gauges["kv_cache_usage"] == 4800 / 6239
 
 
+def test_recorded_trt_llm_tokens_of_an_interval_that_served_a_batched_request_are_not_read():
+    # 4 requests to tensorrt_llm in the interval, one of batch size 2: 5 inferences. Its token
+    # histograms hold that request's last row alone (SOURCES.md, the `-batched` scrape).
+    recorded = [
+        ("nv_llm_input_token_len_sum", {"response_metric_type": "total_input_tokens"}, "780"),
+        ("nv_inference_count", {}, "5"),
+        ("nv_inference_request_success", {}, "4"),
+    ]
+    matrix = [{"metric": {"__name__": f"perfhub_service:{name}:delta", "service": "a",
+                          "model": "tensorrt_llm", **labels}, "values": [[60.5, value]]}
+              for name, labels, value in recorded]  # fmt: skip
+    text = recording.delta_expositions(matrix)[60.5]
+    assert exposition.parse(text, "triton").counter_total("prompt_tokens") is None
+
+
 def test_an_aggregated_sources_page_shows_the_recorded_series_it_reads(client, owner, service):
     source = source_create(
         name="agg-page", service=service, base_url="http://prometheus.example.com:9090",

@@ -103,7 +103,7 @@ def test_triton_trtllm_readme_scrape(scrape):
     parsed = scrape("triton-trtllm-readme.prom", "triton")
     assert parsed.counter_total("requests_finished") == 0
     assert parsed.counter_total("request_errors") == 0
-    # TensorRT-LLM's own counts win over Triton's pending-request gauge.
+    # Triton's queue in front of tensorrt_llm is empty (0): waiting is the executor's own.
     assert parsed.gauges == {
         "requests_running": 1,
         "requests_waiting": 1,
@@ -115,6 +115,13 @@ def test_triton_trtllm_017_readme_scrape_reads_kv_usage_from_its_block_counts(sc
     # Backend 0.17's README: 1 block used of 6,239, no `fraction` series yet.
     parsed = scrape("triton-trtllm-0.17-readme.prom", "triton")
     assert parsed.gauges["kv_cache_usage"] == pytest.approx(1 / 6239)
+
+
+def test_triton_ensemble_waiting_counts_the_queues_of_the_models_it_calls(scrape):
+    # The ensemble's own pending count is 0 whatever waits (it executes once passed on):
+    # 2 queued for preprocessing and 1 for tensorrt_llm wait beside the executor's 8.
+    parsed = scrape("written-here-triton-trtllm-0.19-ensemble-queues.prom", "triton")
+    assert (parsed.gauges["requests_waiting"], parsed.gauges["requests_running"]) == (11, 32)
 
 
 def test_triton_ensemble_scrape_counts_each_request_once(scrape):
@@ -310,6 +317,16 @@ def test_triton_trtllm_histograms_count_the_failed_request_the_success_counter_l
         parsed.counter_total("finished_requests_counted"),
         parsed.counter_total("requests_finished"),
     ) == (8, 7)
+
+
+def test_triton_trtllm_token_histograms_are_not_read_once_a_batched_request_was_served(scrape):
+    # The same 8 requests and a ninth of batch size 2 (380 input, 350 output tokens), observed
+    # once with its last row's 180 and 250: per request the sums would read too little.
+    parsed = scrape("written-here-triton-trtllm-0.19-token-histograms-batched.prom", "triton")
+    assert [
+        parsed.counter_total(name)
+        for name in ("prompt_tokens", "finished_requests_counted", "finished_generation_tokens")
+    ] == [None, None, None]
 
 
 # TGI's router, scraped for DataDog's integration tests (SOURCES.md): 111 requests, 109 done,

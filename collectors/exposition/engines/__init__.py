@@ -120,7 +120,10 @@ models alone
                      observation per request, at its final response, of its input ids and of
                      its output ids summed over its responses (streamed or not; every beam's),
                      failed requests included (an executor error is a final response), and a
-                     cancelled one with what it got, once the executor answers it as final
+                     cancelled one with what it got, once the executor answers it as final.
+                     A request with a batch dimension is observed once with one row's ids:
+                     none of the model's token series is read where its nv_inference_count
+                     exceeds its nv_inference_request_success (a batched request was served)
   finished_requests_counted, finished_prompt_tokens, finished_generation_tokens
                      the same histograms' output `_count` and both `_sum`s
   e2e_seconds_sum    nv_inference_request_duration_us (cumulative microseconds -> seconds)
@@ -128,8 +131,10 @@ models alone
   ttft_seconds       nv_inference_first_response_histogram_ms (edges and sum ms -> s)
   requests_running   nv_trt_llm_request_metrics{request_type="scheduled"}
   requests_waiting   nv_trt_llm_request_metrics{request_type="waiting"} (backend 0.18+: active
-                     less scheduled; the executor's own queue is not exported), else
-                     nv_inference_pending_request_count
+                     less scheduled; the executor's own queue is not exported), else its
+                     "active" less its "scheduled" (the same, computed: 0.9-0.17), plus
+                     nv_inference_pending_request_count of every model but postprocessing
+                     (Triton's queues in front of the models; the ensemble's is always 0)
   kv_cache_usage     nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} (backend
                      0.18+), else its "used" over its "max" blocks: the backend's own fraction
 TensorRT-LLM's `trtllm-serve` (`trtllm_` prefix, `trtllm:` as Dynamo re-exports it, or none: the
@@ -214,9 +219,10 @@ class Rule:
     # ensemble or BLS model: the one clients call, while the models it calls count the same
     # requests again); where none does, every series counts.
     prefer: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # A counter whose series add to the canonical's (vLLM's admission rejections are errors
-    # beside the requests that finished in error), where the other rules of one canonical are
-    # alternatives of which the first found is read.
+    # A counter or gauge whose series add to the canonical's (vLLM's admission rejections are
+    # errors beside the requests that finished in error; Triton's own queue in front of the
+    # TensorRT-LLM executor's), where the other rules of one canonical are alternatives of
+    # which the first found is read.
     adds: bool = False
     # The prefixes the engine's metrics come under (`_prefixed`: vLLM's own and Ray's), first
     # preferred; `names` holds each name under each of them.
@@ -225,6 +231,17 @@ class Rule:
     # and other labels that carries these label values in their place (TensorRT-LLM's used KV
     # blocks over its max blocks, `where` kv_cache_block_type="used", `per` ... "max").
     per: tuple[tuple[str, str], ...] = ()
+    # A gauge read as a difference, as `per` a ratio: each series `where` selects less the
+    # series with these label values in their place (TensorRT-LLM backends before 0.18: the
+    # executor's active requests less those scheduled, what 0.18 exports as `waiting`); no
+    # reading where that is below 0.
+    less: tuple[tuple[str, str], ...] = ()
+    # Two counters, (items, requests): where, for the series' values of `batch_labels`, the
+    # first exceeds the second, some request carried several items (a batch dimension) and
+    # the series is not read (Triton's TensorRT-LLM backend observes a batched request's
+    # token histograms once, with one of its sequences: per request they read too little).
+    unless_batched: tuple[str, ...] = ()
+    batch_labels: tuple[str, ...] = ()  # kept by the recording rules, on all three metrics
 
     def newest_names(self) -> tuple[str, ...]:
         """The newest name under each prefix: what exported PromQL, which cannot prefer one
@@ -235,14 +252,20 @@ class Rule:
         return tuple(prefix + base for prefix in self.prefixes)
 
     def __post_init__(self) -> None:
-        if self.adds and not self.counter_like:
-            raise ValueError(f"{self.canonical}: only a counter adds to another rule's series")
-        if self.per and (
-            self.kind != "gauge" or {k for k, _ in self.per} != dict(self.where).keys()
-        ):
+        if self.adds and not (self.counter_like or (self.kind == "gauge" and not self.per)):
             raise ValueError(
-                f"{self.canonical}: `per` divides a gauge by the labels of its `where`"
+                f"{self.canonical}: only a counter or a plain gauge adds to another rule's series"
             )
+        for other in (self.per, self.less):
+            if other and (
+                self.kind != "gauge"
+                or {k for k, _ in other} != dict(self.where).keys()
+                or (self.per and self.less)
+            ):
+                raise ValueError(
+                    f"{self.canonical}: `per` or `less` combines a gauge with the labels of"
+                    " its `where` (one of them)"
+                )
 
     @property
     def counter_like(self) -> bool:
@@ -458,6 +481,9 @@ SGLANG = tuple(
 # client going away (an abort, as vLLM's and TGI's); REJECTED, BACKEND and OTHER are failures.
 TRITON_ENTRY_MODELS = (("model", ("ensemble", "tensorrt_llm_bls")),)
 TRITON_CLIENT_GONE = ("CANCELED",)
+# The model the backend's ensemble and BLS call with each response (`all_models/
+# inflight_batcher_llm/postprocessing`): its queue holds generated text, not requests.
+TRITON_AFTER_GENERATION = ("postprocessing",)
 
 # Triton's own per-model series: read from the entry models where a scrape has them.
 TRITON_MODEL_SERIES = tuple(
@@ -485,13 +511,24 @@ TRITON_MODEL_SERIES = tuple(
 )
 
 # The TensorRT-LLM backend's per-request token histograms (`custom_metrics_reporter.cc`).
+# A Triton request with a batch dimension of n is n executor requests (`utils.cc`
+# splitBatchInputsTensors), observed once, at the last one's final response, with that one's
+# input and output ids alone (`model_instance_state.cc` 1362-1363, 1385-1398 at v0.19.0): n - 1
+# sequences go uncounted. Triton counts the model's successes once per request and its
+# inferences n times (core `infer_request.cc` ReportStatistics, `infer_stats.cc`
+# UpdateSuccess), so more inferences than successes tell such a request was served.
+_TRTLLM_BATCHED = ("nv_inference_count", "nv_inference_request_success")
 _TRTLLM_INPUT_TOKENS: dict = {
     "names": ("nv_llm_input_token_len",),
     "where": (("response_metric_type", "total_input_tokens"),),
+    "unless_batched": _TRTLLM_BATCHED,
+    "batch_labels": ("model",),
 }
 _TRTLLM_OUTPUT_TOKENS: dict = {
     "names": ("nv_llm_output_token_len",),
     "where": (("response_metric_type", "total_output_tokens"),),
+    "unless_batched": _TRTLLM_BATCHED,
+    "batch_labels": ("model",),
 }
 
 TRITON = (
@@ -513,18 +550,36 @@ TRITON = (
         ("nv_trt_llm_request_metrics",),
         where=(("request_type", "scheduled"),),
     ),
-    # Two sources for one canonical gauge: the TensorRT-LLM count wins when present.
+    # Waiting: admitted, not yet in a batch, wherever the request is. In the executor, its
+    # active requests not scheduled in the last iteration (backend 0.18+ exports them as
+    # `waiting`, active less scheduled: `model_instance_state.cc` WaitForStats). In front of
+    # each model, Triton's own queue, added: `nv_inference_pending_request_count` holds a
+    # request from its enqueue until an instance takes it (core `infer_request.cc` SetState),
+    # and the backend hands a request to its executor only once taken, so no request is in
+    # both. The ensemble's own count stays 0 (executing once passed on); postprocessing's
+    # pending requests are responses of requests already generating (one per streamed
+    # chunk), not waiting requests, so they are left out.
     Rule(
         "requests_waiting",
         "gauge",
         ("nv_trt_llm_request_metrics",),
         where=(("request_type", "waiting"),),
     ),
+    # Before 0.18 the same difference, computed here from the `active` and `scheduled` it
+    # exports (since 0.9, `custom_metrics_reporter.cc` request_labels_).
+    Rule(
+        "requests_waiting",
+        "gauge",
+        ("nv_trt_llm_request_metrics",),
+        where=(("request_type", "active"),),
+        less=(("request_type", "scheduled"),),
+    ),
     Rule(
         "requests_waiting",
         "gauge",
         ("nv_inference_pending_request_count",),
-        prefer=TRITON_ENTRY_MODELS,
+        exclude=(("model", TRITON_AFTER_GENERATION),),
+        adds=True,
     ),
     Rule(
         "kv_cache_usage",
