@@ -44,8 +44,8 @@ def agent(host: str) -> APIClient:
 
 
 def push(client: APIClient, host: str, service, fixtures_dir, source: str, *names: str) -> None:
-    """The captures as scrapes of `service` 26.6 s apart (the vLLM pair's own gap), and the
-    host's request rows, if `requests` (client-side only: no scrape at all)."""
+    """The captures as scrapes of `service` from `host`, 26.6 s apart (the vLLM preemption
+    pair's own gap: SOURCES.md)."""
     t0 = recent_minute() + timedelta(seconds=5)
     for i, name in enumerate(names):
         text = (fixtures_dir / "real" / "metrics" / name).read_text()
@@ -77,6 +77,17 @@ def test_an_engine_without_a_preemption_counter_rolls_up_preemptions_as_null(
     assert ServiceRollup.objects.filter(service=service).exists()
     assert set(ServiceRollup.objects.values_list("scraped_preemptions", flat=True)) == {None}
     assert set(ServiceMergedRollup.objects.values_list("preempted", flat=True)) == {None}
+
+
+def test_an_engine_counting_no_preemption_reads_a_counted_zero_over_its_requests(
+    service, fixtures_dir
+):
+    # vLLM 0.32 on its 400-request benchmark preempted none, and says so (its counter at 0).
+    pair = ("e2e-vllm-0.32.0-cpu-before.prom", "e2e-vllm-0.32.0-cpu-after.prom")
+    push(agent("gpu-a"), "gpu-a", service, fixtures_dir, "vllm", *pair)
+    rollup_pending()
+    merged = ServiceMergedRollup.objects.filter(service=service, resolution_s=3600).get()
+    assert (merged.preempted, merged.finished_counting_preemptions) == (0, 400)
 
 
 def test_mixed_engines_sum_only_the_counted_preemptions_over_their_own_requests(
