@@ -441,7 +441,12 @@ def confirm_window_proposal(
     proposal = next((p for p in found.proposals if p.rule == rule), None)
     if proposal is None:
         raise UnknownProposal(f"the rule {rule!r} proposes nothing over this window")
-    numbers = "; ".join(f"{n.label} {n.shown}" for n in found.numbers if n.shown is not None)
+    # With what was not counted (an engine without a preemption counter), not what had no data.
+    numbers = "; ".join(
+        f"{n.label} {n.shown if n.shown is not None else n.missing}"
+        for n in found.numbers
+        if n.shown is not None or n.missing != "no data"
+    )
     who = f" by {user.get_username()}" if getattr(user, "pk", None) else ""
     return services.bottleneck_record(
         service=service,
