@@ -102,6 +102,7 @@ _NON_NEGATIVE = (
     "e2e_slo_ms",
     "preemptions",
     "finished_requests",
+    "finished_counting_preemptions",
 )
 _SERIES = ("sweep", "latency_since_restart", "memory_over_time")
 
@@ -122,8 +123,13 @@ class Observation:
     engine_ttft_p99_ms: float | None = None
     e2e_slo_ms: float | None = None  # the service's e2e P99 SLO: a P50 above it is not "normal"
     kv_cache_usage: float | None = None  # 0-1
-    preemptions: float | None = None  # running requests evicted for KV room, over the window
+    # Running requests evicted for KV room, over the window; None when no engine counted them
+    # (an engine without the counter is not an engine that preempted none).
+    preemptions: float | None = None
     finished_requests: float | None = None  # requests finished in any way, over the window
+    # The part of finished_requests where preemptions were counted (their share's denominator);
+    # below it when some hosts' engines do not count them. None: all of finished_requests.
+    finished_counting_preemptions: float | None = None
     oom_errors: int | None = None
     sweep: Sequence[tuple[float, float]] | None = None  # (batch or concurrency, throughput)
     latency_since_restart: Sequence[tuple[float, float]] | None = None  # (minutes, p99 ms)
@@ -309,11 +315,8 @@ def _memory_capacity(obs: Observation) -> Proposal | None:
     if obs.kv_cache_usage is not None and obs.kv_cache_usage >= KV_CACHE_NEAR_FULL:
         evidence.append(f"KV cache {_pct(obs.kv_cache_usage)} used (>= {_pct(KV_CACHE_NEAR_FULL)})")
     if (share := _preemptions_share(obs)) is not None:
-        of = (
-            ""
-            if not obs.finished_requests
-            else f" ({share:.0%} of {_count(obs.finished_requests)} finished requests)"
-        )
+        over = _preemptions_over(obs)
+        of = "" if not over else f" ({share:.0%} of {_count(over)} finished requests{_part(obs)})"
         evidence.append(f"{_count(obs.preemptions)} requests preempted for KV-cache room{of}")
     if obs.oom_errors:
         evidence.append(f"{obs.oom_errors} out-of-memory error{'s' if obs.oom_errors > 1 else ''}")
@@ -334,10 +337,26 @@ def _preemptions_share(obs: Observation) -> float | None:
     finished request known, any preemption fires (its share reads as infinite)."""
     if not obs.preemptions:
         return None
-    if not obs.finished_requests:
+    over = _preemptions_over(obs)
+    if not over:
         return math.inf
-    share = obs.preemptions / obs.finished_requests
+    share = obs.preemptions / over
     return share if share >= PREEMPTIONS_PER_REQUEST else None
+
+
+def _preemptions_over(obs: Observation) -> float | None:
+    """The finished requests the preemptions are a share of: those where they were counted."""
+    if obs.finished_counting_preemptions is not None:
+        return obs.finished_counting_preemptions
+    return obs.finished_requests
+
+
+def _part(obs: Observation) -> str:
+    """Where only part of the finished requests had their preemptions counted, how many not."""
+    over, finished = obs.finished_counting_preemptions, obs.finished_requests
+    if over is None or finished is None or finished - over < 0.5:
+        return ""
+    return f" counted; {_count(finished - over)} more finished where the engine does not count them"
 
 
 def _cold_start(obs: Observation) -> Proposal | None:

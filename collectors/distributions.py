@@ -91,7 +91,10 @@ class Traffic:
     # ...and the observations the prompt tokens were summed over, where that histogram has its
     # own count (TGI's prompt histogram observes every validated sequence, not the successes).
     scraped_prompt_token_requests: float = 0.0
-    scraped_preemptions: float = 0.0
+    # Preemptions (vLLM) or retractions (SGLang), and the requests finished in the scrape windows
+    # that counted them; None while no window did (an engine without the counter): not 0.
+    scraped_preemptions: float | None = None
+    scraped_finished_counting_preemptions: float | None = None
     gauge_samples: int = 0
     gauge_weighted: dict[str, list[float]] = field(default_factory=dict)  # name -> [sum, weight]
     slo_good: dict[str, list[int]] = field(default_factory=dict)  # SLO key -> [judged, good]
@@ -104,10 +107,10 @@ class Traffic:
             "scraped_requests", "scraped_prompt_tokens", "scraped_generation_tokens",
             "scraped_seconds", "scraped_busy_seconds", "scraped_errors", "scraped_aborts",
             "scraped_token_requests", "scraped_request_prompt_tokens",
-            "scraped_request_output_tokens", "scraped_prompt_token_requests",
-            "scraped_preemptions", "gauge_samples",
+            "scraped_request_output_tokens", "scraped_prompt_token_requests", "gauge_samples",
         ):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(row, name))
+        self.add_preemptions(row.scraped_preemptions, row.scraped_finished_counting_preemptions)
         for name in GAUGES:
             self.add_gauge(name, getattr(row, f"{name}_mean"), row.gauge_samples)
         self.add_slo_good(row.slo_good or {})
@@ -118,6 +121,16 @@ class Traffic:
             data = getattr(row, f"{metric}_buckets")
             if data:
                 self.buckets[metric].append(buckets.BucketCounts.from_dict(data))
+
+    def add_preemptions(self, preemptions: float | None, finished: float | None) -> None:
+        """Add preemptions counted over `finished` requests; None (not counted) adds nothing,
+        so the sum stays None until something counted them."""
+        if preemptions is None:
+            return
+        self.scraped_preemptions = (self.scraped_preemptions or 0.0) + preemptions
+        self.scraped_finished_counting_preemptions = (
+            self.scraped_finished_counting_preemptions or 0.0
+        ) + (finished or 0.0)
 
     def add_slo_good(self, counts: dict[str, list[int]]) -> None:
         for key, (judged, good) in counts.items():
@@ -254,7 +267,11 @@ class HostsMerged:
     finished: float = 0.0  # requests finished in any way, errors and aborts included
     errored: float = 0.0
     aborted: float = 0.0
-    preempted: float = 0.0  # running requests evicted for KV-cache room (vLLM)
+    # Running requests evicted for KV-cache room (vLLM's preemptions, SGLang's retractions),
+    # summed over the hosts that counted them, and the requests finished where they did; None
+    # when no host counted them. finished_counting_preemptions < finished: part not counted.
+    preempted: float | None = None
+    finished_counting_preemptions: float | None = None
 
     def figures(self) -> dict[str, float | None]:
         """The figures a chart point and a service-merged row both keep, by their names."""
@@ -263,7 +280,7 @@ class HostsMerged:
 
 MERGED_FIGURES = (
     "requests", "qps", "prompt_tps", "generation_tps", "running", "waiting", "kv_cache_usage",
-    "finished", "errored", "aborted", "preempted",
+    "finished", "errored", "aborted", "preempted", "finished_counting_preemptions",
 )  # fmt: skip
 
 
@@ -302,7 +319,10 @@ def merge_hosts(by_host: dict[int, Traffic]) -> HostsMerged:
         finished=sum(o[0] for o in outcomes),
         errored=sum(o[1] for o in outcomes),
         aborted=sum(o[2] for o in outcomes),
-        preempted=sum(h.scraped_preemptions for h in hosts),
+        preempted=_sum_or_none([h.scraped_preemptions for h in hosts]),
+        finished_counting_preemptions=_sum_or_none(
+            [h.scraped_finished_counting_preemptions for h in hosts]
+        ),
         requests=everything.requests,
         qps=_sum_or_none([h.qps for h in hosts]),
         prompt_tps=_sum_or_none([h.prompt_tps for h in hosts]),

@@ -78,8 +78,12 @@ class MetricsPoint(OutcomeRates):
     finished: float = 0.0  # requests finished in any way (errors and aborts included)
     errored: float = 0.0
     aborted: float = 0.0
-    # Running requests evicted for KV-cache room (vLLM's preemptions, SGLang's retractions).
-    preempted: float = 0.0
+    # Running requests evicted for KV-cache room (vLLM's preemptions, SGLang's retractions),
+    # over the hosts whose engine counts them, and the requests finished there: None when no
+    # host's engine counted them ("not counted", not 0); finished_counting_preemptions below
+    # finished when some hosts' engines did not.
+    preempted: float | None = None
+    finished_counting_preemptions: float | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -96,6 +100,7 @@ class MetricsPoint(OutcomeRates):
             "aborted": self.aborted,
             "error_rate": self.error_rate,
             "preempted": self.preempted,
+            "finished_counting_preemptions": self.finished_counting_preemptions,
             "latency_ms": {m: [p.to_dict() for p in ps] for m, ps in self.latency.items()},
         }
 
@@ -278,7 +283,8 @@ def _no_percentiles() -> list[Percentile]:
 
 POINT_COLUMNS = (
     "start", "quantiles", "requests", "qps", "prompt_tps", "generation_tps", "running",
-    "waiting", "kv_cache_usage", "finished", "errored", "aborted", "preempted", "gpus",
+    "waiting", "kv_cache_usage", "finished", "errored", "aborted", "preempted",
+    "finished_counting_preemptions", "gpus",
     "gpu_mem_used", "gpu_mem_total", "gpu_mem_n",
     *[f"gpu_{name}_{kind}" for name in GPU_SERIES for kind in ("mean", "n")],
 )  # fmt: skip
@@ -309,7 +315,7 @@ def _merged_point(row: tuple) -> MetricsPoint:
     latency = StoredLatency(unpack_quantiles(row[1]))
     return MetricsPoint(
         row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8], latency,
-        row[9], row[10], row[11], row[12],
+        row[9], row[10], row[11], row[12], row[13],
     )  # fmt: skip
 
 

@@ -9,7 +9,11 @@ What the rules see of a window [start, end) of a service, from `collectors.selec
                                        merged, then the percentile taken: never averaged)
   kv_cache_usage                       the highest point (a point is the hosts' mean)
   preemptions, finished_requests       summed over the window's rows (vLLM's preemptions, SGLang's
-                                       retractions; none for an engine that does not count them)
+                                       retractions). Only the rows whose engine counted them add
+                                       to preemptions, and the requests finished in those rows
+                                       are their share's denominator; no row counted them (TGI,
+                                       Triton, an SGLang without a retraction total, dcgm-exporter
+                                       or pushed requests only): None, "not counted", never 0
   memory_over_time                     (hours since start, memory used) per point: each GPU's
                                        high-water mark in the point, averaged over the GPUs
   latency_since_restart                (minutes since restart, e2e P99) per minute for an hour
@@ -35,7 +39,6 @@ from django.utils import timezone
 
 from analysis import diagnosis
 from analysis.percentiles import Percentile
-from collectors.exposition.engines import ENGINES
 from collectors.models import ScrapeWindow
 from collectors.selectors import MetricsPoint, ServiceMetrics, service_metrics
 from dashboards.ranges import RangeError, parse_range
@@ -66,6 +69,10 @@ class RuleStatus:
     fired: bool
     missing: tuple[str, ...]  # inputs with no data (a rule missing its inputs never fires)
     missing_labels: tuple[str, ...] = ()  # the same, as the page's numbers name them
+    # A rule firing on any one input was evaluated without these (no data, or not counted by
+    # the engine), as the page names them with why: "Requests preempted (not counted by ...)".
+    unread: tuple[str, ...] = ()
+    unread_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ class ObservedNumber:
     name: str  # Observation field
     label: str
     shown: str | None  # formatted value; None: no data
+    missing: str = "no data"  # what the page says when `shown` is None
 
 
 @dataclass(frozen=True)
@@ -94,13 +102,25 @@ class WindowDiagnosis:
     @property
     def rules(self) -> list[RuleStatus]:
         fired = {p.rule for p in self.proposals}
-        labels = {n.name: n.label for n in self.numbers}
+        numbers = {n.name: n for n in self.numbers}
+
+        def label(name: str) -> str:
+            n = numbers.get(name)
+            if n is None:
+                return name.replace("_", " ")
+            return n.label if n.missing == "no data" else f"{n.label} ({n.missing})"
+
         out = []
         for rule, condition, inputs, any_of in RULES:
             missing = tuple(n for n in inputs if getattr(self.observation, n) is None)
             absent = missing if not any_of or len(missing) == len(inputs) else ()
-            shown = tuple(labels.get(n, n.replace("_", " ")) for n in absent)
-            out.append(RuleStatus(rule, condition, inputs, rule in fired, absent, shown))
+            unread = missing if not absent else ()
+            out.append(
+                RuleStatus(
+                    rule, condition, inputs, rule in fired, absent,
+                    tuple(label(n) for n in absent), unread, tuple(label(n) for n in unread),
+                )
+            )  # fmt: skip
         return out
 
     def describe_window(self) -> str:
@@ -232,13 +252,16 @@ def _latency_since_restart(
     return points
 
 
-def _preemptions(service: Service, points: list[MetricsPoint]) -> float | None:
-    """Preemptions over the points; None (no data, not zero) where the service's engine does
-    not count them or nothing was rolled up."""
-    engine = ENGINES.get(service.engine)
-    if not points or engine is None or all(r.canonical != "preemptions" for r in engine.rules):
-        return None
-    return sum(p.preempted for p in points)
+def _preemptions(points: list[MetricsPoint]) -> tuple[float | None, float | None]:
+    """(preemptions, requests finished where they were counted) over the points that counted
+    them; (None, None) when none did: "not counted", not zero."""
+    counted = [p for p in points if p.preempted is not None]
+    if not counted:
+        return None, None
+    return (
+        sum(p.preempted for p in counted),
+        sum(p.finished_counting_preemptions or 0.0 for p in counted),
+    )
 
 
 def _gauge_mean(points: list[MetricsPoint], name: str) -> float | None:
@@ -260,6 +283,7 @@ def window_diagnosis(
     restart = _latest_restart(service, start, end, hosts)
     since_restart = _latency_since_restart(service, restart, end) if restart else None
     memory = _memory_over_time(metrics, start)
+    preemptions, finished_counting_preemptions = _preemptions(metrics.points)
     observation = diagnosis.Observation(
         gpu_util=_ratio("gpu_util", _mean([g.util for g in gpus]), notes),
         sm_active=_ratio("sm_active", _mean([g.sm_active for g in gpus]), notes),
@@ -271,8 +295,9 @@ def window_diagnosis(
         ttft_p99_ms=_quantile(metrics.overall["ttft"], 0.99),
         e2e_slo_ms=service.slo_p99_e2e_ms,
         kv_cache_usage=_ratio("kv_cache_usage", max(kv_points, default=None), notes),
-        preemptions=_preemptions(service, metrics.points),
+        preemptions=preemptions,
         finished_requests=sum(p.finished for p in metrics.points) if metrics.points else None,
+        finished_counting_preemptions=finished_counting_preemptions,
         oom_errors=None,  # not collected by any exporter PerfHub reads
         sweep=None,
         latency_since_restart=since_restart or None,
@@ -355,7 +380,10 @@ def observed_numbers(
         ObservedNumber("e2e_slo_ms", "SLO e2e P99", show(obs.e2e_slo_ms, _ms)),
         ObservedNumber("kv_cache_usage", "KV cache usage (max)", show(obs.kv_cache_usage, _pct)),
         ObservedNumber(
-            "preemptions", "Requests preempted", show(obs.preemptions, "{:,.0f}".format)
+            "preemptions",
+            "Requests preempted",
+            _preempted_text(obs),
+            NOT_COUNTED if obs.finished_requests is not None else "no data",
         ),
         ObservedNumber(
             "finished_requests",
@@ -366,6 +394,24 @@ def observed_numbers(
         ObservedNumber("latency_since_restart", "Latency since restart", restart_text),
         ObservedNumber("memory_over_time", "GPU memory over time", memory_text),
     ]
+
+
+# What the page says where the window has data but no engine in it counts preemptions.
+NOT_COUNTED = "not counted by this engine"
+
+
+def _preempted_text(obs: diagnosis.Observation) -> str | None:
+    """The preemptions, and over how much of the window where part was not counted."""
+    if obs.preemptions is None:
+        return None
+    text = f"{obs.preemptions:,.0f}"
+    over, finished = obs.finished_counting_preemptions, obs.finished_requests
+    if over is not None and finished is not None and finished - over >= 0.5:
+        text += (
+            f" (counted over {over:,.0f} of {finished:,.0f} finished requests; "
+            "the rest were served by an engine that does not count preemptions)"
+        )
+    return text
 
 
 # --- Confirming ------------------------------------------------------------------------------
@@ -395,7 +441,12 @@ def confirm_window_proposal(
     proposal = next((p for p in found.proposals if p.rule == rule), None)
     if proposal is None:
         raise UnknownProposal(f"the rule {rule!r} proposes nothing over this window")
-    numbers = "; ".join(f"{n.label} {n.shown}" for n in found.numbers if n.shown is not None)
+    # With what was not counted (an engine without a preemption counter), not what had no data.
+    numbers = "; ".join(
+        f"{n.label} {n.shown if n.shown is not None else n.missing}"
+        for n in found.numbers
+        if n.shown is not None or n.missing != "no data"
+    )
     who = f" by {user.get_username()}" if getattr(user, "pk", None) else ""
     return services.bottleneck_record(
         service=service,

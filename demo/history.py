@@ -165,6 +165,7 @@ def _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
         scraped_request_prompt_tokens=requests * (baseline.prompt_tokens_mean or 0),
         scraped_request_output_tokens=requests * (baseline.output_tokens_mean or 0),
         scraped_preemptions=profile.expected_preemptions(requests, load),
+        scraped_finished_counting_preemptions=float(requests),
         prompt_tokens=round(requests * (baseline.prompt_tokens_mean or 0)),
         output_tokens=round(requests * (baseline.output_tokens_mean or 0)),
         qps=requests / seconds,

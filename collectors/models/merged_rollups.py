@@ -53,8 +53,12 @@ class ServiceMergedRollup(models.Model):
     finished = models.FloatField(default=0)
     errored = models.FloatField(default=0)
     aborted = models.FloatField(default=0)
-    # Running requests the engines evicted for want of KV-cache room (vLLM), summed over hosts.
-    preempted = models.FloatField(default=0)
+    # Running requests the engines evicted for want of KV-cache room (vLLM's preemptions,
+    # SGLang's retractions), summed over the hosts whose engine counted them, and the requests
+    # finished where they were counted: below `finished` when part of the period was not
+    # counted (mixed engines). Both NULL when no host counted them: "not counted", not 0.
+    preempted = models.FloatField(null=True, default=None)
+    finished_counting_preemptions = models.FloatField(null=True, default=None)
     # What SLO counts read, summed over the hosts (`collectors.distributions.slo_counts`):
     # pushed requests that failed, the engine's successful and failed requests, and each SLO
     # key's exact joint count, kept only when every host row with pushed requests held it.

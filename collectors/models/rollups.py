@@ -80,8 +80,11 @@ class ServiceRollup(models.Model):
     # successes only; where one histogram observes both (vLLM, Triton), scraped_token_requests.
     scraped_prompt_token_requests = models.FloatField(default=0)
     # Running requests the engine evicted for want of KV-cache room (vLLM's preemptions, SGLang's
-    # retractions).
-    scraped_preemptions = models.FloatField(default=0)
+    # retractions), and the requests finished (errors and aborts included) in the scrape windows
+    # whose engine counted them. NULL is "not counted" (TGI, Triton, an SGLang without a
+    # retraction total, dcgm-exporter or pushed rows only), never read as 0 preemptions.
+    scraped_preemptions = models.FloatField(null=True, default=None)
+    scraped_finished_counting_preemptions = models.FloatField(null=True, default=None)
     # Derived rates (per second), kept for cheap reads.
     qps = models.FloatField(null=True)
     prompt_tps = models.FloatField(null=True)

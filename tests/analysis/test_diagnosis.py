@@ -221,6 +221,16 @@ def test_a_preemption_per_thousand_requests_is_not_a_kv_cache_too_small():
     assert _rules(Observation(preemptions=1, finished_requests=1000, kv_cache_usage=0.4)) == []
 
 
+def test_preemptions_are_a_share_of_the_requests_where_the_engine_counted_them():
+    # 1 in 1,000 over the service, but the 900 requests of hosts whose engine counts no
+    # preemptions (TGI, say) cannot dilute it: 1 in 100 where they were counted.
+    obs = Observation(preemptions=1, finished_requests=1000, finished_counting_preemptions=100)
+    assert _only(obs, "memory_capacity").evidence == (
+        "1 requests preempted for KV-cache room (1% of 100 finished requests counted; "
+        "900 more finished where the engine does not count them)"
+    )
+
+
 # --- (f) cold start -------------------------------------------------------------------------
 
 

@@ -262,6 +262,16 @@ def test_confirming_creates_one_confirmed_bottleneck_with_evidence(
     assert "Requests waiting (mean) 6.00" in bottleneck.evidence
 
 
+def test_a_confirmed_bottleneck_says_the_engine_did_not_count_preemptions(
+    owner_client, service, waiting_gpu
+):
+    # `feed`'s scrape windows hold no counter at all: preemptions were not counted, not 0.
+    page = owner_client.get(URL + "?range=1h")
+    owner_client.post(CONFIRM_URL, _confirm_form(page, "gpu_waiting"))
+    evidence = Bottleneck.objects.get(service=service).evidence
+    assert "; Requests preempted not counted by this engine; " in evidence
+
+
 def test_a_proposal_is_not_a_bottleneck_until_confirmed(owner_client, service, waiting_gpu):
     owner_client.get(URL + "?range=1h")
     assert not Bottleneck.objects.exists()

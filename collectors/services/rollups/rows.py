@@ -65,6 +65,7 @@ def rollup_from_traffic(
         scraped_request_output_tokens=traffic.scraped_request_output_tokens,
         scraped_prompt_token_requests=traffic.scraped_prompt_token_requests,
         scraped_preemptions=traffic.scraped_preemptions,
+        scraped_finished_counting_preemptions=traffic.scraped_finished_counting_preemptions,
         qps=traffic.qps,
         prompt_tps=traffic.prompt_tps,
         generation_tps=traffic.generation_tps,
@@ -128,7 +129,10 @@ def minute_traffic(
         # The prompt histogram's own count where it has one (TGI), else the shared one.
         traffic.scraped_prompt_token_requests += counters.get("prompt_requests_counted", counted)
         traffic.scraped_request_output_tokens += counters.get("finished_generation_tokens", 0.0)
-        traffic.scraped_preemptions += counters.get("preemptions", 0.0)
+        if "preemptions" in counters:  # absent: the engine has no counter (not 0 preemptions)
+            traffic.add_preemptions(
+                counters["preemptions"], sum(counters.get(c, 0.0) for c in FINISHED_COUNTERS)
+            )
         if any(counters.get(c, 0.0) > 0 for c in FINISHED_COUNTERS):
             traffic.scraped_busy_seconds += seconds
         if gauges:
