@@ -316,8 +316,11 @@ def _memory_capacity(obs: Observation) -> Proposal | None:
         evidence.append(f"KV cache {_pct(obs.kv_cache_usage)} used (>= {_pct(KV_CACHE_NEAR_FULL)})")
     if (share := _preemptions_share(obs)) is not None:
         over = _preemptions_over(obs)
+        # Preemptions, not requests: vLLM counts each eviction, and one request can be evicted
+        # more than once, so the share is per finished request, not a fraction of them.
         of = "" if not over else f" ({share:.0%} of {_count(over)} finished requests{_part(obs)})"
-        evidence.append(f"{_count(obs.preemptions)} requests preempted for KV-cache room{of}")
+        noun = "preemption" if obs.preemptions == 1 else "preemptions"
+        evidence.append(f"{_count(obs.preemptions)} {noun} for KV-cache room{of}")
     if obs.oom_errors:
         evidence.append(f"{obs.oom_errors} out-of-memory error{'s' if obs.oom_errors > 1 else ''}")
     if not evidence:

@@ -214,7 +214,7 @@ def test_preemptions_propose_memory_capacity_with_the_gauge_roomy():
     p = _only(
         Observation(preemptions=3, finished_requests=200, kv_cache_usage=0.4), "memory_capacity"
     )
-    assert p.evidence == "3 requests preempted for KV-cache room (2% of 200 finished requests)"
+    assert p.evidence == "3 preemptions for KV-cache room (2% of 200 finished requests)"
 
 
 def test_a_preemption_per_thousand_requests_is_not_a_kv_cache_too_small():
@@ -226,7 +226,7 @@ def test_preemptions_are_a_share_of_the_requests_where_the_engine_counted_them()
     # preemptions (TGI, say) cannot dilute it: 1 in 100 where they were counted.
     obs = Observation(preemptions=1, finished_requests=1000, finished_counting_preemptions=100)
     assert _only(obs, "memory_capacity").evidence == (
-        "1 requests preempted for KV-cache room (1% of 100 finished requests counted; "
+        "1 preemption for KV-cache room (1% of 100 finished requests counted; "
         "900 more finished where the engine does not count them)"
     )
 

@@ -158,7 +158,7 @@ def test_the_preemption_share_is_taken_over_the_requests_of_the_engines_counting
         p for p in diagnosis_of(outsider_client).proposals if p.rule == "memory_capacity"
     )
     assert proposal.evidence == (
-        "34 requests preempted for KV-cache room (71% of 48 finished requests counted; "
+        "34 preemptions for KV-cache room (71% of 48 finished requests counted; "
         "3 more finished where the engine does not count them)"
     )
 

@@ -83,7 +83,7 @@ def test_diagnosis_proposes_kv_cache_room_from_the_engines_preemptions(
     diagnosis = outsider_client.get(DIAGNOSIS_URL).context["diagnosis"]
     (proposal,) = [p for p in diagnosis.proposals if p.rule == "memory_capacity"]
     assert proposal.evidence == (
-        "34 requests preempted for KV-cache room (71% of 48 finished requests)"
+        "34 preemptions for KV-cache room (71% of 48 finished requests)"
     )
 
 

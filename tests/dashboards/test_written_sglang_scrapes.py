@@ -49,7 +49,7 @@ def test_diagnosis_proposes_kv_cache_room_from_sglangs_retracted_requests(
     diagnosis = outsider_client.get(DIAGNOSIS_URL).context["diagnosis"]
     (proposal,) = [p for p in diagnosis.proposals if p.rule == "memory_capacity"]
     assert proposal.evidence == (
-        "3 requests preempted for KV-cache room (27% of 11 finished requests)"
+        "3 preemptions for KV-cache room (27% of 11 finished requests)"
     )
 
 

@@ -70,7 +70,7 @@ def test_the_kv_pressed_services_diagnosis_proposes_kv_cache_room_from_its_preem
 ):
     diagnosis = diagnosis_after_scrapes(fleet, KV_PRESSED_SERVICE, agent_client, outsider_client)
     (proposal,) = [p for p in diagnosis.proposals if p.rule == "memory_capacity"]
-    assert "requests preempted for KV-cache room (3% of" in proposal.evidence
+    assert "preemptions for KV-cache room (3% of" in proposal.evidence
 
 
 def test_a_healthy_services_diagnosis_proposes_no_kv_cache_room_and_shows_no_preemptions(
