@@ -92,9 +92,8 @@ def workload_claims(check: ClaimCheck) -> list[Claim]:
         else:
             # Say what was counted: the window's request total (from roll-ups) sits above
             # this table, and a bare "N live requests" read as a second, contradicting total.
-            note = f"over {lv.count:,} pushed requests with token counts"
-            if lv.count >= MAX_LIVE_LENGTH_ROWS:
-                note += f" (the newest {MAX_LIVE_LENGTH_ROWS:,})"
+            newest = "the newest " if lv.count >= MAX_LIVE_LENGTH_ROWS else ""
+            note = f"over {newest}{lv.count:,} pushed requests with token counts"
             verdict = Verdict(Status.HOLDS, change)
         out.append(Claim(f"{what}_length", label, "tokens", shown_b, shown_live, verdict, note))
     check.claims.extend(out)
