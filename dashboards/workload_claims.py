@@ -90,7 +90,11 @@ def workload_claims(check: ClaimCheck) -> list[Claim]:
             note = f"the baseline no longer represents production: {drift}"
             verdict = Verdict(Status.UNREPRESENTATIVE, change)
         else:
-            note, verdict = f"{lv.count:,} live requests", Verdict(Status.HOLDS, change)
+            # Say what was counted: the window's request total (from roll-ups) sits above
+            # this table, and a bare "N live requests" read as a second, contradicting total.
+            newest = "the newest " if lv.count >= MAX_LIVE_LENGTH_ROWS else ""
+            note = f"over {newest}{lv.count:,} pushed requests with token counts"
+            verdict = Verdict(Status.HOLDS, change)
         out.append(Claim(f"{what}_length", label, "tokens", shown_b, shown_live, verdict, note))
     check.claims.extend(out)
     return out

@@ -171,3 +171,22 @@ def one_change(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[str
         return None
     (key,) = changed
     return key, before.get(key, DEFAULT), after.get(key, DEFAULT)
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names name one model: equal ignoring case, or one names the other
+    without its organisation ("Llama-2-7b-chat-hf" is "meta-llama/Llama-2-7b-chat-hf")."""
+    a, b = a.strip().casefold(), b.strip().casefold()
+    return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
+
+
+def other_model(recorded: Mapping[str, str], service_model: str) -> str | None:
+    """The model a run's file names (`configuration(...)["model"]`) when none of it is the
+    service's: a run of another model measures another service, whatever its numbers say.
+    None when the file names no model or names the service's."""
+    model = recorded.get("model")
+    if not model or not service_model:
+        return None
+    if any(same_model(name, service_model) for name in model.split(", ")):
+        return None
+    return model

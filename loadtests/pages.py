@@ -10,9 +10,16 @@ from django.db.models import Count, F, Prefetch, Q
 
 from dossiers.models import Baseline, Service
 from dossiers.selectors import EconomicsView, economics_view
+from loadtests import configuration
 from loadtests.formats import FIELD_NAMES
 from loadtests.models import CIToken, GateRun, LoadTest, LoadTestSketch
-from loadtests.sweeps import SweetSpot, group_sweeps, runs_for_sweeps, sweet_spot
+from loadtests.sweeps import (
+    SweetSpot,
+    configuration_of,
+    group_sweeps,
+    runs_for_sweeps,
+    sweet_spot,
+)
 
 
 @dataclass(frozen=True)
@@ -20,6 +27,7 @@ class LoadTestRow:
     run: LoadTest
     economics: EconomicsView
     baseline: Baseline | None  # the baseline promoted from this run, if any
+    other_model: str | None = None  # the model the file names, when not the service's
 
 
 @dataclass(frozen=True)
@@ -36,13 +44,27 @@ def load_tests_page(service: Service) -> LoadTestsPage:
     baselines = list(service.baselines.all())
     by_id = {b.pk: b for b in baselines}
     promoted = {r.pk: by_id.get(r.promoted_to_id) for r in runs if r.promoted_to_id}
-    rows = [LoadTestRow(r, economics_view(service, r), promoted.get(r.pk)) for r in runs]
+    rows = [
+        LoadTestRow(
+            r,
+            economics_view(service, r),
+            promoted.get(r.pk),
+            configuration.other_model(configuration_of(r), service.model_name),
+        )
+        for r in runs
+    ]
     spots = [sweet_spot(sweep, service) for sweep in group_sweeps(runs)]
     return LoadTestsPage(
         rows=rows,
         sweeps=spots,
         baselines=[(b, economics_view(service, b)) for b in baselines],
     )
+
+
+def run_other_model(service: Service, run: LoadTest) -> str | None:
+    """The model the run's file names, when not the service's (`configuration.other_model`)."""
+    recorded = configuration.configuration(run.extra or {})
+    return configuration.other_model(recorded, service.model_name)
 
 
 def load_test_for_page(service: Service, pk: int) -> LoadTest:

@@ -117,6 +117,7 @@ def detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "gate_runs": list(run.gate_runs.select_related("service", "baseline")[:20]),
             "can_edit": service.can_edit(request.user),
             "sources": pages.source_rows(run),
+            "other_model": pages.run_other_model(service, run),
             "sides": engine_side.side_by_side(run),
             "fingerprint_text": Fingerprint.from_dict(run.fingerprint).summary()
             if run.fingerprint

@@ -93,8 +93,10 @@ def live_forecast(service: Service, growth: float = 1.0) -> Forecast | None:
     peak = float(np.quantile(rates, FORECAST_QUANTILE))
     return Forecast(
         peak * growth,
-        f"live: 95th percentile of {len(rates)} hourly request rates over the last "
-        f"{FORECAST_DAYS} days, x{growth:g} growth",
+        # Say how much of the window had traffic: a service live for two weeks has half the
+        # hours a "28 days" peak suggests, and may not have met its monthly peak yet.
+        f"live: 95th percentile of the hourly request rates of the last {FORECAST_DAYS} days "
+        f"({len(rates)} hours with traffic of {FORECAST_DAYS * 24}), x{growth:g} growth",
         peak,
         growth,
     )

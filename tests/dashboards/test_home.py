@@ -142,3 +142,21 @@ def test_it_shows_gpu_hours_per_day_for_every_reserved_gpu(owner_client, make_se
     response = owner_client.get(FLEET)
     assert response.context["rows"][0].base.gpu_hours_per_day == 144
     assert ">144</td>" in response.content.decode()
+
+
+def test_the_bottleneck_count_is_headed_as_bottlenecks_not_alerts(owner_client, make_service):
+    # Beside "Right now" (alerts), a bare "Open" read as open alerts: a new hire saw "1 info
+    # pending" next to "0" and "1" next to no alert at all.
+    make_service("chat-8b")
+    page = owner_client.get(FLEET).content.decode()
+    assert ">Open bottlenecks</a></th>" in page
+
+
+def test_each_cost_says_which_tokens_it_counts(owner_client, make_service):
+    # One service bills output tokens, another input + output: 1.83 and 0.0989 side by side
+    # only compare once each row names its tokens.
+    make_service("chat-8b", token_basis="output")
+    make_service("rag-8b", token_basis="total")
+    page = owner_client.get(FLEET).content.decode()
+    assert '<div class="sub" data-token-basis="output">per M output tokens</div>' in page
+    assert '<div class="sub" data-token-basis="total">per M input + output tokens</div>' in page

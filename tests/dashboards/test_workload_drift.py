@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.urls import reverse
 
 from analysis.claims import Status
 from collectors.models import Host, RequestSample
@@ -71,3 +72,18 @@ def test_the_service_status_says_not_representative(service, baseline, c16):
 
 def test_without_pushed_requests_there_is_no_live_distribution(service, baseline):
     assert claims_for(service, baseline).claim("output_length").status == Status.NO_LIVE_DATA
+
+
+def test_the_page_says_the_length_means_come_from_pushed_requests(
+    owner_client, service, baseline, c16
+):
+    # The dossier shows the window's request total above the table (167,862 in the demo);
+    # "3,544 live requests" under the lengths read as a second total that contradicted it.
+    push(service, c16["input_lens"], c16["output_lens"])
+    window = {
+        "start": (NOW - timedelta(hours=1)).isoformat(),
+        "end": NOW.isoformat(),
+    }
+    url = reverse("dashboards:service_claims", args=[service.slug])
+    page = owner_client.get(url, window).content.decode()
+    assert f"over {len(c16['input_lens']):,} pushed requests with token counts" in page

@@ -1,5 +1,7 @@
 """The dossier page, its onboarding view, baseline detail, revision and config history."""
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -282,3 +284,13 @@ def test_the_insufficient_data_note_shows_only_beside_a_marked_figure(
     baseline = make_baseline(service, request_count=requests)
     page = owner_client.get(reverse("dossiers:baseline", args=[service.slug, baseline.pk]))
     assert ("Insufficient data: a P99 needs" in page.content.decode()) is footnote
+
+
+def test_a_confounded_experiment_says_so_on_its_closed_card(owner_client, full_dossier):
+    # The onboarding page said "each experiment changed one variable" while the demo's chunked
+    # prefill trial moved three; the warning sat inside the card, closed by default.
+    url = reverse("dossiers:onboarding", args=[full_dossier["service"].slug])
+    page = owner_client.get(url).content.decode()
+    summary = re.search(r'<summary class="card-head">(.*?)</summary>', page, re.S).group(1)
+    assert "2 variables changed" in summary
+    assert "gpu_memory_utilization changed too" in summary

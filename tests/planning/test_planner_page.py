@@ -1,8 +1,12 @@
 """The planner page: the plan for the service's SLOs, and a bad field named, never a 500."""
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
+
+from collectors.models import ServiceMergedRollup
 
 pytestmark = pytest.mark.django_db
 
@@ -71,3 +75,16 @@ def test_plan_figures_carry_the_digits_their_size_warrants(client, owner, swept)
         for f in figures[:-1]
         if "." in f
     ), row
+
+
+def test_the_live_load_says_how_many_of_the_windows_hours_had_traffic(client, owner, swept):
+    # The demo's plan said "337 hourly request rates over the last 28 days" for a service with
+    # 14 days of history: the reader took it for four weeks of traffic.
+    now = timezone.now().replace(minute=0, second=0, microsecond=0)
+    ServiceMergedRollup.objects.bulk_create(
+        ServiceMergedRollup(service=swept, resolution_s=3600, start=now - timedelta(hours=h), qps=5)
+        for h in range(1, 49)
+    )
+    client.force_login(owner)
+    page = client.get(f"/services/{swept.slug}/planner/").content.decode()
+    assert "of the last 28 days (48 hours with traffic of 672)" in page
