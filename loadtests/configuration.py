@@ -180,13 +180,22 @@ def same_model(a: str, b: str) -> bool:
     return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
 
 
+LOCAL_PATH_STARTS = ("/", "./", "../", "~", "\\")
+
+
 def other_model(recorded: Mapping[str, str], service_model: str) -> str | None:
     """The model a run's file names (`configuration(...)["model"]`) when none of it is the
     service's: a run of another model measures another service, whatever its numbers say.
-    None when the file names no model or names the service's."""
+    None when the file names no model or names the service's, or names it by a local path
+    whose last part is not the service's model name: `vllm serve /models/current` is served
+    from wherever the team keeps its weights, so the path cannot say which model it is."""
     model = recorded.get("model")
     if not model or not service_model:
         return None
-    if any(same_model(name, service_model) for name in model.split(", ")):
+    names = model.split(", ")
+    if any(same_model(name, service_model) for name in names):
+        return None
+    if any(name.strip().startswith(LOCAL_PATH_STARTS) for name in names):
         return None
     return model
+
