@@ -366,10 +366,16 @@ def test_an_llmd_report_naming_no_harness_has_no_client():
 
 
 def test_a_run_served_from_a_local_path_is_not_called_another_model():
-    assert configuration.other_model({"model": "/models/current"}, "meta-llama/Llama-2-13b-chat-hf") is None
+    assert (
+        configuration.other_model({"model": "/models/current"}, "meta-llama/Llama-2-13b-chat-hf")
+        is None
+    )
 
 
 def test_a_run_naming_another_hub_model_is_called_another_model():
     recorded = {"model": "meta-llama/Llama-2-13b-chat-hf"}
 
-    assert configuration.other_model(recorded, "codellama/CodeLlama-13b-Instruct-hf") == recorded["model"]
+    assert (
+        configuration.other_model(recorded, "codellama/CodeLlama-13b-Instruct-hf")
+        == recorded["model"]
+    )
