@@ -122,7 +122,7 @@ class FleetService:
         return reverse("dashboards:service", args=[self.service.slug])
 
     def slo_status(self, metric: str = "e2e") -> str:
-        """"ok", "missed", "unsure" (an engine histogram's bucket holds the SLO: its
+        """ "ok", "missed", "unsure" (an engine histogram's bucket holds the SLO: its
         interpolated P99 proves neither) or "no data"."""
         target = self.service.slo_for(metric)
         p = self.p99.get(metric)
