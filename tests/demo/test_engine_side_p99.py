@@ -82,3 +82,14 @@ def test_the_live_page_shows_the_engine_p99_with_its_bucket(scraped, outsider_cl
     section = page[page.index('id="window"') : page.index('id="minutes"')]
     e2e = _text(section[section.index("e2e") :].split("</tr>")[0])
     assert BUCKET in e2e
+
+
+def test_the_p99_alert_says_its_bucket_and_that_the_slo_lies_inside_it(scraped, demo_fleet):
+    from alerts.services import ensure_default_rules, evaluate_all
+
+    service = demo_fleet.services[SLUG]
+    ensure_default_rules(service)
+    evaluate_all()
+    rule = service.alert_rules.get(kind="p99_e2e")
+    assert "in 5,000 ms\u201310,000 ms, est." in rule.health_reason
+    assert "the bound 6000 ms lies inside that bucket" in rule.health_reason
