@@ -31,6 +31,7 @@ class Simulator:
         gpus: int = 2,
         qps: float = 12.0,
         profiles: dict[str, EngineProfile] | None = None,
+        engines: dict[str, str] | None = None,
         slowdown_after: float | None = None,
         slowdown_for: float | None = None,
         slowdown_factor: float = 4.0,
@@ -40,10 +41,12 @@ class Simulator:
         warmup_s: float = 10.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        profiles = profiles or {}
-        unknown = sorted(set(profiles) - set(services))
+        profiles, engines = profiles or {}, engines or {}
+        unknown = sorted((set(profiles) | set(engines)) - set(services))
         if unknown:
-            raise ValueError(f"profiles for services not simulated here: {', '.join(unknown)}")
+            raise ValueError(
+                f"profiles or engines for services not simulated here: {', '.join(unknown)}"
+            )
         self.clock = clock
         self.rng = random.Random(seed)
         self.started = clock()
@@ -57,6 +60,7 @@ class Simulator:
                 rng=self.rng,
                 start=start,
                 phase_s=i * 1800.0,
+                engine=engines.get(slug, "vllm"),
             )
             for i, slug in enumerate(services)
         ]
@@ -121,7 +125,7 @@ class Simulator:
             self._apply(Slowdown())
         ts = rfc3339(datetime.fromtimestamp(now, UTC))
         scrapes = [
-            {"ts": ts, "service": e.service, "source": "vllm", "exposition": e.exposition()}
+            {"ts": ts, "service": e.service, "source": e.engine, "exposition": e.exposition()}
             for e in self.engines
         ]
         per_engine = max(1, self.max_requests_per_batch // max(1, len(self.engines)))
