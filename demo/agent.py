@@ -128,7 +128,7 @@ def simulator(config: AgentConfig, settings: dict[str, Any]) -> Simulator:
     `--service`s; ConfigError naming the setting when one is wrong."""
     s = {**SIMULATION, **{k: v for k, v in settings.items() if v is not None}}
     if not config.services:
-        raise ConfigError("simulate: needs at least one --service SLUG for the fake vLLM engine")
+        raise ConfigError("simulate: needs at least one --service SLUG for the fake engine")
     if not 0 <= s["gpus"] <= 64:
         raise ConfigError("gpus: between 0 and 64")
     if s["simulate_qps"] <= 0:

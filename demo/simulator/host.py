@@ -1,4 +1,4 @@
-"""One simulated host: fake GPUs plus one fake vLLM engine per service, stepped to give one
+"""One simulated host: fake GPUs plus one fake engine per service, stepped to give one
 batch's lists (gpus, scrapes, requests)."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ log = logging.getLogger("demo.simulator")  # the name it had as one module
 
 
 class Simulator:
-    """Fake GPUs plus one fake vLLM engine per service; `step()` gives one batch's lists."""
+    """Fake GPUs plus one fake engine per service (vLLM unless `engines` names another);
+    `step()` gives one batch's lists."""
 
     def __init__(
         self,
