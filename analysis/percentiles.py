@@ -55,10 +55,10 @@ VANTAGES = ("client", "server")
 # sketches, engine histograms are bucket-bounded.
 VANTAGE_OF_METHOD = {"sketch": "client", "exact": "client", "bucket-bounded": "server"}
 
-# An engine histogram's bucket at least this many times wider at its top than at its bottom
-# (vLLM's end-to-end 5-10 s bucket is 2x) leaves the interpolated value too loose to stand
-# alone: the true percentile may be a third below or above it. Such a value is shown with its
-# bucket ("in 5,000-10,000, est. 8,252") and an SLO inside the bucket gets no verdict.
+# An engine histogram's bucket more than this many times wider at its top than at its bottom
+# (vLLM's end-to-end 5-10 s bucket is 2x; TGI's are all 1.5x) leaves the interpolated value
+# too loose to stand alone: the true percentile may be far below or above it. Such a value is
+# shown with its bucket ("in 5,000-10,000, est. 8,252") and an SLO inside it gets no verdict.
 WIDE_BUCKET_RATIO = 1.5
 
 # An SLO verdict on a percentile: met, missed, or (bucket-bounded, the SLO inside the bucket)
@@ -98,7 +98,9 @@ class Percentile:
             return False
         if self.lower is None or self.upper is None:
             return False
-        return self.lower <= 0 or self.upper >= WIDE_BUCKET_RATIO * self.lower
+        # Strictly wider, with room for float noise: TGI's buckets are exactly 1.5x apart
+        # (0.0001 x 1.5^i) and must read alike whatever the rounding of each edge.
+        return self.lower <= 0 or self.upper > WIDE_BUCKET_RATIO * self.lower * (1 + 1e-9)
 
     def text(self, unit: str = "ms", digits: int = 0) -> str:
         """As pages show it: "283 ms", "< 300 ms", "> 10000 ms", "in 5,000 ms-10,000 ms, est.

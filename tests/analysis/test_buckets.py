@@ -163,3 +163,14 @@ def test_a_p99_beyond_the_last_edge_misses_an_slo_below_that_edge():
         "missed",
         "unsure",
     )
+
+
+def test_a_bucket_one_and_a_half_times_its_lower_edge_is_not_wide_whatever_the_rounding():
+    # TGI's duration edges are 0.0001 x 1.5^i: every bucket exactly 1.5x, each edge rounded.
+    edges = tuple(0.0001 * 1.5**i for i in range(1, 36))
+    wide = []
+    for i in range(1, len(edges)):
+        counts = [0.0] * (len(edges) + 1)
+        counts[i] = 100.0
+        wide.append(quantile(BucketCounts(edges, tuple(counts)), 0.5).wide_bucket)
+    assert not any(wide)

@@ -1,8 +1,8 @@
 """RAG Answers' live P99 read from its simulated engine's histograms alone (no request rows, as
 a Prometheus-fed or scrape-only service has it): the simulator serves its baseline (its own
-rows' P99 is about 5.4 s, under the 6 s SLO), but vLLM's end-to-end buckets jump from 5 to
-10 s, so the P99 interpolated inside that bucket reads about 8.3 s. Pages must say the bucket
-and give no SLO verdict the bucket cannot support."""
+rows' P99 is about 5.4 s, under the 6 s SLO), but SGLang's end-to-end buckets (vLLM's edges)
+jump from 5 to 10 s, so the P99 interpolated inside that bucket reads about 8.3 s. Pages must
+say the bucket and give no SLO verdict the bucket cannot support."""
 
 from __future__ import annotations
 
@@ -27,15 +27,17 @@ BUCKET = "in 5,000\u201310,000, est."
 
 
 def push_engine_scrapes(service) -> None:
-    """Ten minutes of the service's simulated engine, scrapes only, pushed and rolled up as
-    `run_demo`'s agent has them (RAG Answers: about 3,600 requests, enough for a P99)."""
+    """Ten minutes of the service's simulated engine (its own engine's /metrics), scrapes only,
+    pushed and rolled up as `run_demo`'s agent has them (RAG Answers: about 3,600 requests,
+    enough for a P99)."""
     client = APIClient()
     client.credentials(
         HTTP_AUTHORIZATION=f"Token {token_issue(host=Host.objects.create(name='demo-gpu-04'))[1]}"
     )
     clock = StepClock(recent_minute(15).timestamp())
     sim = Simulator(host="demo-gpu-04", services=[service.slug],
-                    profiles={service.slug: demo_profile(service)}, seed=3, clock=clock,
+                    profiles={service.slug: demo_profile(service)},
+                    engines={service.slug: service.engine}, seed=3, clock=clock,
                     warmup_s=0.0)  # fmt: skip
     for _ in range(11):
         _, scrapes, _ = sim.step()
