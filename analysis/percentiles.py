@@ -55,6 +55,16 @@ VANTAGES = ("client", "server")
 # sketches, engine histograms are bucket-bounded.
 VANTAGE_OF_METHOD = {"sketch": "client", "exact": "client", "bucket-bounded": "server"}
 
+# An engine histogram's bucket more than this many times wider at its top than at its bottom
+# (vLLM's end-to-end 5-10 s bucket is 2x; TGI's are all 1.5x) leaves the interpolated value
+# too loose to stand alone: the true percentile may be far below or above it. Such a value is
+# shown with its bucket ("in 5,000-10,000, est. 8,252") and an SLO inside it gets no verdict.
+WIDE_BUCKET_RATIO = 1.5
+
+# An SLO verdict on a percentile: met, missed, or (bucket-bounded, the SLO inside the bucket)
+# unsure: the histogram cannot tell.
+MET, MISSED, UNSURE = "met", "missed", "unsure"
+
 
 @dataclass(frozen=True)
 class Percentile:
@@ -80,13 +90,31 @@ class Percentile:
             return self.value
         return self.below_first_edge if self.below_first_edge is not None else self.above_last_edge
 
+    @property
+    def wide_bucket(self) -> bool:
+        """An engine histogram's interpolated value inside a wide bucket (WIDE_BUCKET_RATIO):
+        where it lies is the bucket, the value only an estimate within it."""
+        if self.method != "bucket-bounded" or self.value is None:
+            return False
+        if self.lower is None or self.upper is None:
+            return False
+        # Strictly wider, with room for float noise: TGI's buckets are exactly 1.5x apart
+        # (0.0001 x 1.5^i) and must read alike whatever the rounding of each edge.
+        return self.lower <= 0 or self.upper > WIDE_BUCKET_RATIO * self.lower * (1 + 1e-9)
+
     def text(self, unit: str = "ms", digits: int = 0) -> str:
-        """As pages show it: "283 ms", "< 300 ms", "> 10000 ms", or "—"."""
+        """As pages show it: "283 ms", "< 300 ms", "> 10000 ms", "in 5,000 ms-10,000 ms, est.
+        8,252 ms" (a wide bucket), or "—"."""
         return self.shown(lambda v: f"{v:,.{digits}f} {unit}".strip())
 
     def shown(self, number: Callable[[float], str], missing: str = "—") -> str:
         """The value through `number`, or the bucket edge it is known to be below ("< ...",
-        inside the first bucket) or above ("> ...", in +Inf): never a guess; else `missing`."""
+        inside the first bucket) or above ("> ...", in +Inf): never a guess; else `missing`.
+        A value interpolated inside a wide bucket says the bucket first, then the estimate."""
+        if self.wide_bucket:
+            assert self.lower is not None and self.upper is not None and self.value is not None
+            bucket = f"{number(self.lower)}\u2013{number(self.upper)}"
+            return f"in {bucket}, est. {number(self.value)}"
         if self.value is not None:
             return number(self.value)
         if self.below_first_edge is not None:
@@ -94,6 +122,25 @@ class Percentile:
         if self.above_last_edge is not None:
             return f"> {number(self.above_last_edge)}"
         return missing
+
+    def against(self, target: float) -> str | None:
+        """The SLO verdict of this percentile against `target` (same unit): MET (at most it),
+        MISSED, or UNSURE when an engine histogram's bucket holds the target (a P99 somewhere
+        in 5-10 s neither meets nor misses 6 s for sure; the interpolated value is no
+        evidence either way). None without data."""
+        if self.method == "bucket-bounded":
+            low = self.above_last_edge if self.above_last_edge is not None else self.lower
+            high = None if self.above_last_edge is not None else self.upper
+            if low is None and high is None:
+                return None
+            if high is not None and high <= target:
+                return MET  # `le` buckets: every value counted is at most the edge
+            if low is not None and low >= target:
+                return MISSED  # ...and above the bucket's lower edge
+            return UNSURE
+        if self.value is None:
+            return None
+        return MET if self.value <= target else MISSED
 
     @property
     def label(self) -> str:

@@ -304,7 +304,10 @@ def _interval_text(bucket: tuple[float, float]) -> str:
 
 
 def _live_interval(p) -> tuple[float, float]:
-    """Where a live percentile lies: its value, or its bucket ("< edge" is [0, edge])."""
+    """Where a live percentile lies: its value, or its bucket ("< edge" is [0, edge]; a value
+    interpolated inside a wide bucket is only an estimate: the bucket)."""
+    if p.wide_bucket:
+        return p.lower, p.upper
     if p.value is not None:
         return p.value, p.value
     if p.below_first_edge is not None:
@@ -330,7 +333,7 @@ def _latency_claim(key, name, claimed, q, gate, w, metric, b) -> Claim:
         lower, upper = _live_interval(p)
         verdict = claims.judge_intervals(reference[0], reference[1], lower, upper)
         return Claim(key, name, "ms", claimed, p.bound, verdict, f"live {p.text()}. {note}".strip())
-    if p.value is None:  # known only within a bucket: "< edge" or "> edge"
+    if p.value is None or p.wide_bucket:  # known only within a bucket: "< edge", "> edge"
         lower, upper = _live_interval(p)
         verdict = claims.judge_within(reference, lower, upper)
         return Claim(key, name, "ms", claimed, p.bound, verdict, f"live {p.text()}. {note}".strip())

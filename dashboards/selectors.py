@@ -22,7 +22,7 @@ from django.utils import timezone
 from alerts.models import AlertInstance
 from analysis import cost, sketches
 from analysis.alerting import State
-from analysis.percentiles import Percentile
+from analysis.percentiles import MET, MISSED, UNSURE, Percentile
 from collectors.distributions import Traffic
 from collectors.economics import service_token_rate
 from collectors.models import HOUR, MINUTE, GpuRollup, Host, ServiceRollup
@@ -122,11 +122,12 @@ class FleetService:
         return reverse("dashboards:service", args=[self.service.slug])
 
     def slo_status(self, metric: str = "e2e") -> str:
+        """ "ok", "missed", "unsure" (an engine histogram's bucket holds the SLO: its
+        interpolated P99 proves neither) or "no data"."""
         target = self.service.slo_for(metric)
         p = self.p99.get(metric)
-        if target is None or p is None or p.value is None:
-            return "no data"
-        return "ok" if p.value <= target else "missed"
+        verdict = None if target is None or p is None else p.against(target)
+        return {MET: "ok", MISSED: "missed", UNSURE: "unsure"}.get(verdict, "no data")
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,14 @@ from collectors.agent import cli
 from collectors.agent.config import AgentConfig, ConfigError, build_config, service_for
 from demo.engine_profile import EngineProfile, ProfileError
 from demo.simulator import Simulator
+from demo.simulator.expositions import SIMULATED_ENGINES
 
 # The simulation's settings and their defaults; everything else is the agent's.
 SIMULATION = {
     "gpus": 2,
     "simulate_qps": 12.0,
     "simulate_profiles": [],
+    "simulate_engines": [],
     "simulate_slowdown_after": None,
     "simulate_slowdown_for": None,
     "simulate_slowdown_factor": 4.0,
@@ -48,6 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="[SLUG:]KEY=VALUE,...",
         help="what a service's fake engine serves: qps, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, "
         "tpot_p99_ms, e2e_p99_ms, prompt_tokens, output_tokens; repeatable, one per service",
+    )
+    g.add_argument(
+        "--simulate-engine",
+        dest="simulate_engines",
+        action="append",
+        metavar="[SLUG:]ENGINE",
+        help=f"the engine whose /metrics a service's fake engine writes: "
+        f"{', '.join(SIMULATED_ENGINES)} (default vllm); repeatable, one per service",
     )
     g.add_argument(
         "--simulate-slowdown-after",
@@ -97,12 +107,28 @@ def parse_profile_spec(spec: str, services: list[str]) -> tuple[str, EngineProfi
         raise ConfigError(f"simulate_profile {spec!r}: {exc}") from None
 
 
+def parse_engine_spec(spec: str, services: list[str]) -> tuple[str, str]:
+    """`[SLUG:]ENGINE`, e.g. `rag-70b:sglang`; without `SLUG:`, the only `--service`'s."""
+    head, sep, rest = spec.rpartition(":")
+    slug, engine = (head.strip(), rest.strip()) if sep else ("", spec.strip())
+    service = service_for(slug, services, what=f"simulate_engine {spec!r}")
+    if service not in services:
+        raise ConfigError(
+            f"simulate_engine {spec!r}: {service!r} is not one of the --service slugs"
+        )
+    if engine not in SIMULATED_ENGINES:
+        raise ConfigError(
+            f"simulate_engine {spec!r}: the simulator writes {', '.join(SIMULATED_ENGINES)}"
+        )
+    return service, engine
+
+
 def simulator(config: AgentConfig, settings: dict[str, Any]) -> Simulator:
     """The simulator the `--gpus` and `--simulate-*` settings describe, for the agent's
     `--service`s; ConfigError naming the setting when one is wrong."""
     s = {**SIMULATION, **{k: v for k, v in settings.items() if v is not None}}
     if not config.services:
-        raise ConfigError("simulate: needs at least one --service SLUG for the fake vLLM engine")
+        raise ConfigError("simulate: needs at least one --service SLUG for the fake engine")
     if not 0 <= s["gpus"] <= 64:
         raise ConfigError("gpus: between 0 and 64")
     if s["simulate_qps"] <= 0:
@@ -126,12 +152,19 @@ def simulator(config: AgentConfig, settings: dict[str, Any]) -> Simulator:
         if slug in profiles:
             raise ConfigError(f"simulate_profiles: {slug!r} has two profiles")
         profiles[slug] = profile
+    engines: dict[str, str] = {}
+    for spec in s["simulate_engines"]:
+        slug, engine = parse_engine_spec(spec, config.services)
+        if slug in engines:
+            raise ConfigError(f"simulate_engines: {slug!r} has two engines")
+        engines[slug] = engine
     return Simulator(
         host=config.host,
         services=config.services,
         gpus=s["gpus"],
         qps=s["simulate_qps"],
         profiles=profiles,
+        engines=engines,
         slowdown_after=after,
         slowdown_for=duration,
         slowdown_factor=s["simulate_slowdown_factor"],

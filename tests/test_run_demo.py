@@ -272,3 +272,26 @@ def test_live_traffic_continues_the_seeded_rate_and_lengths(seeded_chat):
     assert statistics.fmean(r["output_tokens"] for r in rows) == pytest.approx(
         last.output_tokens / last.requests, rel=0.05
     )
+
+
+@pytest.mark.parametrize(
+    "slug",
+    ["support-chat-7b", "doc-summarizer", "code-review-13b", "rag-answers-70b",
+     "safety-guard-8b", "translate-mixtral"],
+)  # fmt: skip
+def test_each_demo_agent_scrapes_its_services_own_engine(demo_services, slug, tmp_path):
+    """vLLM, Triton, TGI, SGLang, TGI, vLLM: the agent `run_demo` starts writes the engine the
+    dossier names, and PerfHub's parser for that engine reads its finished requests."""
+    from collectors.exposition import parse
+
+    service = demo_services[slug]
+    argv = agent_command(
+        host="demo-gpu-01", service=service, addr="127.0.0.1:8000", interval=5.0, spool=tmp_path
+    )
+    args = vars(build_parser().parse_args(argv[3:]))
+    settings = {name: args.pop(name) for name in SIMULATION}
+    sim = simulator(build_config(args, {"PERFHUB_TOKEN": "t"}), settings)
+    _, [scrape], _ = sim.step()
+
+    assert scrape["source"] == service.engine
+    assert parse(scrape["exposition"], scrape["source"]).counter_total("requests_finished") > 0

@@ -85,9 +85,15 @@ class _P99(RuleKind):
                 count=p.count,
                 reason=f"P99 > {edge:g} ms (last bucket; {where})",
             )
-        return Observation(
-            Health.OK, value=p.value, count=p.count, reason=f"P99 over {span} ({where})"
-        )
+        reason = f"P99 over {span} ({where})"
+        if p.wide_bucket:
+            # Interpolated inside a wide bucket (vLLM's 5-10 s): judged as Prometheus'
+            # histogram_quantile judges it, and said to be an estimate, with its bucket and
+            # whether the threshold lies inside it (then the breach is not certain).
+            reason = f"P99 over {span} {p.text()} ({where})"
+            if p.lower is not None and p.upper is not None and p.lower < rule.threshold < p.upper:
+                reason += f"; the bound {rule.threshold:g} ms lies inside that bucket"
+        return Observation(Health.OK, value=p.value, count=p.count, reason=reason)
 
     def promql(self, rule: Rule, m: Metrics) -> str:
         # Buckets summed by `le` across series (merged), then the quantile: never averaged.

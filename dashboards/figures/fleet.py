@@ -24,6 +24,7 @@ from dashboards.selectors import FleetDashboard, FleetService
 OK_COLOR = "#1e7a46"
 BAD_COLOR = "#b42318"
 NONE_COLOR = "#9aa1b1"
+UNSURE_COLOR = "#b7791f"
 METRIC_LABELS = {"e2e": "end-to-end", "ttft": "TTFT", "tpot": "TPOT"}
 
 
@@ -60,14 +61,18 @@ def p99_vs_slo_figure(fleet: FleetDashboard, metric: str = "e2e", *, span: str =
     styles = {
         "ok": ("P99 within SLO", OK_COLOR),
         "missed": ("P99 above SLO", BAD_COLOR),
+        "unsure": ("P99 bucket holds the SLO (engine histogram)", UNSURE_COLOR),
         "no data": ("P99 (no SLO set)", NONE_COLOR),
     }
     for status, items in groups.items():
         name, color = styles[status]
+        x = [s.p99[metric].value for s in items]
         fig.add_trace(
             go.Scatter(
                 name=name,
-                x=[s.p99[metric].value for s in items],
+                x=x,
+                # A value interpolated in a wide engine-histogram bucket is drawn across it.
+                error_x=_bucket_bars([s.p99[metric] for s in items], color),
                 y=[s.service.name for s in items],
                 customdata=[s.dossier_url for s in items],
                 hovertext=[_p99_hover(s, metric) for s in items],
@@ -101,12 +106,31 @@ def p99_vs_slo_figure(fleet: FleetDashboard, metric: str = "e2e", *, span: str =
     return fig
 
 
+def _bucket_bars(ps: list, color: str) -> dict | None:
+    """Asymmetric error bars from each wide-bucket value to its bucket's edges (none else)."""
+    if not any(p.wide_bucket for p in ps):
+        return None
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [p.upper - p.value if p.wide_bucket else 0 for p in ps],
+        "arrayminus": [p.value - p.lower if p.wide_bucket else 0 for p in ps],
+        "color": color,
+        "thickness": 1.5,
+        "width": 6,
+    }
+
+
 def _p99_hover(s: FleetService, metric: str) -> str:
     p = s.p99[metric]
-    text = f"<b>{s.service.name}</b><br>P99 {p.value:,.0f} ms, rests on {p.count:,} requests"
+    where = " (engine histogram)" if p.method == "bucket-bounded" else ""
+    text = f"<b>{s.service.name}</b><br>P99 {p.text()}{where}, rests on {p.count:,} requests"
     slo = s.service.slo_for(metric)
     if slo is not None:
-        text += f"<br>SLO {slo:,g} ms: {s.slo_status(metric)}"
+        status = s.slo_status(metric)
+        if status == "unsure":
+            status = "unsure (the SLO lies inside the histogram bucket the P99 is in)"
+        text += f"<br>SLO {slo:,g} ms: {status}"
     if not p.sufficient:
         text += "<br><b>insufficient data</b>"
     return text + "<br>click to open the dossier"

@@ -1,4 +1,5 @@
-"""Simulated H100s and a simulated vLLM V1 engine, for the demo and for tests.
+"""Simulated H100s and a simulated serving engine (vLLM V1 by default; TGI, SGLang or Triton
+with `engines`), for the demo and for tests.
 
 The fake engine keeps real cumulative state: every simulated request is observed once into the
 same histograms and counters vLLM V1 exposes (names, labels and bucket edges as in
@@ -20,7 +21,8 @@ A "P99 regression" is injected with a `Slowdown`: a share of requests (default 1
 (`slowdown_after`, seconds since start) and end after `slowdown_for` seconds, or be set at any
 time (`Simulator.set_slowdown`).
 
-One module a job: `engine` (the fake vLLM engine and its slowdown), `gpus` (the fake H100s),
+One module a job: `engine` (the fake engine and its slowdown), `expositions` (its `/metrics`
+as TGI, SGLang or Triton write it), `gpus` (the fake H100s),
 `host` (the `Simulator` that steps both for one host). Everything is re-exported here.
 """
 

@@ -19,6 +19,7 @@ from demo.engine_profile import (
     anticorrelated,
     daily_load,
 )
+from demo.simulator.expositions import TRITON_TOKEN_BUCKETS, WRITERS, bucket_layout, check_engine
 
 log = logging.getLogger("demo.simulator")  # the name it had as one module
 
@@ -95,18 +96,23 @@ class Histogram:
         self.count += 1
 
     def render(self, name: str, labels: str) -> list[str]:
-        lines = [f"{name}_sum{{{labels}}} {_num(self.sum)}"]
+        own = f"{{{labels}}}" if labels else ""  # TGI's series carry no labels
+        lines = [f"{name}_sum{own} {_num(self.sum)}"]
         running = 0
         for edge, count in zip((*self.edges, math.inf), self.counts, strict=True):
             running += count
             le = "+Inf" if edge == math.inf else repr(float(edge))
-            lines.append(f'{name}_bucket{{{labels},le="{le}"}} {_num(running)}')
-        lines.append(f"{name}_count{{{labels}}} {_num(self.count)}")
+            lines.append(
+                f'{name}_bucket{{{labels + "," if labels else ""}le="{le}"}} {_num(running)}'
+            )
+        lines.append(f"{name}_count{own} {_num(self.count)}")
         return lines
 
 
 class FakeVllmEngine:
-    """One vLLM V1 server: Poisson arrivals at a QPS that drifts over the day."""
+    """One serving engine, vLLM V1 by default: Poisson arrivals at a QPS that drifts over the
+    day. `engine` ("tgi", "sglang", "triton") writes the same traffic in that engine's own
+    families and bucket edges (`demo.simulator.expositions`)."""
 
     def __init__(
         self,
@@ -118,8 +124,11 @@ class FakeVllmEngine:
         rng: random.Random,
         start: float,
         phase_s: float = 0.0,
+        engine: str = "vllm",
     ) -> None:
         self.service = service
+        self.engine = check_engine(engine)
+        edges = bucket_layout(engine, MAX_PROMPT_TOKENS)
         self.profile = profile or EngineProfile()
         self.base_qps = self.profile.qps or qps
         self._ttft_sigma = self.profile.ttft_sigma
@@ -137,18 +146,21 @@ class FakeVllmEngine:
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.success = {"stop": 0, "length": 0, "error": 0}
-        self.ttft = Histogram(TTFT_BUCKETS)
-        self.itl = Histogram(ITL_BUCKETS)
-        self.e2e = Histogram(REQUEST_BUCKETS)
-        self.queue = Histogram(REQUEST_BUCKETS)
+        self.ttft = Histogram(edges.get("ttft", TTFT_BUCKETS))
+        self.itl = Histogram(edges.get("itl", ITL_BUCKETS))
+        self.e2e = Histogram(edges.get("e2e", REQUEST_BUCKETS))
+        self.queue = Histogram(edges.get("queue", REQUEST_BUCKETS))
         # vLLM 0.11+: per-request TPOT beside the per-gap ITL, and the engine-side phases.
-        self.tpot = Histogram(ITL_BUCKETS)
-        self.prefill = Histogram(REQUEST_BUCKETS)
-        self.decode = Histogram(REQUEST_BUCKETS)
+        self.tpot = Histogram(edges.get("tpot", ITL_BUCKETS))
+        self.prefill = Histogram(edges.get("prefill", REQUEST_BUCKETS))
+        self.decode = Histogram(edges.get("decode", REQUEST_BUCKETS))
         # vLLM 0.32: each request's prompt and answer length, observed as it finishes (the
         # requests and tokens the counters above hold), and running requests preempted.
-        self.request_prompt = Histogram(TOKEN_BUCKETS)
-        self.request_generation = Histogram(TOKEN_BUCKETS)
+        self.request_prompt = Histogram(edges.get("prompt", TOKEN_BUCKETS))
+        self.request_generation = Histogram(edges.get("generation", TOKEN_BUCKETS))
+        # Triton's TensorRT-LLM backend observes failed requests' tokens too.
+        self.triton_prompt = Histogram(TRITON_TOKEN_BUCKETS)
+        self.triton_generation = Histogram(TRITON_TOKEN_BUCKETS)
         self.preemptions = 0
         # Its own stream: the draws of every other figure stay what they were.
         self._preempt_rng = random.Random(f"{service}:preemptions")
@@ -239,6 +251,9 @@ class FakeVllmEngine:
             self.preemptions += int(due) + (self._preempt_rng.random() < due % 1)
         if not ok:  # vLLM V1 counts an errored request under finished_reason="error"
             self.success["error"] += 1
+        if self.engine == "triton":  # a final response, failed or not
+            self.triton_prompt.observe(prompt_tokens)
+            self.triton_generation.observe(output_tokens if ok else 0)
         if ok:  # ...and observes latencies and tokens of the others only
             self.prompt_tokens += prompt_tokens
             self.generation_tokens += output_tokens
@@ -273,7 +288,9 @@ class FakeVllmEngine:
         return finished
 
     def exposition(self) -> str:
-        """`/metrics` as vLLM V1 writes it."""
+        """`/metrics` as this engine writes it (vLLM V1 by default)."""
+        if self.engine in WRITERS:
+            return WRITERS[self.engine](self)
         labels = f'engine="0",model_name="{self.model_name}"'
         lines: list[str] = []
 

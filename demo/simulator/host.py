@@ -1,4 +1,4 @@
-"""One simulated host: fake GPUs plus one fake vLLM engine per service, stepped to give one
+"""One simulated host: fake GPUs plus one fake engine per service, stepped to give one
 batch's lists (gpus, scrapes, requests)."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ log = logging.getLogger("demo.simulator")  # the name it had as one module
 
 
 class Simulator:
-    """Fake GPUs plus one fake vLLM engine per service; `step()` gives one batch's lists."""
+    """Fake GPUs plus one fake engine per service (vLLM unless `engines` names another);
+    `step()` gives one batch's lists."""
 
     def __init__(
         self,
@@ -31,6 +32,7 @@ class Simulator:
         gpus: int = 2,
         qps: float = 12.0,
         profiles: dict[str, EngineProfile] | None = None,
+        engines: dict[str, str] | None = None,
         slowdown_after: float | None = None,
         slowdown_for: float | None = None,
         slowdown_factor: float = 4.0,
@@ -40,10 +42,12 @@ class Simulator:
         warmup_s: float = 10.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        profiles = profiles or {}
-        unknown = sorted(set(profiles) - set(services))
+        profiles, engines = profiles or {}, engines or {}
+        unknown = sorted((set(profiles) | set(engines)) - set(services))
         if unknown:
-            raise ValueError(f"profiles for services not simulated here: {', '.join(unknown)}")
+            raise ValueError(
+                f"profiles or engines for services not simulated here: {', '.join(unknown)}"
+            )
         self.clock = clock
         self.rng = random.Random(seed)
         self.started = clock()
@@ -57,6 +61,7 @@ class Simulator:
                 rng=self.rng,
                 start=start,
                 phase_s=i * 1800.0,
+                engine=engines.get(slug, "vllm"),
             )
             for i, slug in enumerate(services)
         ]
@@ -121,7 +126,7 @@ class Simulator:
             self._apply(Slowdown())
         ts = rfc3339(datetime.fromtimestamp(now, UTC))
         scrapes = [
-            {"ts": ts, "service": e.service, "source": "vllm", "exposition": e.exposition()}
+            {"ts": ts, "service": e.service, "source": e.engine, "exposition": e.exposition()}
             for e in self.engines
         ]
         per_engine = max(1, self.max_requests_per_batch // max(1, len(self.engines)))

@@ -138,3 +138,39 @@ def test_negative_counts_are_refused():
 def test_from_cumulative_takes_the_running_maximum_across_le():
     bc = BucketCounts.from_cumulative((1.0, 2.0, 4.0), (5, 3, 8, 8))
     assert bc.counts == (5, 0, 3, 0)
+
+
+# vLLM's end-to-end edges around 5 s, and a P99 that interpolates to 8.33 s inside 5-10 s while
+# the requests above 5 s may all be just above it (as the demo's RAG Answers: exact P99 5.4 s).
+VLLM_E2E = BucketCounts(edges=(2.5, 5.0, 10.0, 15.0), counts=(100, 870, 30, 0, 0), sum=0.0)
+
+
+def test_a_percentile_in_a_wide_bucket_says_its_bucket_before_its_estimate():
+    assert quantile(VLLM_E2E, 0.99).text("s", 2) == "in 5.00 s\u201310.00 s, est. 8.33 s"
+
+
+@pytest.mark.parametrize(
+    ("target", "verdict"),
+    [(6.0, "unsure"), (10.0, "met"), (12.0, "met"), (5.0, "missed"), (4.0, "missed")],
+)
+def test_an_slo_inside_the_p99s_bucket_is_neither_met_nor_missed(target, verdict):
+    assert quantile(VLLM_E2E, 0.99).against(target) == verdict
+
+
+def test_a_p99_beyond_the_last_edge_misses_an_slo_below_that_edge():
+    bc = BucketCounts(edges=(1.0, 2.0), counts=(50, 40, 10), sum=0.0)
+    assert (quantile(bc, 0.99).against(1.5), quantile(bc, 0.99).against(3.0)) == (
+        "missed",
+        "unsure",
+    )
+
+
+def test_a_bucket_one_and_a_half_times_its_lower_edge_is_not_wide_whatever_the_rounding():
+    # TGI's duration edges are 0.0001 x 1.5^i: every bucket exactly 1.5x, each edge rounded.
+    edges = tuple(0.0001 * 1.5**i for i in range(1, 36))
+    wide = []
+    for i in range(1, len(edges)):
+        counts = [0.0] * (len(edges) + 1)
+        counts[i] = 100.0
+        wide.append(quantile(BucketCounts(edges, tuple(counts)), 0.5).wide_bucket)
+    assert not any(wide)

@@ -36,6 +36,7 @@ from collectors.services.tokens import token_issue_for_host_name
 from demo.profile import SLO_HEADROOM, demo_profile  # noqa: F401 (re-exported)
 from demo.prometheus import DemoPrometheus, DemoPrometheusError
 from demo.receivers import demo_mail_dir
+from demo.simulator.expositions import SIMULATED_ENGINES
 from dossiers.models import Service
 
 DEMO_LOGIN = ("demo", "perfhub-demo")
@@ -81,6 +82,10 @@ def agent_command(
     profile = demo_profile(service)
     if profile is not None and profile.spec():
         cmd += ["--simulate-profile", f"{service.slug}:{profile.spec()}"]
+    # The fake engine writes the service's own engine's /metrics (vLLM for an engine the
+    # simulator does not write), so the demo reads every engine's families.
+    if service.engine in SIMULATED_ENGINES and service.engine != "vllm":
+        cmd += ["--simulate-engine", f"{service.slug}:{service.engine}"]
     after, duration = slowdown or (None, None)
     if after is not None:
         cmd += ["--simulate-slowdown-after", str(after)]
@@ -130,9 +135,8 @@ class Command(BaseCommand):
             raise CommandError(
                 "--slowdown-for needs --slowdown-after (when the regression starts)."
             )
-        # Every service gets a simulated host, so every dossier and dashboard is alive. The
-        # simulator speaks vLLM's /metrics whatever the service's engine: the demo's figures
-        # come from its requests and GPUs, which every engine has.
+        # Every service gets a simulated host, so every dossier and dashboard is alive; its
+        # fake engine writes the service's own engine's /metrics (`agent_command`).
         services = list(Service.objects.order_by("pk"))
         if agents:
             services = services[:agents]
