@@ -273,6 +273,40 @@ def test_vllm_capped_run_at_an_unlimited_rate_has_no_client_queue_figures():
     assert "notes" not in run.extra
 
 
+SERVER_TIMINGS = "vllm-bench/e2e-vllm-0.34.0-client-c4-rate12-server-timings-detailed.json"
+SERVER_TIMINGS_CONSOLE = "console/e2e-vllm-0.34.0-client-c4-rate12-console.log"
+
+
+def test_vllm_034_engine_queue_and_prefill_per_request_are_kept_beside_the_client_ttft():
+    # 0.33+ `--save-detailed` against `--enable-per-request-metrics`: `server_queue_times` and
+    # `server_ttfts` (s), the engine's scheduled - queued and first token - scheduled. Expected
+    # figures: numpy median and linear P99 of the 120 values times 1000, by hand.
+    run = only(SERVER_TIMINGS)
+    latency = run.extra["latency_ms"]
+    assert latency["server_prefill"]["median"] == pytest.approx(12.228413000002547)
+    assert latency["server_prefill"]["p99"] == pytest.approx(58.313260719967275)
+    assert latency["server_queue"]["median"] == pytest.approx(0.011317999906168552)
+    assert run.fields["ttft_p50_ms"] == pytest.approx(23.90850949996093)  # median_ttft_ms
+
+
+def test_vllm_034_run_rewritten_with_sorted_keys_takes_no_timing_array_as_a_sweep_parameter():
+    # A sweep's run re-written with sorted keys puts `server_queue_times` and `server_ttfts`
+    # after `run_number`, where the sweep's parameters are: they are vLLM's own results.
+    data = json.loads((REAL / SERVER_TIMINGS).read_bytes())
+    data.update(run_number=0, tensor_parallel_size=2)
+    text = json.dumps(data, sort_keys=True).encode()
+    (run,) = parse_loadtest(text, filename="run=0.json")
+    assert run.extra["overrides"] == {"tensor_parallel_size": 2}
+
+
+def test_vllm_034_console_summary_reads_as_its_json_twin():
+    # 0.33 and 0.34 changed no line of the summary 0.32 prints (benchmarks/serve.py).
+    (printed,) = runs_of(SERVER_TIMINGS_CONSOLE)
+    saved = only(SERVER_TIMINGS)
+    for name in ("ttft_p99_ms", "tpot_p50_ms", "e2e_p95_ms", "request_count"):
+        assert printed.fields[name] == pytest.approx(saved.fields[name], abs=0.005), name
+
+
 def test_vllm_ramp_up_run_names_no_single_load_and_says_it_ramped():
     # `--ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 10`, 30 prompts: vLLM
     # writes request_rate "inf", yet the client never held more than 7 requests.
