@@ -299,6 +299,18 @@ def test_vllm_034_run_rewritten_with_sorted_keys_takes_no_timing_array_as_a_swee
     assert run.extra["overrides"] == {"tensor_parallel_size": 2}
 
 
+def test_vllm_034_engine_timings_leave_out_failed_requests_and_requests_without_timings():
+    # A request vLLM's client saw fail, and one the server sent no timings for (null), say
+    # nothing of the engine's prefill of the requests that succeeded.
+    data = json.loads((REAL / SERVER_TIMINGS).read_bytes())
+    data["errors"][0] = "HTTP 500"
+    data["server_ttfts"][1] = None
+    kept = [v * 1000 for v in data["server_ttfts"][2:]]
+    (run,) = parse_loadtest(json.dumps(data).encode(), filename="vllm-run.json")
+    prefill = run.extra["latency_ms"]["server_prefill"]
+    assert prefill["mean"] == pytest.approx(sum(kept) / len(kept))
+
+
 def test_vllm_034_console_summary_reads_as_its_json_twin():
     # 0.33 and 0.34 changed no line of the summary 0.32 prints (benchmarks/serve.py).
     (printed,) = runs_of(SERVER_TIMINGS_CONSOLE)
