@@ -240,7 +240,8 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         else None,
         "notes": _client_queue_notes(
             queued, queue_computed, fields, ctx.integer(data, "max_concurrency"), rate
-        ),
+        )
+        + _server_phases_notes(stats, fields),
         "date_timezone": "UTC (assumed: the tool writes local time without a zone)"
         if measured_at
         else None,
@@ -539,6 +540,23 @@ def _server_phases(
                 summary[label] = exact_percentile(values, label)
         found[ours] = summary
     return found
+
+
+def _server_phases_notes(stats: dict[str, dict[str, float]], fields: dict) -> list[str]:
+    """Where a run's first tokens spent their time, when the file has the engine's timings.
+    Medians side by side, never subtracted: the median of a difference is not the difference
+    of the medians."""
+    prefill, queue = stats.get("server_prefill"), stats.get("server_queue")
+    if not prefill or not queue:
+        return []
+    ttft = fields.get("ttft_p50_ms")
+    beside = "" if ttft is None else f", beside the client's TTFT median of {ttft:,.1f} ms"
+    return [
+        f"The engine timed each request itself (vLLM's --enable-per-request-metrics): its "
+        f"queue median {queue['median']:,.1f} ms and its prefill (scheduled to first token) "
+        f"median {prefill['median']:,.1f} ms{beside}. The engine's clock starts after the HTTP "
+        f"server and the tokenizer, and stops before the detokenizer and the network."
+    ]
 
 
 # vLLM 0.32's client-side queue (`--percentile-metrics client_queue_time,

@@ -311,6 +311,13 @@ def test_vllm_034_engine_timings_leave_out_failed_requests_and_requests_without_
     assert prefill["mean"] == pytest.approx(sum(kept) / len(kept))
 
 
+def test_vllm_034_run_with_engine_timings_says_where_first_tokens_spent_their_time():
+    notes = only(SERVER_TIMINGS).extra["notes"]
+    (note,) = [note for note in notes if note.startswith("The engine timed each request")]
+    assert "queue median 0.0 ms and its prefill (scheduled to first token) median 12.2 ms" in note
+    assert "beside the client's TTFT median of 23.9 ms" in note
+
+
 def test_vllm_034_console_summary_reads_as_its_json_twin():
     # 0.33 and 0.34 changed no line of the summary 0.32 prints (benchmarks/serve.py).
     (printed,) = runs_of(SERVER_TIMINGS_CONSOLE)
