@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from collectors.exposition.scrape import parse as parse_scrape
 from loadtests.formats import LoadTestFormatError, parse_loadtest
 from loadtests.importing import import_loadtest_file, lint_file
 from loadtests.sweeps import sweeps_for_service
@@ -316,6 +317,36 @@ def test_vllm_034_run_with_engine_timings_says_where_first_tokens_spent_their_ti
     (note,) = [note for note in notes if note.startswith("The engine timed each request")]
     assert "queue median 0.0 ms and its prefill (scheduled to first token) median 12.2 ms" in note
     assert "beside the client's TTFT median of 23.9 ms" in note
+
+
+ENGINE_QUEUE = "vllm-bench/e2e-vllm-0.34.0-client-seqs2-c8-engine-queue-detailed.json"
+ENGINE_QUEUE_SCRAPE = REAL / "metrics" / "e2e-vllm-0.32.0-cpu-seqs2-c8-engine-queue-after.prom"
+
+
+def test_vllm_034_engine_timings_are_the_observations_of_the_engines_own_histograms():
+    # The server's /metrics after the run (its only requests): 100 observations each, whose
+    # sums are the file's 100 per-request values.
+    run = only(ENGINE_QUEUE)
+    scrape = parse_scrape(ENGINE_QUEUE_SCRAPE.read_text(), "vllm")
+    for ours, canonical in (
+        ("server_queue", "queue_seconds"),
+        ("server_prefill", "prefill_seconds"),
+    ):
+        histogram = scrape.histogram(canonical)
+        assert histogram.count == 100
+        mean_s = run.extra["latency_ms"][ours]["mean"] / 1000
+        assert mean_s * 100 == pytest.approx(histogram.sum, rel=1e-9), ours
+
+
+def test_vllm_034_run_whose_engine_queued_says_its_ttft_was_mostly_the_engines_queue():
+    # --max-num-seqs 2 under 8 in flight: the engine queues, the client does not.
+    notes = only(ENGINE_QUEUE).extra["notes"]
+    (note,) = notes  # no rate, so no client queue note
+    assert (
+        "its queue median 489.4 ms and its prefill (scheduled to first token) median 10.9 ms"
+        in note
+    )
+    assert "beside the client's TTFT median of 519.2 ms" in note  # median_ttft_ms 519.2468
 
 
 def test_vllm_034_console_summary_reads_as_its_json_twin():
