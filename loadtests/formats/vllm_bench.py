@@ -70,7 +70,7 @@ TOOL_KEYS = frozenset(
     rtfx input_lens output_lens ttfts itls latencies generated_texts start_times queue_times
     version vllm_version run_number tag concurrency accept_length server_info dataset_name
     sharegpt_output_len random_input_len random_output_len random_range_ratio
-    rps_change_events""".split()  # noqa: SIM905 (a list of words reads better as words)
+    rps_change_events server_queue_times server_ttfts""".split()  # noqa: SIM905 (a list of words reads better as words)
 )
 # How much of a run's parameters its label names (the rest is on the run's page).
 LABEL_PARAMETERS = 60
@@ -175,6 +175,7 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
     _percentiles_from_samples(fields, samples, put, e2e_measured=bool(data.get("latencies")))
     queued, queue_computed = _client_queue(ctx, data, succeeded, rate)
     stats.update(queued)
+    stats.update(_server_phases(ctx, data, succeeded))
     measured_at = _date(ctx, data)
     if measured_at is not None:
         sources["measured_at"] = "date (local time of the client, read as UTC)"
@@ -239,7 +240,8 @@ def _parse_run(ctx: Ctx, data: dict) -> ParsedRun:
         else None,
         "notes": _client_queue_notes(
             queued, queue_computed, fields, ctx.integer(data, "max_concurrency"), rate
-        ),
+        )
+        + _server_phases_notes(stats, fields),
         "date_timezone": "UTC (assumed: the tool writes local time without a zone)"
         if measured_at
         else None,
@@ -505,6 +507,56 @@ def _same_figure(computed: float, written: float) -> bool:
     """Whether a percentile computed here is the one the file wrote (the same numpy call on the
     same seconds, times 1000: they differ only in the last bits of a float)."""
     return math.isclose(computed, written, rel_tol=1e-9, abs_tol=1e-9)
+
+
+# vLLM 0.33+'s per-request engine timings (`--save-detailed`, against a server started with
+# `--enable-per-request-metrics`): our name -> its array (s, one per request, null where the
+# server sent none). vLLM's client reads them from the `metrics` object the server puts on a
+# stream's final usage chunk (benchmarks/lib/endpoint_request_func.py `_update_server_metrics`):
+# `queue_time_ms` is scheduled - queued, `time_to_first_token_ms` first token - scheduled
+# (entrypoints/generate/base/serving.py `build_per_request_timing_metrics`), the per-request
+# values of vllm:request_queue_time_seconds and vllm:request_prefill_time_seconds. So
+# `server_ttfts` is no TTFT: it leaves out the queue, the HTTP server and the tokenizer.
+SERVER_PHASES = {"server_queue": "server_queue_times", "server_prefill": "server_ttfts"}
+
+
+def _server_phases(
+    ctx: Ctx, data: dict, succeeded: list[bool] | None
+) -> dict[str, dict[str, float]]:
+    """The engine's queue and prefill of the successful requests, in ms, for
+    `extra.latency_ms`: mean, median, std and the percentiles with enough requests."""
+    found = {}
+    for ours, key in SERVER_PHASES.items():
+        values = [v * 1000 for v in _per_request(ctx, data, key, succeeded) or []]
+        if not values:
+            continue
+        summary = {
+            "mean": float(np.mean(values)),
+            "median": float(np.median(values)),
+            "std": float(np.std(values)),
+        }
+        for label in PERCENTILE_KEYS:
+            if len(values) >= minimum_count(QUANTILE_OF[label]):
+                summary[label] = exact_percentile(values, label)
+        found[ours] = summary
+    return found
+
+
+def _server_phases_notes(stats: dict[str, dict[str, float]], fields: dict) -> list[str]:
+    """Where a run's first tokens spent their time, when the file has the engine's timings.
+    Medians side by side, never subtracted: the median of a difference is not the difference
+    of the medians."""
+    prefill, queue = stats.get("server_prefill"), stats.get("server_queue")
+    if not prefill or not queue:
+        return []
+    ttft = fields.get("ttft_p50_ms")
+    beside = "" if ttft is None else f", beside the client's TTFT median of {ttft:,.1f} ms"
+    return [
+        f"The engine timed each request itself (vLLM's --enable-per-request-metrics): its "
+        f"queue median {queue['median']:,.1f} ms and its prefill (scheduled to first token) "
+        f"median {prefill['median']:,.1f} ms{beside}. The engine's clock starts after the HTTP "
+        f"server and the tokenizer, and stops before the detokenizer and the network."
+    ]
 
 
 # vLLM 0.32's client-side queue (`--percentile-metrics client_queue_time,

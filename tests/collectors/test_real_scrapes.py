@@ -8,6 +8,7 @@ import re
 import pytest
 
 from analysis.buckets import quantile
+from collectors.exposition.engines import VLLM
 from collectors.exposition.scrape import parse, sources_reading
 from collectors.exposition.window import window as scrape_window
 
@@ -208,6 +209,22 @@ def test_trtllm_serve_time_per_output_token_is_a_per_request_tpot(scrape):
         9,
         None,
     )
+
+
+# `written_here_vllm_registration.py`: vLLM 0.34.0's PrometheusStatLogger as registered, byte
+# for byte what 0.32.0's writes the same way.
+VLLM_034_REGISTERED = "written-here-vllm-0.34.0-at-registration.prom"
+PROMETHEUS_TYPE = {"counter": "counter", "gauge": "gauge"}
+
+
+def test_vllm_034_registers_every_metric_perfhub_reads_under_its_name_and_type(fixtures_dir):
+    text = (fixtures_dir / "real" / "metrics" / VLLM_034_REGISTERED).read_text()
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
+    for rule in VLLM:
+        name = rule.names[0]  # the newest name, under `vllm:`
+        kind = PROMETHEUS_TYPE.get(rule.kind, "histogram")
+        family = f"{name}_total" if kind == "counter" else name
+        assert types.get(family) == kind, (rule.canonical, family)
 
 
 def test_vllm_032_queue_full_rejections_are_errors(scrape):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from collectors.exposition.scrape import parse as parse_scrape
 from loadtests.formats import LoadTestFormatError, parse_loadtest
 from loadtests.importing import import_loadtest_file, lint_file
 from loadtests.sweeps import sweeps_for_service
@@ -271,6 +272,89 @@ def test_vllm_capped_run_at_an_unlimited_rate_has_no_client_queue_figures():
     run = only(E2E_BENCH)
     assert "client_queue" not in run.extra["latency_ms"]
     assert "notes" not in run.extra
+
+
+SERVER_TIMINGS = "vllm-bench/e2e-vllm-0.34.0-client-c4-rate12-server-timings-detailed.json"
+SERVER_TIMINGS_CONSOLE = "console/e2e-vllm-0.34.0-client-c4-rate12-console.log"
+
+
+def test_vllm_034_engine_queue_and_prefill_per_request_are_kept_beside_the_client_ttft():
+    # 0.33+ `--save-detailed` against `--enable-per-request-metrics`: `server_queue_times` and
+    # `server_ttfts` (s), the engine's scheduled - queued and first token - scheduled. Expected
+    # figures: numpy median and linear P99 of the 120 values times 1000, by hand.
+    run = only(SERVER_TIMINGS)
+    latency = run.extra["latency_ms"]
+    assert latency["server_prefill"]["median"] == pytest.approx(12.228413000002547)
+    assert latency["server_prefill"]["p99"] == pytest.approx(58.313260719967275)
+    assert latency["server_queue"]["median"] == pytest.approx(0.011317999906168552)
+    assert run.fields["ttft_p50_ms"] == pytest.approx(23.90850949996093)  # median_ttft_ms
+
+
+def test_vllm_034_run_rewritten_with_sorted_keys_takes_no_timing_array_as_a_sweep_parameter():
+    # A sweep's run re-written with sorted keys puts `server_queue_times` and `server_ttfts`
+    # after `run_number`, where the sweep's parameters are: they are vLLM's own results.
+    data = json.loads((REAL / SERVER_TIMINGS).read_bytes())
+    data.update(run_number=0, tensor_parallel_size=2)
+    text = json.dumps(data, sort_keys=True).encode()
+    (run,) = parse_loadtest(text, filename="run=0.json")
+    assert run.extra["overrides"] == {"tensor_parallel_size": 2}
+
+
+def test_vllm_034_engine_timings_leave_out_failed_requests_and_requests_without_timings():
+    # A request vLLM's client saw fail, and one the server sent no timings for (null), say
+    # nothing of the engine's prefill of the requests that succeeded.
+    data = json.loads((REAL / SERVER_TIMINGS).read_bytes())
+    data["errors"][0] = "HTTP 500"
+    data["server_ttfts"][1] = None
+    kept = [v * 1000 for v in data["server_ttfts"][2:]]
+    (run,) = parse_loadtest(json.dumps(data).encode(), filename="vllm-run.json")
+    prefill = run.extra["latency_ms"]["server_prefill"]
+    assert prefill["mean"] == pytest.approx(sum(kept) / len(kept))
+
+
+def test_vllm_034_run_with_engine_timings_says_where_first_tokens_spent_their_time():
+    notes = only(SERVER_TIMINGS).extra["notes"]
+    (note,) = [note for note in notes if note.startswith("The engine timed each request")]
+    assert "queue median 0.0 ms and its prefill (scheduled to first token) median 12.2 ms" in note
+    assert "beside the client's TTFT median of 23.9 ms" in note
+
+
+ENGINE_QUEUE = "vllm-bench/e2e-vllm-0.34.0-client-seqs2-c8-engine-queue-detailed.json"
+ENGINE_QUEUE_SCRAPE = REAL / "metrics" / "e2e-vllm-0.32.0-cpu-seqs2-c8-engine-queue-after.prom"
+
+
+def test_vllm_034_engine_timings_are_the_observations_of_the_engines_own_histograms():
+    # The server's /metrics after the run (its only requests): 100 observations each, whose
+    # sums are the file's 100 per-request values.
+    run = only(ENGINE_QUEUE)
+    scrape = parse_scrape(ENGINE_QUEUE_SCRAPE.read_text(), "vllm")
+    for ours, canonical in (
+        ("server_queue", "queue_seconds"),
+        ("server_prefill", "prefill_seconds"),
+    ):
+        histogram = scrape.histogram(canonical)
+        assert histogram.count == 100
+        mean_s = run.extra["latency_ms"][ours]["mean"] / 1000
+        assert mean_s * 100 == pytest.approx(histogram.sum, rel=1e-9), ours
+
+
+def test_vllm_034_run_whose_engine_queued_says_its_ttft_was_mostly_the_engines_queue():
+    # --max-num-seqs 2 under 8 in flight: the engine queues, the client does not.
+    notes = only(ENGINE_QUEUE).extra["notes"]
+    (note,) = notes  # no rate, so no client queue note
+    assert (
+        "its queue median 489.4 ms and its prefill (scheduled to first token) median 10.9 ms"
+        in note
+    )
+    assert "beside the client's TTFT median of 519.2 ms" in note  # median_ttft_ms 519.2468
+
+
+def test_vllm_034_console_summary_reads_as_its_json_twin():
+    # 0.33 and 0.34 changed no line of the summary 0.32 prints (benchmarks/serve.py).
+    (printed,) = runs_of(SERVER_TIMINGS_CONSOLE)
+    saved = only(SERVER_TIMINGS)
+    for name in ("ttft_p99_ms", "tpot_p50_ms", "e2e_p95_ms", "request_count"):
+        assert printed.fields[name] == pytest.approx(saved.fields[name], abs=0.005), name
 
 
 def test_vllm_ramp_up_run_names_no_single_load_and_says_it_ramped():

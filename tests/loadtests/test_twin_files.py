@@ -127,6 +127,10 @@ KNOWN_PAIRS = {
         "e2e-vllm-0.32.0-cpu-rate40-c2-client-queue-console-twin.json",
         "e2e-vllm-0.32.0-rate40-c2-client-queue-console.log",
     ),
+    (
+        "e2e-vllm-0.34.0-client-c4-rate12-console.log",
+        "e2e-vllm-0.34.0-client-c4-rate12-server-timings-detailed.json",
+    ),
     (f"{AIPERF_C2}.csv", f"{AIPERF_C2}.json"),
     (f"{GP_C2}.csv", f"{GP_C2}.json"),
     ("guidellm-repo-0.2-benchmarks_stripped.json", "guidellm-repo-0.2-benchmarks_stripped.yaml"),

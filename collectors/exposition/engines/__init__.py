@@ -23,7 +23,8 @@ Every histogram here is measured by the engine (vantage "server"): its clock sta
 request reaches the engine, after the HTTP server, the gateway and (for vLLM) the tokenizer.
 What each engine's histogram measures, from which moment to which, is in docs/method.md.
 
-vLLM (`vllm:` prefix; `ray_vllm:` as Ray Serve LLM exports the same metrics)
+vLLM (`vllm:` prefix; `ray_vllm:` as Ray Serve LLM exports the same metrics; 0.33.0 and 0.34.0
+  register each of these as 0.32.0 does: same name, type, labels and buckets)
   requests_finished  request_success_total, summed over finished_reason except "abort" and
                      "error" (V0 and V1 count aborted and errored requests in it too)
   request_errors     request_success_total{finished_reason="error"}, plus
