@@ -54,7 +54,7 @@ def ms(value: float | None) -> str:
 @register.filter
 @_or_dash
 def span(value: float | None) -> str:
-    """Seconds of configuration (a window, a repeat interval) as "3 d", "15 min": `readable.span`."""
+    """Seconds of configuration (a window, an interval) as "3 d", "15 min": `readable.span`."""
     return readable.span(float(value))
 
 
