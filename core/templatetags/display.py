@@ -52,6 +52,13 @@ def ms(value: float | None) -> str:
 
 
 @register.filter
+@_or_dash
+def span(value: float | None) -> str:
+    """Seconds of configuration (a window, an interval) as "3 d", "15 min": `readable.span`."""
+    return readable.span(float(value))
+
+
+@register.filter
 def quantity(value: float | None) -> str:
     """A number that is a count when whole (4 replicas, 2,922 GPU-hours) and a measurement
     otherwise (35.8 concurrent requests, 4.49 req/s): `readable.setting`; DASH when missing."""

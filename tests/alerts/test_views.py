@@ -196,3 +196,13 @@ def test_the_service_fragment_lists_open_alerts_and_history(owner_client, fired,
     assert "<html" not in html
     assert fired.get_absolute_url() in html
     assert "firing" in html
+
+
+def test_the_rule_list_writes_windows_in_days_and_minutes(owner_client, service):
+    Rule.objects.create(service=service, name="Slow burn", kind="p99_e2e", threshold=2000,
+                        window_s=259200, for_s=900)  # fmt: skip
+
+    html = owner_client.get(reverse("alerts:rule_list")).content.decode()
+
+    assert "3 d / 15 min" in html
+    assert "259200 s" not in html
