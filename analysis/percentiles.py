@@ -157,6 +157,7 @@ class Percentile:
             "count": self.count,
             "lower": self.lower,
             "upper": self.upper,
+            "wide_bucket": self.wide_bucket,
             "method": self.method,
             "above_last_edge": self.above_last_edge,
             "below_first_edge": self.below_first_edge,

@@ -198,4 +198,3 @@ def other_model(recorded: Mapping[str, str], service_model: str) -> str | None:
     if any(name.strip().startswith(LOCAL_PATH_STARTS) for name in names):
         return None
     return model
-

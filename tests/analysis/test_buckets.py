@@ -149,6 +149,10 @@ def test_a_percentile_in_a_wide_bucket_says_its_bucket_before_its_estimate():
     assert quantile(VLLM_E2E, 0.99).text("s", 2) == "in 5.00 s\u201310.00 s, est. 8.33 s"
 
 
+def test_the_api_form_of_a_percentile_says_it_lies_in_a_wide_bucket():
+    assert quantile(VLLM_E2E, 0.99).to_dict()["wide_bucket"] is True
+
+
 @pytest.mark.parametrize(
     ("target", "verdict"),
     [(6.0, "unsure"), (10.0, "met"), (12.0, "met"), (5.0, "missed"), (4.0, "missed")],

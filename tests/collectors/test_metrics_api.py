@@ -27,7 +27,7 @@ def test_it_returns_merged_percentiles_with_counts_and_bounds(reader, service):
     p99 = body["overall_latency_ms"]["e2e"][3]
     assert set(p99) == {
         "q", "value", "count", "lower", "upper", "method", "above_last_edge", "below_first_edge",
-            "sufficient", "vantage",
+            "sufficient", "vantage", "wide_bucket",
     }  # fmt: skip
     assert (p99["q"], p99["count"], p99["method"]) == (0.99, 5 * 300, "sketch")
     assert p99["lower"] <= p99["value"] <= p99["upper"]

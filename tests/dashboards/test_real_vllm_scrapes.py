@@ -82,9 +82,7 @@ def test_diagnosis_proposes_kv_cache_room_from_the_engines_preemptions(
     push_pair(agent_client, service, fixtures_dir, *PREEMPT, 26.6)
     diagnosis = outsider_client.get(DIAGNOSIS_URL).context["diagnosis"]
     (proposal,) = [p for p in diagnosis.proposals if p.rule == "memory_capacity"]
-    assert proposal.evidence == (
-        "34 preemptions for KV-cache room (71% of 48 finished requests)"
-    )
+    assert proposal.evidence == ("34 preemptions for KV-cache room (71% of 48 finished requests)")
 
 
 def test_the_diagnosis_page_shows_the_preemptions_it_read(

@@ -48,9 +48,7 @@ def test_diagnosis_proposes_kv_cache_room_from_sglangs_retracted_requests(
     push_capture(agent_client, sglang_service, fixtures_dir)
     diagnosis = outsider_client.get(DIAGNOSIS_URL).context["diagnosis"]
     (proposal,) = [p for p in diagnosis.proposals if p.rule == "memory_capacity"]
-    assert proposal.evidence == (
-        "3 preemptions for KV-cache room (27% of 11 finished requests)"
-    )
+    assert proposal.evidence == ("3 preemptions for KV-cache room (27% of 11 finished requests)")
 
 
 def test_the_diagnosis_page_shows_the_requests_sglang_retracted(
