@@ -17,7 +17,9 @@ def headline(page: str, title: str) -> str:
     card = re.search(
         r'<summary class="card-head"><h4>' + re.escape(title) + r"</h4>.*?</summary>", page, re.S
     )
-    span = re.search(r"<span class=\"sub\" data-headline=.*?</span></summary>", card.group(0), re.S)
+    span = re.search(
+        r"<span class=\"sub\" data-headline[^>]*>.*?</span></summary>", card.group(0), re.S
+    )
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", span.group(0))).strip()
 
 
