@@ -26,9 +26,10 @@ from analysis.percentiles import LATENCY_METRICS, PERCENTILE_LABELS, QUANTILE_OF
 # Without a target: the tail first (what an SLO sees), then throughput, whichever was measured.
 DEFAULT_ORDER = ("e2e_p99_ms", "ttft_p99_ms", "tpot_p99_ms", "output_tps", "qps", "gpu_util")
 
-# "TTFT P99", "ttft p90", "E2E-P99", "TPOT": a latency figure as people and the gate write it.
+# "TTFT P99", "ttft p90", "E2E-P99", "E2E P99.9", "TPOT": a latency figure as people and the
+# gate write it.
 _FIGURE = re.compile(
-    r"\b(" + "|".join(LATENCY_METRICS) + r")\b(?:[\s_-]*(p\d{2,3})\b)?", re.IGNORECASE
+    r"\b(" + "|".join(LATENCY_METRICS) + r")\b(?:[\s_-]*(p\d{2,3}(?:\.\d)?)\b)?", re.IGNORECASE
 )
 # The sentence `analysis.gate.report.experiment_reading` writes into an experiment's notes.
 _GATE_TOO_FEW = re.compile(r"Too few requests to judge: ([^.\n]*)")
@@ -59,7 +60,8 @@ def target_metric(hypothesis: str) -> str | None:
     figure named without a percentile means its P99, the tail the default headline shows.
     None when it names no latency figure (throughput targets are not read from prose)."""
     for match in _FIGURE.finditer(hypothesis or ""):
-        metric, percentile = match.group(1).lower(), (match.group(2) or "p99").lower()
+        metric = match.group(1).lower()
+        percentile = (match.group(2) or "p99").lower().replace(".", "")  # p99.9 -> p999
         if percentile in PERCENTILE_LABELS:
             return latency_field(metric, percentile)
     return None

@@ -22,6 +22,10 @@ def test_a_figure_named_without_a_percentile_means_its_p99():
     assert target_metric("Lower TPOT for long answers") == "tpot_p99_ms"
 
 
+def test_a_decimal_percentile_is_not_read_as_its_integer_part():
+    assert target_metric("Cut E2E P99.9 under bursts") == "e2e_p999_ms"
+
+
 def test_a_hypothesis_naming_no_latency_figure_has_no_target():
     assert target_metric("More tokens a second at the same load") is None
 
