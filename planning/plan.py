@@ -31,7 +31,7 @@ from analysis import capacity
 from analysis.capacity import BELOW, BEYOND, WITHIN, Estimate
 from analysis.percentiles import QUANTILE_OF
 from collectors.models import HOUR, ServiceMergedRollup
-from dossiers.models import Service
+from dossiers.models import Experiment, Service
 from loadtests.sweeps import CONCURRENCY, RATE, Sweep, same_workload, sweeps_for_service
 from planning.goodput import RunGoodput, sweep_goodput
 from planning.objectives import Objective, service_objectives
@@ -509,10 +509,35 @@ class Alternative:
     service: Service
     plan: Plan | None
     problem: str = ""
+    # Experiments of the service that reverted a change this configuration carries.
+    reverted_by: tuple[Experiment, ...] = ()
 
     @property
     def holds(self) -> bool:
         return self.plan is not None and self.plan.cost_per_month is not None
+
+
+def reverted_by(service: Service, sweep: Sweep) -> list[Experiment]:
+    """The service's reverted experiments whose change the sweep's configuration carries: one
+    recorded from a run of the sweep (its after), or one whose variable has the reverted value
+    in the sweep's parameters (`max_num_seqs` = 512). A plan from such a sweep prices a setting
+    the team measured and turned back, which a reader of the plan must be told."""
+    reverted = service.experiments.filter(verdict=Experiment.Verdict.REVERTED)
+    from_sweep = set(
+        reverted.filter(after__source_load_test__in=sweep.run_pks).values_list("pk", flat=True)
+    )
+    return [
+        x
+        for x in reverted
+        if x.pk in from_sweep or sweep.parameters.get(x.variable_key) == x.value_to
+    ]
+
+
+def cheapest_caveat(rows: list[Alternative]) -> Alternative | None:
+    """The cheapest alternative that holds the SLO when an experiment reverted its change (it
+    must not be presented as the cheapest without saying so); None otherwise."""
+    cheapest = next((row for row in rows if row.holds), None)
+    return cheapest if cheapest is not None and cheapest.reverted_by else None
 
 
 def alternatives(plan: Plan) -> list[Alternative]:
@@ -548,7 +573,22 @@ def _alternative(plan: Plan, service: Service, sweep_of: int | None = None) -> A
         )
     except PlanError as exc:
         return Alternative(service, None, str(exc))
-    return Alternative(service, other, "; ".join(other.notes))
+    return Alternative(
+        service,
+        other,
+        "; ".join(other.notes),
+        reverted_by=tuple(reverted_by(service, other.sweep)),
+    )
 
 
-__all__ = ["BELOW", "BEYOND", "WITHIN", "Plan", "PlanError", "alternatives", "plan_for"]
+__all__ = [
+    "BELOW",
+    "BEYOND",
+    "WITHIN",
+    "Plan",
+    "PlanError",
+    "alternatives",
+    "cheapest_caveat",
+    "plan_for",
+    "reverted_by",
+]

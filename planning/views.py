@@ -16,7 +16,14 @@ from dossiers.permissions import service_for_reading
 from loadtests.charts import to_json_script
 from planning import charts
 from planning.inputs import PlanInputError, plan_inputs
-from planning.plan import PlanError, alternatives, headroom, plan_for
+from planning.plan import (
+    PlanError,
+    alternatives,
+    cheapest_caveat,
+    headroom,
+    plan_for,
+    reverted_by,
+)
 
 
 @login_required
@@ -29,11 +36,14 @@ def planner(request: HttpRequest, slug: str) -> HttpResponse:
     except (PlanInputError, PlanError) as exc:
         context["error"] = str(exc)
         return render(request, "planning/planner.html", context, status=400 if request.GET else 200)
+    rows = alternatives(plan)
     context.update(
         plan=plan,
         options=options,
         plan_dict=plan.to_dict(),
-        alternatives=alternatives(plan),
+        alternatives=rows,
+        cheapest_reverted=cheapest_caveat(rows),
+        plan_reverted_by=reverted_by(service, plan.sweep),
         chart_json=to_json_script(charts.plan_figure(plan), "planner-chart-data"),
     )
     return render(request, "planning/planner.html", context)

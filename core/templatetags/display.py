@@ -154,18 +154,6 @@ def figure(value: float | None, unit: str) -> str:
     return f"{num(value, 0)} {unit}"
 
 
-# The one change an experiment's collapsed card shows: the tail first (what an SLO sees),
-# then throughput, whichever the experiment measured.
-HEADLINE_METRICS = ("e2e_p99_ms", "ttft_p99_ms", "tpot_p99_ms", "output_tps", "qps", "gpu_util")
-
-
-@register.filter
-def headline_delta(deltas):
-    """The delta an experiment's one-line summary shows (None without any)."""
-    by_metric = {d.metric: d for d in deltas or []}
-    return next((by_metric[m] for m in HEADLINE_METRICS if m in by_metric), None)
-
-
 @register.filter
 def metric_label(name: str) -> str:
     return METRIC_LABELS.get(name, name)

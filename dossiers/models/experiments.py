@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from analysis import configdiff, cost
+from analysis import configdiff, cost, headline
 from analysis.percentiles import LATENCY_FIELDS
 from dossiers.models.runs import Baseline, MeasuredRun
 from dossiers.models.service import Service
@@ -81,6 +81,20 @@ class Experiment(models.Model):
         if self.after is None:
             return []
         return cost.run_deltas(_run_values(self.before), _run_values(self.after))
+
+    def headline(self) -> headline.Headline | None:
+        """The change the card's summary leads with: the figure the hypothesis names (else the
+        default), never a percentile with too few requests behind it: neither one the gate's
+        reading in the notes called so, nor one the baselines' request counts are too few for
+        by the gate's rule (`analysis.headline`)."""
+        if self.after is None:
+            return None
+        unjudgeable = headline.gate_too_few(self.notes) | headline.too_few_requests(
+            self.before.request_count, self.after.request_count
+        )
+        return headline.choose(
+            self.deltas(), target=headline.target_metric(self.hypothesis), unjudgeable=unjudgeable
+        )
 
     def other_changed_keys(self) -> list[str] | None:
         """Config keys that changed besides the declared one; None when a config is missing."""
