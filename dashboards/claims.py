@@ -124,12 +124,23 @@ class ClaimCheck:
         return next((c for c in self.claims if c.key == key), None)
 
     @property
-    def window_label(self) -> str:
+    def span(self) -> str:
+        """The window in words, from its own start and end: "last 60 min" for the default
+        (`window_minutes()`), else its dates."""
         minutes = round((self.end - self.start).total_seconds() / 60)
         if self.end < timezone.now() - timedelta(minutes=2):
-            span = f"{self.start:%Y-%m-%d %H:%M} to {self.end:%H:%M} UTC ({minutes} min)"
-        else:
-            span = f"last {minutes} min"
+            return f"{self.start:%Y-%m-%d %H:%M} to {self.end:%H:%M} UTC ({minutes} min)"
+        return f"last {minutes} min"
+
+    @property
+    def live_label(self) -> str:
+        """What stands next to each live figure, e.g. "live, last 60 min": another page's
+        live figures may be over another window (the fleet dashboard's range)."""
+        return f"live, {self.span}"
+
+    @property
+    def window_label(self) -> str:
+        span = self.span
         if self.data_seconds and self.data_seconds < (self.end - self.start).total_seconds():
             return f"{span}; rates over the {self.data_seconds:,.0f} s with traffic"
         return span
