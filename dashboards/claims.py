@@ -31,7 +31,7 @@ from analysis.cost import Economics
 from analysis.percentiles import LATENCY_METRICS, minimum_count
 from analysis.percentiles import label as label_of
 from collectors.models import HOUR
-from collectors.selectors import service_metrics
+from collectors.selectors import gpu_source_of_hosts, service_metrics
 from dossiers.models import Baseline, Service
 from dossiers.services import baseline_record
 
@@ -424,6 +424,7 @@ def record_live_baseline(*, service: Service, user=None, now: datetime | None = 
         "vantage": vantage,
         "gpu_util": w.gpu_util,
         "sm_active": w.sm_active,
+        "gpu_source": gpu_source_of_hosts(w.host_ids) if w.gpu_util is not None else "",
     }
     for metric, by_q in w.percentiles.items():
         if metric not in LATENCY_METRICS:  # ITL and the engine layers have no baseline column

@@ -56,9 +56,10 @@ class SloCheck:
     """One P99 target beside the current baseline's P99: status is ok, missed or no data.
 
     The target is the service's "SLO P99" setting for the metric (`Service.slo_for`), which the
-    P99 alert rules and the planner read. The SLOs listed on the dossier (`Service.slo_objects`)
-    are another notion: once a latency SLO is saved, the settings are no longer among them, so
-    `listed` says what the listed SLOs set on this metric and `agreement` whether they match."""
+    P99 alert rules, a sweep's sweet spot and the planner read. The SLOs listed on the dossier
+    (`Service.slo_objects`) are another notion: once a latency SLO is saved, the settings are no
+    longer among them, so `listed` says what the listed SLOs set on this metric and `agreement`
+    whether they match."""
 
     metric: str
     label: str
@@ -340,6 +341,8 @@ class Dossier:
     config: ConfigVersion | None
     previous_config: ConfigVersion | None
     bottleneck_groups: list[tuple[str, list[Bottleneck]]] = field(default_factory=list)
+    # Where the current baseline was measured (e.g. its load test), from `provenance`.
+    baseline_measured_by: list[provenance.Link] = field(default_factory=list)
 
     @property
     def unlisted_slo_targets(self) -> list[SloCheck]:
@@ -400,6 +403,9 @@ def dossier(service: Service, *, user) -> Dossier:
         config=config,
         previous_config=previous,
         bottleneck_groups=bottleneck_groups(bottlenecks),
+        baseline_measured_by=(
+            provenance.baseline_links([baseline]).get(baseline.pk, []) if baseline else []
+        ),
     )
 
 
