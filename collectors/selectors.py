@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -45,7 +45,7 @@ from collectors.models import (
     ServiceMergedRollup,
     ServiceRollup,
 )
-from dossiers.models import Service
+from dossiers.models import GpuSource, Service
 
 RESOLUTIONS = (60, 300, 3600)
 SERIES_LATENCY = LATENCY_METRICS
@@ -478,6 +478,25 @@ def _gpu_points(hosts: Q, resolution: int, start: datetime, end: datetime) -> li
         .select_related("host")
         .order_by("start", "host__name", "gpu_index")
     ]
+
+
+def gpu_source_of_hosts(host_ids: Iterable[int]) -> str:
+    """Where these hosts' GPU figures were measured, as a run's `gpu_source` ("" if none
+    reports GPUs): a host pulled from dcgm-exporter, directly or through a Prometheus source,
+    reads DCGM's; a host with the PerfHub agent (pushing, or pulled as "agent") reads NVML. A
+    host pulled from an engine's /metrics has no GPU series and says nothing."""
+    found = set()
+    rows = Host.objects.filter(pk__in=list(host_ids)).values_list(
+        "pull_url", "pull_kind", "prometheus_source"
+    )
+    for pull_url, pull_kind, prometheus in rows:
+        if prometheus is not None or pull_kind == "dcgm":
+            found.add(GpuSource.DCGM)
+        elif not pull_url or pull_kind == Host.PULL_AGENT:
+            found.add(GpuSource.NVML)
+    if len(found) > 1:
+        return GpuSource.NVML_DCGM
+    return found.pop() if found else ""
 
 
 def latest_minutes(*, service: Service, limit: int = 30) -> list[ServiceRollup]:

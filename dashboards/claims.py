@@ -31,7 +31,7 @@ from analysis.cost import Economics
 from analysis.percentiles import LATENCY_METRICS, minimum_count
 from analysis.percentiles import label as label_of
 from collectors.models import HOUR
-from collectors.selectors import service_metrics
+from collectors.selectors import gpu_source_of_hosts, service_metrics
 from dossiers.models import Baseline, Service
 from dossiers.services import baseline_record
 
@@ -124,12 +124,23 @@ class ClaimCheck:
         return next((c for c in self.claims if c.key == key), None)
 
     @property
-    def window_label(self) -> str:
+    def span(self) -> str:
+        """The window in words, from its own start and end: "last 60 min" for the default
+        (`window_minutes()`), else its dates."""
         minutes = round((self.end - self.start).total_seconds() / 60)
         if self.end < timezone.now() - timedelta(minutes=2):
-            span = f"{self.start:%Y-%m-%d %H:%M} to {self.end:%H:%M} UTC ({minutes} min)"
-        else:
-            span = f"last {minutes} min"
+            return f"{self.start:%Y-%m-%d %H:%M} to {self.end:%H:%M} UTC ({minutes} min)"
+        return f"last {minutes} min"
+
+    @property
+    def live_label(self) -> str:
+        """What stands next to each live figure, e.g. "live, last 60 min": another page's
+        live figures may be over another window (the fleet dashboard's range)."""
+        return f"live, {self.span}"
+
+    @property
+    def window_label(self) -> str:
+        span = self.span
         if self.data_seconds and self.data_seconds < (self.end - self.start).total_seconds():
             return f"{span}; rates over the {self.data_seconds:,.0f} s with traffic"
         return span
@@ -413,6 +424,7 @@ def record_live_baseline(*, service: Service, user=None, now: datetime | None = 
         "vantage": vantage,
         "gpu_util": w.gpu_util,
         "sm_active": w.sm_active,
+        "gpu_source": gpu_source_of_hosts(w.host_ids) if w.gpu_util is not None else "",
     }
     for metric, by_q in w.percentiles.items():
         if metric not in LATENCY_METRICS:  # ITL and the engine layers have no baseline column

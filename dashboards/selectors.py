@@ -107,6 +107,17 @@ class FleetService:
     firing: int
     pending: int
     baseline: Baseline | None
+    span: str = ""  # the range in words ("last 24 h"), what "live" figures are over
+
+    @property
+    def economics_label(self) -> str:
+        """What stands next to the cost and margin: "live, last 24 h" (the dashboard's range,
+        not the home page's claims window) or the baseline they fell back to."""
+        if self.economics_source == "live":
+            return f"live, {self.span}" if self.span else "live"
+        if self.economics_source == "baseline":
+            return "baseline (no live tokens)"
+        return ""
 
     @property
     def open_alerts(self) -> int:
@@ -163,13 +174,17 @@ def _economics(service: Service, tps: float | None) -> cost.Economics | None:
     return service.economics(tokens_per_second=tps, gpus=service.total_gpus)
 
 
-def fleet_dashboard(*, start: datetime, end: datetime, gpu_days: int = 7) -> FleetDashboard:
+def fleet_dashboard(
+    *, start: datetime, end: datetime, gpu_days: int = 7, span: str = ""
+) -> FleetDashboard:
     """Every service's P99 and economics over [start, end), open alerts, GPU-hours per day.
 
     Six queries whatever the number of services or hosts: services (+ current baselines),
     roll-up rows, open alert counts, GPU-hour counts, and the host -> service attribution.
-    Ranges up to 6 h read minute rows, longer ones hourly rows.
+    Ranges up to 6 h read minute rows, longer ones hourly rows. `span` names the range in
+    words (`TimeRange.label`); by default its start and end.
     """
+    span = span or f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
     services = list(
         Service.objects.select_related("team").prefetch_related(
             Prefetch(
@@ -220,6 +235,7 @@ def fleet_dashboard(*, start: datetime, end: datetime, gpu_days: int = 7) -> Fle
                 firing=live_alerts.get((service.pk, State.FIRING), 0),
                 pending=live_alerts.get((service.pk, State.PENDING), 0),
                 baseline=baseline,
+                span=span,
             )
         )
     days_start = (end - timedelta(days=gpu_days - 1)).date()

@@ -223,7 +223,9 @@ FLEET_PRESETS = ("1h", "24h", "7d")
 @require_GET
 def fleet(request: HttpRequest) -> HttpResponse:
     time_range, error = _range_or_default(request)
-    data = selectors.fleet_dashboard(start=time_range.start, end=time_range.end)
+    data = selectors.fleet_dashboard(
+        start=time_range.start, end=time_range.end, span=time_range.label
+    )
     panels = panels_payload(fleet_panels(data, span=time_range.label))
     return render(
         request,

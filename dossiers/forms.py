@@ -115,6 +115,7 @@ class BaselineForm(NoColonMixin, forms.ModelForm):
             *BASELINE_ENVIRONMENT,
             *BASELINE_THROUGHPUT,
             *BASELINE_RESOURCES,
+            "gpu_source",
             *BASELINE_LATENCY,
             "notes",
         ]
@@ -153,6 +154,12 @@ class BaselineForm(NoColonMixin, forms.ModelForm):
     def clean_vantage(self) -> str:
         return self.cleaned_data.get("vantage") or self.instance.vantage
 
+    def clean_gpu_source(self) -> str:
+        # Left out by a form or script from before the field, a baseline keeps its source.
+        if "gpu_source" not in self.data:
+            return self.instance.gpu_source
+        return self.cleaned_data.get("gpu_source", "")
+
     def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         """Fields in labelled groups, for the template."""
         named = [
@@ -160,7 +167,7 @@ class BaselineForm(NoColonMixin, forms.ModelForm):
             ("Workload", BASELINE_WORKLOAD),
             ("Environment", BASELINE_ENVIRONMENT),
             ("Throughput", BASELINE_THROUGHPUT),
-            ("Resources", BASELINE_RESOURCES),
+            ("Resources", [*BASELINE_RESOURCES, "gpu_source"]),
             ("Latency (ms)", BASELINE_LATENCY),
             ("Notes", ["notes"]),
         ]

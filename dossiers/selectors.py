@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.urls import reverse
 
 from analysis import claims, cost
 from analysis.percentiles import QUANTILE_OF, minimum_count
@@ -41,13 +42,32 @@ def current_narrative(service: Service) -> NarrativeRevision | None:
 
 
 @dataclass(frozen=True)
+class ListedObjective:
+    """A listed SLO's threshold on one metric ("TTFT <= 500 ms for 99% of requests")."""
+
+    slo_name: str
+    threshold_ms: float
+    target_percent: float
+    implied: bool  # the unsaved SLO `Service.slo_objects` makes of the P99 settings
+
+
+@dataclass(frozen=True)
 class SloCheck:
-    """One SLO target beside the current baseline's P99: status is ok, missed or no data."""
+    """One P99 target beside the current baseline's P99: status is ok, missed or no data.
+
+    The target is the service's "SLO P99" setting for the metric (`Service.slo_for`), which the
+    P99 alert rules, a sweep's sweet spot and the planner read. The SLOs listed on the dossier
+    (`Service.slo_objects`) are another notion: once a latency SLO is saved, the settings are no
+    longer among them, so `listed` says what the listed SLOs set on this metric and `agreement`
+    whether they match."""
 
     metric: str
     label: str
     target_ms: float | None
     measured_ms: float | None
+    setting: str = ""  # the setting's name, e.g. "SLO P99 end-to-end (ms)"
+    setting_url: str = ""  # where it is set: the service form, at the field
+    listed: tuple[ListedObjective, ...] = ()
 
     @property
     def status(self) -> str:
@@ -55,20 +75,74 @@ class SloCheck:
             return "no data"
         return "ok" if self.measured_ms <= self.target_ms else "missed"
 
+    @property
+    def agreement(self) -> str:
+        """ "listed" (a listed SLO holds the same P99 target), "not listed" (the setting is in
+        no listed SLO), "differs" (a listed SLO sets another threshold or share on the metric),
+        or "" (neither sets anything)."""
+        if not self.listed:
+            return "not listed" if self.target_ms is not None else ""
+        same = [
+            o
+            for o in self.listed
+            if self.target_ms is not None
+            and o.threshold_ms == self.target_ms
+            and o.target_percent == 99.0
+        ]
+        return "listed" if same and len(same) == len(self.listed) else "differs"
+
+    @property
+    def agreement_note(self) -> str:
+        """The plain sentence the page shows beside the target."""
+        listed = "; ".join(
+            f"“{o.slo_name}”: {self.label} ≤ {o.threshold_ms:,.0f} ms for "
+            f"{o.target_percent:g}% of requests"
+            for o in self.listed
+        )
+        return {
+            "listed": f"Also a listed SLO ({listed}).",
+            "not listed": "In no listed SLO: their compliance and budgets do not count it.",
+            "differs": f"The listed SLOs say otherwise ({listed}).",
+        }.get(self.agreement, "")
+
 
 SLO_LABELS = {"e2e": "end-to-end", "ttft": "TTFT", "tpot": "TPOT"}
 
 
+def _listed_objectives(service: Service) -> dict[str, list[ListedObjective]]:
+    """Each metric's thresholds in the service's listed latency SLOs (one query)."""
+    found: dict[str, list[ListedObjective]] = {}
+    for slo in service.slo_objects():
+        for metric, threshold, _target in slo.objectives():
+            found.setdefault(metric, []).append(
+                ListedObjective(slo.name, threshold, slo.target_percent, implied=slo.pk is None)
+            )
+    return found
+
+
+def slo_check(
+    service: Service,
+    baseline: Baseline | None,
+    metric: str,
+    listed: dict[str, list[ListedObjective]] | None = None,
+) -> SloCheck:
+    """One metric's P99 setting against the baseline's P99 (`listed`: see `_listed_objectives`;
+    left out, the check says nothing of the listed SLOs)."""
+    field_name = f"slo_p99_{metric}_ms"
+    return SloCheck(
+        metric,
+        SLO_LABELS[metric],
+        service.slo_for(metric),
+        baseline.latency(metric, "p99") if baseline else None,
+        setting=str(Service._meta.get_field(field_name).verbose_name),
+        setting_url=reverse("dossiers:service_edit", args=[service.slug]) + f"#id_{field_name}",
+        listed=tuple((listed or {}).get(metric, ())),
+    )
+
+
 def slo_checks(service: Service, baseline: Baseline | None) -> list[SloCheck]:
-    return [
-        SloCheck(
-            metric,
-            label,
-            service.slo_for(metric),
-            baseline.latency(metric, "p99") if baseline else None,
-        )
-        for metric, label in SLO_LABELS.items()
-    ]
+    listed = _listed_objectives(service)
+    return [slo_check(service, baseline, metric, listed) for metric in SLO_LABELS]
 
 
 @dataclass(frozen=True)
@@ -187,7 +261,7 @@ def fleet_rows(*, q: str = "", sort: str = "name") -> list[FleetRow]:
             FleetRow(
                 service=service,
                 baseline=baseline,
-                e2e=slo_checks(service, baseline)[0],
+                e2e=slo_check(service, baseline, "e2e"),
                 economics=baseline.economics(service) if baseline else None,
                 open_bottlenecks=service.open_bottlenecks or 0,
                 updated=updated,
@@ -267,6 +341,14 @@ class Dossier:
     config: ConfigVersion | None
     previous_config: ConfigVersion | None
     bottleneck_groups: list[tuple[str, list[Bottleneck]]] = field(default_factory=list)
+    # Where the current baseline was measured (e.g. its load test), from `provenance`.
+    baseline_measured_by: list[provenance.Link] = field(default_factory=list)
+
+    @property
+    def unlisted_slo_targets(self) -> list[SloCheck]:
+        """The P99 settings the listed SLOs leave out or contradict: the SLO list names them so
+        the two notions of the service's SLO never disagree unseen."""
+        return [c for c in self.slo if c.agreement in ("not listed", "differs")]
 
     @property
     def config_json(self) -> str:
@@ -321,6 +403,9 @@ def dossier(service: Service, *, user) -> Dossier:
         config=config,
         previous_config=previous,
         bottleneck_groups=bottleneck_groups(bottlenecks),
+        baseline_measured_by=(
+            provenance.baseline_links([baseline]).get(baseline.pk, []) if baseline else []
+        ),
     )
 
 

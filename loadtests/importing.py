@@ -23,7 +23,7 @@ from django.utils import timezone
 from analysis import sketches, twins
 from analysis.percentiles import LATENCY_FIELDS
 from dossiers import services
-from dossiers.models import RUN_FIELD_NAMES, Baseline, Service
+from dossiers.models import RUN_FIELD_NAMES, Baseline, GpuSource, Service
 from loadtests.formats import (
     SHARED_TIME_NOTE,
     TWIN_FIGURES,
@@ -223,6 +223,8 @@ def _store_run(
         date_known=measured_at is not None,
         lint=json_safe([f.to_dict() for f in lint.findings]) if lint else [],
         fingerprint=json_safe(lint.fingerprint.to_dict()) if lint else {},
+        # GPU figures in a load-test file come from its own telemetry (GenAI-Perf, AIPerf).
+        gpu_source=GpuSource.LOAD_TEST if fields.get("gpu_util") is not None else "",
         **fields,
     )
     try:
@@ -721,7 +723,7 @@ MEASURED_FIELDS = RUN_FIELD_NAMES
 
 def measured_values(run) -> dict:
     """Every MeasuredRun column of `run`, by name (workload, environment, results)."""
-    names = list(MEASURED_FIELDS) + list(LATENCY_FIELDS) + ["vantage", "server_side"]
+    names = list(MEASURED_FIELDS) + list(LATENCY_FIELDS) + ["vantage", "server_side", "gpu_source"]
     return {name: getattr(run, name) for name in names}
 
 

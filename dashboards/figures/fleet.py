@@ -225,7 +225,10 @@ def _cost_hover(s: FleetService) -> str:
     if e.margin_percent is not None:
         text += f"<br>margin {e.margin_percent:.1f}% at {e.price_per_mtok:g} {cur}/Mtok"
     if s.economics_source == "live" and s.tokens_per_second:
-        text += f"<br>live: {s.tokens_per_second:,.0f} tok/s on {s.service.total_gpus} GPUs"
+        text += (
+            f"<br>{s.economics_label}: {s.tokens_per_second:,.0f} tok/s"
+            f" on {s.service.total_gpus} GPUs"
+        )
     else:
         text += "<br>from the current baseline"
     return text + "<br>click to open the dossier"

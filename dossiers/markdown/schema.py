@@ -73,6 +73,7 @@ BASELINE_KEYS = _keys(
     ("dram_active_pct", "dram_active", "pct"),
     ("weights_gb", "mem_weights_bytes", "gb"),
     ("kv_cache_gb", "mem_kv_bytes", "gb"),
+    "gpu_source",  # where the GPU figures were measured: nvml, dcgm, nvml+dcgm, loadtest
 )
 LATENCY_KEY = "latency_ms"  # {e2e: [P50, P90, P95, P99, P99.9], ttft: [...], tpot: [...]}
 LATENCY_ROWS = LATENCY_METRICS

@@ -22,6 +22,7 @@ from dossiers.models.runs import (
     PERCENTILES,
     RUN_FIELD_NAMES,
     Baseline,
+    GpuSource,
     MeasuredRun,
 )
 from dossiers.models.bottlenecks import Bottleneck
@@ -43,6 +44,7 @@ __all__ = [
     "Bottleneck",
     "ConfigVersion",
     "Experiment",
+    "GpuSource",
     "MeasuredRun",
     "Membership",
     "NarrativeRevision",

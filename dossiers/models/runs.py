@@ -40,6 +40,16 @@ def _latency_fields() -> dict[str, models.FloatField]:
     }
 
 
+class GpuSource(models.TextChoices):
+    """Where a run's GPU figures (GPU-Util first) were measured. Blank: not recorded (typed in,
+    imported from a dossier file, or stored before PerfHub kept it)."""
+
+    NVML = "nvml", "NVML on the PerfHub agent"
+    DCGM = "dcgm", "dcgm-exporter"
+    NVML_DCGM = "nvml+dcgm", "NVML on the PerfHub agent and dcgm-exporter (hosts differ)"
+    LOAD_TEST = "loadtest", "the load-test file's GPU telemetry"
+
+
 class MeasuredRun(models.Model):
     """What a measured run records: workload, environment, results (docs/method.md).
 
@@ -76,6 +86,13 @@ class MeasuredRun(models.Model):
     dram_active = models.FloatField("DRAM bandwidth utilization", null=True, blank=True)
     mem_weights_bytes = models.BigIntegerField("GPU memory for weights", null=True, blank=True)
     mem_kv_bytes = models.BigIntegerField("GPU memory for KV cache", null=True, blank=True)
+    gpu_source = models.CharField(
+        "where the GPU figures were measured",
+        max_length=10,
+        choices=GpuSource.choices,
+        blank=True,
+        help_text="Leave blank when unknown.",
+    )
 
     locals().update(_latency_fields())
     # Where the latency columns were measured (analysis.percentiles.VANTAGES): a load-test
@@ -112,6 +129,35 @@ class MeasuredRun(models.Model):
         """The percentile in ms, or None when not recorded: also for a metric a baseline never
         records (ITL, a live engine-side figure, has no column here)."""
         return getattr(self, f"{metric}_{percentile}_ms", None)
+
+    # What a run's throughput and utilization are over. Both subclasses have `service`; a
+    # run's figures are one replica's by definition (docs/method.md, "One number, one
+    # definition"): its cost is taken on one replica's GPUs, and a baseline recorded from live
+    # traffic divides the service's totals by its replicas.
+    @property
+    def throughput_basis(self) -> str:
+        """ "per replica (1 x A100, of the service's 2 replicas)", from the service's hardware."""
+        service = self.service
+        gpus = f"{service.gpus_per_replica} \N{MULTIPLICATION SIGN} {service.gpu_model}"
+        replicas = f"{service.replicas} replica{'s' if service.replicas != 1 else ''}"
+        return f"per replica ({gpus}, of the service's {replicas})"
+
+    @property
+    def gpu_basis(self) -> str:
+        """What GPU-Util, SM and DRAM active are over and where GPU-Util was measured."""
+        service = self.service
+        # A ratio per GPU: the mean over the GPUs measured (a live window's are all the
+        # service's, a load test's those with memory in use), the same basis either way.
+        n = service.gpus_per_replica
+        over = (
+            f"per GPU, mean over the GPUs measured (a replica has {n} GPU{'s' if n != 1 else ''})"
+        )
+        where = (
+            f"measured by {self.get_gpu_source_display()}"
+            if self.gpu_source
+            else "where it was measured is not recorded"
+        )
+        return f"{over}; {where}"
 
     def tokens_per_second(self, basis: str) -> float | None:
         if self.output_tps is None:

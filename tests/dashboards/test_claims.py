@@ -146,7 +146,10 @@ def test_the_fleet_row_shows_the_drift_and_the_live_p99(client, owner, svc, base
     row = html[html.index('data-service="claims-svc"') :]
     row = row[: row.index("</tr>")]
     assert 'data-claims="drifted"' in row
-    assert re.search(r"data-live=\"p99\">live [\d,]+ \(\+10\d%\)", row)
+    # The figure, then its window (as the alert pages write it: "-11.1% live, last 60 min").
+    assert re.search(
+        r"data-live=\"p99\">[\d,]+ \(\+10\d%\) <span data-window>live, last 60 min", row
+    )
 
 
 def test_the_dossier_fragment_lists_each_claim_with_its_verdict(client, owner, svc, baseline,
