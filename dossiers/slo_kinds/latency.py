@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import ValidationError
 
 from analysis import slo as slomath
-from dossiers.slo_kinds import ENGINE, PUSHED, THRESHOLD_FIELDS, Counted, SloKind, register
+from dossiers.slo_kinds import (
+    ENGINE,
+    PUSHED,
+    THRESHOLD_FIELDS,
+    Counted,
+    SloKind,
+    engine_source,
+    register,
+)
 
 if TYPE_CHECKING:
     from analysis.slo import SloWindow
@@ -54,7 +62,7 @@ class Latency(SloKind):
                     notes.append(f"{label} ≤ {threshold_ms:g} ms: within the sketch's 1% bins")
             elif bc is not None and bc.count:
                 c = slomath.good_from_buckets(bc, threshold_ms / 1000.0)
-                sources.add(ENGINE)
+                sources.add(engine_source(ENGINE, slo, (f"{metric}_seconds",)))
                 if not c.exact:
                     notes.append(_between_edges(label, threshold_ms, bc.edges))
             else:
