@@ -31,9 +31,14 @@ ENGINE = "engine histograms (server-side, from arrival at the engine)"
 PUSHED = "pushed requests (per request, as the agent measured them)"
 ENGINE_COUNTERS = "engine counters (server-side: requests finished, with an error or not)"
 
+
 # The engine's own metrics a count read, named from the engine mapping tables (which sit in
 # collectors, above dossiers: collectors tells this module, `use_engine_metrics`).
-_engine_metrics: Callable[[str, tuple[str, ...]], str] = lambda engine, canonicals: ""
+def _no_engine_metrics(engine: str, canonicals: tuple[str, ...]) -> str:
+    return ""
+
+
+_engine_metrics: Callable[[str, tuple[str, ...]], str] = _no_engine_metrics
 
 
 def use_engine_metrics(source: Callable[[str, tuple[str, ...]], str]) -> None:

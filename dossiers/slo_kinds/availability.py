@@ -26,7 +26,8 @@ class Availability(SloKind):
         if w.requests:
             good = w.requests - w.errors
             return Counted(slomath.Count(w.requests, good, good), PUSHED)
-        # The engine's own counters: successes and errors (named per engine); aborts (the client went away) are neither good nor bad for the service.
+        # The engine's own counters: successes and errors (named per engine); aborts (the
+        # client went away) are neither good nor bad for the service.
         good, failed = round(w.scraped_requests), round(w.scraped_errors)
         if good + failed:
             source = engine_source(ENGINE_COUNTERS, slo, ("requests_finished", "request_errors"))
