@@ -40,8 +40,18 @@ def test_an_engine_without_an_error_counter_says_so():
     assert "exports no request_errors" in measured_by("trtllm", OUTCOME_CANONICALS)
 
 
-def test_pushed_outcomes_name_the_pushed_requests():
-    assert outcome_source("tgi", {"pushed"}) == PUSHED
+@pytest.mark.django_db
+def test_the_kv_cache_note_names_the_services_engine_not_vllms(team):
+    # The memory chart said "(vLLM: gpu_cache_usage_perc)" on every service without a KV gauge.
+    from dashboards.figures.service import memory_figure
+    from dashboards.selectors import service_dashboard
+
+    svc = make_service(team, "tgi-kv", engine="tgi")
+    seed_traffic(service=svc, start=NOW - timedelta(minutes=30), minutes=5, kv=None)
+    d = service_dashboard(service=svc, start=NOW - timedelta(hours=1), end=NOW)
+    text = str(memory_figure(d))
+    assert "TGI exports no kv_cache_usage" in text
+    assert "vLLM" not in text
 
 
 @pytest.mark.django_db
@@ -86,3 +96,7 @@ def _count(slo: Slo, w: SloWindow) -> str:
     from dossiers.slo_kinds import KINDS
 
     return KINDS[slo.kind].count(slo, w).source
+
+
+def test_pushed_outcomes_name_the_pushed_requests():
+    assert outcome_source("tgi", {"pushed"}) == PUSHED

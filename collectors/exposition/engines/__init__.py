@@ -722,7 +722,7 @@ def measured_by(engine_name: str, canonicals: tuple[str, ...]) -> str:
         if not rules:
             missing.append(canonical)
     if not shown:
-        return f"{engine.label} exports none of {', '.join(canonicals)}"
+        return f"{engine.label} exports no {', '.join(canonicals)}"
     said = f"{engine.label}'s {', '.join(dict.fromkeys(shown))}"
     return f"{said} (it exports no {', '.join(missing)})" if missing else said
 
