@@ -98,7 +98,7 @@ def advance(
 ) -> AlertInstance | None:
     """Step one alert at `t`; stage its row and, on a state change, its history event.
     Returns the alert (None when there was none and it did not start)."""
-    result = step(rule.thresholds(), instance_state(inst), obs, t)
+    result = step(rule.thresholds(), instance_state(inst), obs, t, fmt=rule.format_value)
     if inst is None and not result.state.live:
         return None  # nothing to remember for an alert that never started
     if inst is None:

@@ -84,6 +84,9 @@ class ServiceWindow(OutcomeRates):
     finished: float = 0.0  # requests finished in any way, errors and aborts included
     errored: float = 0.0
     aborted: float = 0.0
+    # Where the outcomes were counted, host by host: "engine" (its counters) or "pushed"
+    # (the agent's requests), so a page names the source of the error rate it shows.
+    outcome_sources: set[str] = field(default_factory=set)
     output_tokens: float = 0.0
     prompt_tokens: float = 0.0
     latency: dict[str, Percentile] = field(default_factory=dict)  # metric -> P99 (ms)
@@ -311,6 +314,8 @@ def _traffic(
             w.finished += finished
             w.errored += errored
             w.aborted += aborted
+            if finished:
+                w.outcome_sources.add("engine" if t.scraped_seconds > 0 else "pushed")
             w.output_tokens += (t.generation_tps or 0.0) * seconds
             w.prompt_tokens += (t.prompt_tps or 0.0) * seconds
             w.gauge_samples += t.gauge_samples

@@ -19,6 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from analysis import readable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class State(StrEnum):
@@ -120,12 +126,15 @@ class Step:
     reason: str
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.4g}"
-
-
-def step(rule: Thresholds, current: InstanceState, obs: Observation, now: datetime) -> Step:
-    """The next state of one instance after one evaluation at `now`."""
+def step(
+    rule: Thresholds,
+    current: InstanceState,
+    obs: Observation,
+    now: datetime,
+    fmt: Callable[[float], str] = readable.measured,
+) -> Step:
+    """The next state of one instance after one evaluation at `now`. `fmt` writes a value
+    in the reason as pages show it (the rule's unit: "3,520 ms"); durations read "5 min"."""
     s = current.state
     if not obs.known:
         if s == State.PENDING:
@@ -149,24 +158,23 @@ def step(rule: Thresholds, current: InstanceState, obs: Observation, now: dateti
             return Step(current, False, "condition not met")
         if rule.for_s <= 0:
             fired = InstanceState(State.FIRING, now, now, now)
-            reason = f"value {_fmt(value)} {cmp} threshold {_fmt(rule.threshold)}"
+            reason = f"value {fmt(value)} {cmp} threshold {fmt(rule.threshold)}"
             return Step(fired, True, reason)
         pending = InstanceState(State.PENDING, pending_since=now, last_active_at=now)
-        reason = (
-            f"value {_fmt(value)} {cmp} threshold {_fmt(rule.threshold)}; waiting {rule.for_s:g}s"
-        )
+        waiting = readable.span(rule.for_s)
+        reason = f"value {fmt(value)} {cmp} threshold {fmt(rule.threshold)}; waiting {waiting}"
         return Step(pending, True, reason)
 
     if s == State.PENDING:
         if not breaching:
-            reason = f"value {_fmt(value)} back within threshold {_fmt(rule.threshold)}"
+            reason = f"value {fmt(value)} back within threshold {fmt(rule.threshold)}"
             return Step(InstanceState(State.INACTIVE), True, reason)
         since = current.pending_since or now
         if now - since >= for_span:
             fired = replace(current, state=State.FIRING, fired_at=now, last_active_at=now)
             reason = (
-                f"value {_fmt(value)} {cmp} threshold {_fmt(rule.threshold)} "
-                f"for {int((now - since).total_seconds())}s"
+                f"value {fmt(value)} {cmp} threshold {fmt(rule.threshold)} "
+                f"for {readable.span((now - since).total_seconds())}"
             )
             return Step(fired, True, reason)
         return Step(replace(current, last_active_at=now), False, "still pending")
@@ -176,6 +184,8 @@ def step(rule: Thresholds, current: InstanceState, obs: Observation, now: dateti
         return Step(replace(current, last_active_at=now), False, "still firing")
     last = current.last_active_at or current.fired_at or now
     if now - last < timedelta(seconds=rule.keep_firing_for_s):
-        return Step(current, False, f"held by keep_firing_for ({rule.keep_firing_for_s:g}s)")
-    reason = f"value {_fmt(value)} past resolve threshold {_fmt(rule.resolve)}"
+        return Step(
+            current, False, f"held by keep_firing_for ({readable.span(rule.keep_firing_for_s)})"
+        )
+    reason = f"value {fmt(value)} past resolve threshold {fmt(rule.resolve)}"
     return Step(replace(current, state=State.RESOLVED, resolved_at=now), True, reason)

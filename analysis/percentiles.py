@@ -150,6 +150,14 @@ class Percentile:
     def sufficient(self) -> bool:
         return self.count >= minimum_count(self.q)
 
+    @property
+    def shortfall(self) -> str:
+        """Why the percentile is no measurement, as pages say it beside it ("" when it is):
+        "needs at least 1,000 requests; 300 counted"."""
+        if self.sufficient:
+            return ""
+        return f"needs at least {minimum_count(self.q):,} requests; {round(self.count):,} counted"
+
     def to_dict(self) -> dict:
         return {
             "q": self.q,

@@ -30,10 +30,15 @@ from analysis.claims import Status, Verdict, Workload, WorkloadMatch
 from analysis.cost import Economics
 from analysis.percentiles import LATENCY_METRICS, minimum_count
 from analysis.percentiles import label as label_of
+from collectors.exposition.engines import measured_by
 from collectors.models import HOUR
 from collectors.selectors import gpu_source_of_hosts, service_metrics
 from dossiers.models import Baseline, Service
 from dossiers.services import baseline_record
+from dossiers.slo_kinds import PUSHED
+
+# The engine's counters an error rate divides: errors over requests finished in any way.
+OUTCOME_CANONICALS = ("request_errors", "requests_finished", "request_aborts")
 
 CLAIM_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 METRIC_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
@@ -94,6 +99,7 @@ class ClaimCheck:
     requests: int = 0
     data_seconds: float = 0.0  # the seconds of the window that have data (rates are over them)
     error_rate: float | None = None  # errored over finished requests in the window
+    error_source: str = ""  # where `error_rate` was counted, for this service's engine
 
     @property
     def status(self) -> Status:
@@ -185,6 +191,17 @@ def check_claims(
     }
 
 
+def outcome_source(engine: str, sources: set[str]) -> str:
+    """Where a window's error rate was counted, named for the service's engine (its own
+    metrics, from the mapping tables), and the pushed requests where hosts pushed them."""
+    said = []
+    if "engine" in sources:
+        said.append(measured_by(engine, OUTCOME_CANONICALS) or f"the {engine} engine's counters")
+    if "pushed" in sources:
+        said.append(PUSHED)
+    return " and ".join(said)
+
+
 def _check(
     service: Service,
     baseline: Baseline | None,
@@ -199,6 +216,7 @@ def _check(
         check.requests = round(w.requests)
         check.data_seconds = w.data_seconds
         check.error_rate = w.error_rate
+        check.error_source = outcome_source(service.engine, w.outcome_sources)
         check.live_rate = w.qps / replicas if w.qps is not None else None
         if (lengths := w.tokens_per_request()) is not None:
             # The request rate on the one time base of every live rate (the seconds with

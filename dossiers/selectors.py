@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
@@ -298,27 +299,57 @@ def economics_view(service: Service, baseline: Baseline | None) -> EconomicsView
     )
 
 
+class LatencyCell(NamedTuple):
+    p: str  # "p99"
+    value: float | None  # ms
+    enough: bool  # enough requests for this percentile to be a measurement
+    # Why the figure is withheld or marked, as pages say it ("" when it stands):
+    # "needs at least 1,000 requests; this run has 300".
+    why: str = ""
+
+
 @dataclass(frozen=True)
 class LatencyRow:
     metric: str
     label: str
-    cells: list[tuple[str, float | None, bool]]  # (percentile, ms, enough requests)
+    cells: list[LatencyCell]
 
     @property
     def marked(self) -> bool:
         """Whether a figure it shows rests on too few requests (and so carries the mark)."""
-        return any(value is not None and not enough for _, value, enough in self.cells)
+        return any(c.value is not None and not c.enough for c in self.cells)
 
 
-def latency_table(run: MeasuredRun) -> list[LatencyRow]:
+class LatencyTable(list[LatencyRow]):
+    """A run's latency rows, and the notes saying why a percentile is withheld or marked."""
+
+    @property
+    def notes(self) -> list[str]:
+        """One per percentile short of requests: "P999 needs at least 1,000
+        requests; this run has 300" (the same in every row, so said once)."""
+        said = {}
+        for row in self:
+            for c in row.cells:
+                if not c.enough:
+                    said.setdefault(c.p, f"{c.p.upper()} {c.why}")
+        return list(said.values())
+
+
+def latency_table(run: MeasuredRun) -> LatencyTable:
     labels = {"e2e": "End-to-end", "ttft": "TTFT (first token)", "tpot": "TPOT (per output token)"}
-    rows = []
+    rows = LatencyTable()
     for metric in LATENCY_METRICS:
         cells = []
         for p in PERCENTILES:
             # The one minimum-count rule (pages, gate and alerts alike).
-            enough = run.request_count is None or run.request_count >= minimum_count(QUANTILE_OF[p])
-            cells.append((p, run.latency(metric, p), enough))
+            need = minimum_count(QUANTILE_OF[p])
+            enough = run.request_count is None or run.request_count >= need
+            why = (
+                ""
+                if enough
+                else f"needs at least {need:,} requests; this run has {run.request_count:,}"
+            )
+            cells.append(LatencyCell(p, run.latency(metric, p), enough, why))
         rows.append(LatencyRow(metric, labels[metric], cells))
     return rows
 

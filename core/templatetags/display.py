@@ -238,9 +238,3 @@ def delta_tables(deltas) -> dict:
             latency.append((label, cells))
     other = [d for d in deltas if not d.metric.endswith("_ms")]
     return {"latency": latency, "other": other}
-
-
-@register.filter
-def any_marked(rows) -> bool:
-    """Whether any row of a latency table shows a figure marked "insufficient data"."""
-    return any(row.marked for row in rows)

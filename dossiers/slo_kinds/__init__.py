@@ -13,6 +13,7 @@ good (`count`). `docs/extending.md` walks through one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from django.core.exceptions import ValidationError
@@ -29,6 +30,28 @@ if TYPE_CHECKING:
 ENGINE = "engine histograms (server-side, from arrival at the engine)"
 PUSHED = "pushed requests (per request, as the agent measured them)"
 ENGINE_COUNTERS = "engine counters (server-side: requests finished, with an error or not)"
+
+
+# The engine's own metrics a count read, named from the engine mapping tables (which sit in
+# collectors, above dossiers: collectors tells this module, `use_engine_metrics`).
+def _no_engine_metrics(engine: str, canonicals: tuple[str, ...]) -> str:
+    return ""
+
+
+_engine_metrics: Callable[[str, tuple[str, ...]], str] = _no_engine_metrics
+
+
+def use_engine_metrics(source: Callable[[str, tuple[str, ...]], str]) -> None:
+    global _engine_metrics
+    _engine_metrics = source
+
+
+def engine_source(generic: str, slo: Slo, canonicals: tuple[str, ...]) -> str:
+    """`generic` (ENGINE, ENGINE_COUNTERS) with the service's engine's own metrics named:
+    a TGI service's SLO says tgi_request_failure, never vLLM's finished_reason."""
+    named = _engine_metrics(slo.service.engine, canonicals)
+    return f"{generic}: {named}" if named else generic
+
 
 # The SLO's threshold fields (Slo.ttft_ms, ...) and how a person names each.
 THRESHOLD_FIELDS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "end-to-end"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analysis import slo as slomath
-from dossiers.slo_kinds import ENGINE_COUNTERS, PUSHED, Counted, SloKind, register
+from dossiers.slo_kinds import ENGINE_COUNTERS, PUSHED, Counted, SloKind, engine_source, register
 
 if TYPE_CHECKING:
     from analysis.slo import SloWindow
@@ -26,9 +26,10 @@ class Availability(SloKind):
         if w.requests:
             good = w.requests - w.errors
             return Counted(slomath.Count(w.requests, good, good), PUSHED)
-        # The engine's own counters: successes and errors (vLLM's finished_reason, TGI's
-        # failures); aborts (the client went away) are neither good nor bad for the service.
+        # The engine's own counters: successes and errors (named per engine); aborts (the
+        # client went away) are neither good nor bad for the service.
         good, failed = round(w.scraped_requests), round(w.scraped_errors)
         if good + failed:
-            return Counted(slomath.Count(good + failed, good, good), ENGINE_COUNTERS)
+            source = engine_source(ENGINE_COUNTERS, slo, ("requests_finished", "request_errors"))
+            return Counted(slomath.Count(good + failed, good, good), source)
         return Counted(slomath.NONE, notes=("no finished requests in the window",))

@@ -6,8 +6,17 @@ from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 
+from analysis import readable
 from analysis import slo as slomath
-from dossiers.slo_kinds import ENGINE, PUSHED, THRESHOLD_FIELDS, Counted, SloKind, register
+from dossiers.slo_kinds import (
+    ENGINE,
+    PUSHED,
+    THRESHOLD_FIELDS,
+    Counted,
+    SloKind,
+    engine_source,
+    register,
+)
 
 if TYPE_CHECKING:
     from analysis.slo import SloWindow
@@ -51,10 +60,11 @@ class Latency(SloKind):
                 c = slomath.good_from_sketch(sketch, threshold_ms)
                 sources.add(PUSHED)
                 if not c.exact:
-                    notes.append(f"{label} ≤ {threshold_ms:g} ms: within the sketch's 1% bins")
+                    shown = readable.setting(threshold_ms)
+                    notes.append(f"{label} ≤ {shown} ms: within the sketch's 1% bins")
             elif bc is not None and bc.count:
                 c = slomath.good_from_buckets(bc, threshold_ms / 1000.0)
-                sources.add(ENGINE)
+                sources.add(engine_source(ENGINE, slo, (f"{metric}_seconds",)))
                 if not c.exact:
                     notes.append(_between_edges(label, threshold_ms, bc.edges))
             else:
@@ -71,9 +81,9 @@ def _between_edges(label: str, threshold_ms: float, edges: tuple[float, ...]) ->
     t = threshold_ms / 1000.0
     below = [e for e in edges if e < t]
     above = [e for e in edges if e > t]
-    lo = f"{below[-1] * 1000:g} ms" if below else "0"
-    hi = f"{above[0] * 1000:g} ms" if above else "+Inf"
+    lo = f"{readable.setting(below[-1] * 1000)} ms" if below else "0"
+    hi = f"{readable.setting(above[0] * 1000)} ms" if above else "+Inf"
     return (
-        f"{label} ≤ {threshold_ms:g} ms lies between bucket edges {lo} and {hi}: "
+        f"{label} ≤ {readable.setting(threshold_ms)} ms lies between bucket edges {lo} and {hi}: "
         "the requests in that bucket are counted as unknown (bounds), not rounded"
     )

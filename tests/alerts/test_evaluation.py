@@ -39,7 +39,7 @@ def test_the_history_records_value_threshold_and_reason(timeline, p99_rule):
     assert firing.value == pytest.approx(3000, rel=0.02)
     assert firing.threshold == 2000
     assert firing.count == 120
-    assert "for 180s" in firing.reason
+    assert "for 3 min" in firing.reason
 
 
 def test_a_value_hovering_at_the_threshold_does_not_flap(timeline, p99_rule):

@@ -44,7 +44,7 @@ def test_the_detail_page_draws_the_value_against_the_threshold(owner_client, fir
     assert f'data-figure-json="alert-chart-data-{fired.pk}"' in html
     assert '"name": "threshold"' in html
     assert '"name": "resolve threshold"' in html
-    assert "for 180s" in html  # the firing event's reason, from the history
+    assert "for 3 min" in html  # the firing event's reason, from the history
 
 
 def test_the_list_query_count_does_not_grow_with_alerts(owner_client, timeline, service, p99_rule):

@@ -17,3 +17,9 @@ def test_a_p99_needs_a_hundred_requests():
 
 def test_a_p99_on_fifty_requests_is_marked_insufficient():
     assert not Percentile(q=0.99, value=1.0, count=50).sufficient
+
+
+def test_an_insufficient_p999_says_how_many_requests_it_needs():
+    p = Percentile(q=0.999, value=None, count=300)
+    assert p.shortfall == "needs at least 1,000 requests; 300 counted"
+    assert Percentile(q=0.999, value=1.0, count=1000).shortfall == ""

@@ -114,7 +114,7 @@ def _fragment_over_engine_minutes(client, service, host) -> str:
 def test_a_threshold_between_bucket_edges_is_shown_as_bounds(owner_client, service, host, slo):
     page = _fragment_over_engine_minutes(owner_client, service, host)
     assert "85.00% to 95.00%" in page
-    assert "between bucket edges 1000 ms and 2500 ms" in page
+    assert "between bucket edges 1,000 ms and 2,500 ms" in page
     assert "engine histograms (server-side" in page
 
 

@@ -276,14 +276,25 @@ def test_it_points_placeholders_at_fragment_urls_from_settings(
     assert 'data-fragment="/dashboards/services/chat-7b/timeline/"' in page
 
 
-@pytest.mark.parametrize(("requests", "footnote"), [(600, False), (50, True)])
-def test_the_insufficient_data_note_shows_only_beside_a_marked_figure(
-    owner_client, service, requests, footnote
+@pytest.mark.parametrize(
+    ("requests", "said", "unsaid"),
+    [
+        # 600 requests: P99 rests on enough; the P999 is withheld, and the page says why.
+        (600, ["P999 needs at least 1,000 requests; this run has 600"], ["P99 needs"]),
+        (50, ["P99 needs at least 100 requests; this run has 50", "P999 needs"], []),
+        (5000, [], ["Insufficient data"]),
+    ],
+)
+def test_the_insufficient_data_note_says_which_percentile_needs_how_many(
+    owner_client, service, requests, said, unsaid
 ):
-    # 600 requests: P99 rests on enough, and the run has no P999 to mark; 50: P99 is marked.
     baseline = make_baseline(service, request_count=requests)
     page = owner_client.get(reverse("dossiers:baseline", args=[service.slug, baseline.pk]))
-    assert ("Insufficient data: a P99 needs" in page.content.decode()) is footnote
+    html = page.content.decode()
+    for text in said:
+        assert text in html
+    for text in unsaid:
+        assert text not in html
 
 
 def test_a_confounded_experiment_says_so_on_its_closed_card(owner_client, full_dossier):

@@ -684,6 +684,49 @@ def rules_for(source: str) -> tuple[Rule, ...]:
     return ENGINES[source].rules
 
 
+def _selector(rule: Rule, engine: Engine) -> str:
+    """One rule's series as PromQL selects them: the newest name, the sample's suffix, the
+    labels kept or left out (`vllm:request_success_total{finished_reason="error"}`)."""
+    name = rule.newest_names()[0]
+    if rule.counter_like:
+        name += {"histogram_sum": "_sum", "histogram_count": "_count"}.get(
+            rule.kind, engine.counter_suffix
+        )
+    labels = [f'{k}="{v}"' for k, v in rule.where]
+    labels += [f'{k}=~"{_alternatives(vs)}"' for k, vs in rule.only]
+    labels += [f'{k}!~"{_alternatives(vs)}"' for k, vs in rule.exclude]
+    return name + ("{" + ", ".join(labels) + "}" if labels else "")
+
+
+def _alternatives(values: tuple[str, ...]) -> str:
+    # A page names a few values; a dozen routes (SGLang's) would drown the sentence.
+    return "|".join(values) if len(values) <= 4 else "|".join(values[:3]) + "|…"
+
+
+def measured_by(engine_name: str, canonicals: tuple[str, ...]) -> str:
+    """Where a figure read from `canonicals` comes from on this engine, as pages name it:
+    "TGI's tgi_request_success, tgi_request_failure{err!~...}". The mapping tables are the one
+    truth, so no page says vLLM's metric of a TGI service; "" for an unknown engine, and a
+    sentence saying so where the engine exports none of them."""
+    engine = ENGINES.get(engine_name)
+    if engine is None:
+        return ""
+    shown: list[str] = []
+    missing: list[str] = []
+    for canonical in canonicals:
+        rules = [r for r in engine.rules if r.canonical == canonical]
+        # The first rule of a canonical is the one read (the others: older names, fallbacks);
+        # rules that add to it are named beside it.
+        main = [r for r in rules if not r.adds][:1]
+        shown += [_selector(r, engine) for r in main + [r for r in rules if r.adds]]
+        if not rules:
+            missing.append(canonical)
+    if not shown:
+        return f"{engine.label} exports no {', '.join(canonicals)}"
+    said = f"{engine.label}'s {', '.join(dict.fromkeys(shown))}"
+    return f"{said} (it exports no {', '.join(missing)})" if missing else said
+
+
 register(Engine("vllm", "vLLM", VLLM))
 register(Engine("tgi", "TGI", TGI, counter_suffix=""))
 register(Engine("sglang", "SGLang", SGLANG))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from collectors.exposition.engines import measured_by
 from collectors.selectors import GpuSeriesPoint
 from core.templatetags.display import money
 from dashboards.figures.common import (
@@ -180,7 +181,9 @@ def memory_figure(d: ServiceDashboard) -> dict:
             )
         )
     else:
-        add_note(fig, "The engine reports no KV cache usage gauge (vLLM: gpu_cache_usage_perc).")
+        # Named for the service's engine from its mapping table, never vLLM's name on TGI.
+        source = measured_by(d.service.engine, ("kv_cache_usage",))
+        add_note(fig, f"No KV cache usage gauge in this range: {source or 'no engine mapping'}.")
     add_time_markers(fig, d.markers)
     return fig
 
