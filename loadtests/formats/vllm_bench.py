@@ -530,16 +530,22 @@ def _server_phases(
         values = [v * 1000 for v in _per_request(ctx, data, key, succeeded) or []]
         if not values:
             continue
-        summary = {
-            "mean": float(np.mean(values)),
-            "median": float(np.median(values)),
-            "std": float(np.std(values)),
-        }
-        for label in PERCENTILE_KEYS:
-            if len(values) >= minimum_count(QUANTILE_OF[label]):
-                summary[label] = exact_percentile(values, label)
-        found[ours] = summary
+        found[ours] = _summary(values)
     return found
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    """Per-request values (ms) summarised as vLLM's own figures are: mean, median, std, and
+    the percentiles with enough requests to be measurements."""
+    summary = {
+        "mean": float(np.mean(values)),
+        "median": float(np.median(values)),
+        "std": float(np.std(values)),
+    }
+    for label in PERCENTILE_KEYS:
+        if len(values) >= minimum_count(QUANTILE_OF[label]):
+            summary[label] = exact_percentile(values, label)
+    return summary
 
 
 def _server_phases_notes(stats: dict[str, dict[str, float]], fields: dict) -> list[str]:
@@ -604,15 +610,7 @@ def _client_queue(
         ("client_queue", [q * 1000 for q, _ in pairs]),
         ("e2e_including_client_queue", [(q + e) * 1000 for q, e in pairs]),
     ):
-        summary = {
-            "mean": float(np.mean(values)),
-            "median": float(np.median(values)),
-            "std": float(np.std(values)),
-        }
-        for label in PERCENTILE_KEYS:
-            if len(values) >= minimum_count(QUANTILE_OF[label]):
-                summary[label] = exact_percentile(values, label)
-        found[ours] = summary
+        found[ours] = _summary(values)
     return found, True
 
 
