@@ -206,3 +206,10 @@ def test_the_rule_list_writes_windows_in_days_and_minutes(owner_client, service)
 
     assert "3 d / 15 min" in html
     assert "259200 s" not in html
+
+
+def test_the_rule_list_says_health_is_the_rules_evaluation_not_its_alert(owner_client, p99_rule):
+    html = owner_client.get(reverse("alerts:rule_list")).content.decode()
+
+    assert "Rule health" in html
+    assert "not whether its alert fires" in html
