@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from alerts.kinds import RuleKind, _span, _span_long, register
@@ -70,12 +71,28 @@ class SloBurn(RuleKind):
             short_w = inputs.slo_windows.get(short_s, {}).get(rule.service_id)
             long = reading(o, long_w, long_s, end)
             short = reading(o, short_w, short_s, end)
-            out.append((identity, self._judge(rule, o, long, short)))
+            out.append((identity, self._judge(rule, o, long, short, end)))
         return out
 
-    def _judge(self, rule: Rule, o, long, short) -> Observation:
+    def _judge(self, rule: Rule, o, long, short, end: datetime | None = None) -> Observation:
         spans = f"{_span_long(long.window_s)} and {_span_long(short.window_s)}"
         total = round(long.count.total)
+        if long.count.total and not short.count.total:
+            # Requests in the long window but none in its last minutes: the traffic stopped
+            # (or the latest minutes are not rolled up yet). The outage pair's 1-minute window
+            # is the first to go empty, so say which window and where it ends, not "no data"
+            # as if the service had none (a demo whose live traffic has not caught up with
+            # its seeded history reads so).
+            until = f" to {end:%H:%M} UTC (now minus the evaluation lag)" if end else ""
+            why = "; ".join(short.notes) or "no requests"
+            return Observation(
+                Health.NO_DATA,
+                count=total,
+                reason=f"{o.name}: no requests in the short window (the last "
+                f"{_span_long(short.window_s)}{until}: {why}), though {total:,} in "
+                f"{_span_long(long.window_s)}: the service's traffic stopped, or its latest "
+                "minutes are not rolled up yet",
+            )
         if not long.count.total or not short.count.total:
             why = "; ".join(long.notes + short.notes) or "no requests"
             return Observation(Health.NO_DATA, count=total, reason=f"{o.name}: {why} ({spans})")

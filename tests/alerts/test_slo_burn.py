@@ -100,3 +100,45 @@ def test_a_total_outage_at_99_pages_within_5_minutes_with_the_default_rules(time
     assert paged.exists()
     assert paged[0].at - minute(15) <= timedelta(minutes=5)
     assert paged[0].rule.severity == "critical"
+
+
+@pytest.fixture
+def outage_rule(service, latency_slo) -> Rule:
+    """The default outage pair's rule: 20x over 10 min and its 1-minute short window."""
+    from alerts.services import ensure_default_rules
+
+    ensure_default_rules(service)
+    return Rule.objects.get(service=service, kind="slo_burn", window_s=600)
+
+
+def test_the_outage_pair_reads_both_windows_when_every_minute_is_rolled_up(timeline, outage_rule):
+    # Its 1-minute short window is the minute that closed the lag (2 min) before now: rolled
+    # up by then, it has data (the pair's "no data" in the demo is not the pipeline's).
+    timeline.run([GOOD] * 12)
+    outage_rule.refresh_from_db()
+    assert outage_rule.health == "ok", outage_rule.health_reason
+    assert "over 10 min, 0.0x over 1 min" in outage_rule.health_reason
+
+
+def test_the_outage_pair_pages_within_minutes_of_a_total_outage(timeline, outage_rule):
+    timeline.run([GOOD] * 12)
+    timeline.run([BAD] * 2, start=12)  # 20x at 99.9% is 2% bad: both windows at once
+    assert states(outage_rule) == ["firing"]
+    # At the first evaluation whose windows hold the bad minute: 2 min after it closed.
+    paged = AlertEvent.objects.get(rule=outage_rule, kind="firing").at
+    assert paged == minute(13) + timedelta(minutes=2)
+
+
+def test_traffic_that_stopped_says_its_short_window_is_empty_not_that_it_has_none(
+    timeline, outage_rule
+):
+    # Data up to minute 11, none in minute 12 (the short window of this evaluation): a demo
+    # whose live traffic has not caught up with its seeded history reads so.
+    timeline.run([GOOD] * 12)
+    timeline.tick(12)
+    outage_rule.refresh_from_db()
+    assert outage_rule.health == "no_data"
+    reason = outage_rule.health_reason
+    assert "no requests in the short window (the last 1 min to 09:13 UTC" in reason
+    assert "though 1,080 in 10 min" in reason  # minutes 3 to 11, 120 requests each
+    assert "traffic stopped, or its latest minutes are not rolled up yet" in reason
