@@ -172,11 +172,19 @@ def gunicorn(workers: int):
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/api/v1/ingest/"
     try:
-        for _ in range(100):
+        # A loaded machine takes tens of seconds to import the app in every worker.
+        deadline = time.monotonic() + 180
+        while True:
             try:
                 requests.get(url, timeout=5)  # 405/401 once the server answers
                 break
             except requests.RequestException:
+                if server.poll() is not None:
+                    raise SystemExit(
+                        f"gunicorn exited ({server.returncode}) before answering"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"gunicorn did not answer on {url} within 180 s") from None
                 time.sleep(0.1)
         yield url, server.pid
     finally:
