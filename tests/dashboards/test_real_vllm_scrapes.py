@@ -3,33 +3,18 @@ API and rolled up: what the claims check and the diagnosis page then say."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 import pytest
 
-from collectors.services.rollups import rollup_pending
-from dashboards.claims import check_claims
 from dashboards.figures.service import latency_figure
 from dashboards.selectors import service_dashboard
-from tests.factories.batches import INGEST_URL, make_batch, recent_minute, rfc3339
+from tests.factories.batches import claims_after_push, push_capture_pair, recent_minute
 from tests.factories.catalog import make_baseline
 
 pytestmark = pytest.mark.django_db
 
 DIAGNOSIS_URL = "/dashboards/services/chat-7b/diagnosis/?range=1h"
-
-
-def push_pair(agent_client, service, fixtures_dir, before: str, after: str, seconds: float):
-    """The two captures as two scrapes `seconds` apart (as they were taken), then rolled up."""
-    t0 = recent_minute() + timedelta(seconds=5)
-    for ts, name in ((t0, before), (t0 + timedelta(seconds=seconds), after)):
-        text = (fixtures_dir / "real" / "metrics" / name).read_text()
-        scrape = {"ts": rfc3339(ts), "service": service.slug, "source": "vllm", "exposition": text}
-        batch = make_batch(gpus=[], requests=[], scrapes=[scrape])
-        response = agent_client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
-        assert response.status_code == 202, response.content
-    rollup_pending()
 
 
 # 60 benchmark requests and 8 streams whose client hung up; 63 finished (SOURCES.md). Their
@@ -39,18 +24,11 @@ CUT = ("e2e-vllm-0.32.0-cpu-disconnects-before.prom", "e2e-vllm-0.32.0-cpu-disco
 CUT_SECONDS = 161.0
 
 
-def claims_over_the_capture(service, baseline):
-    start = recent_minute() - timedelta(minutes=1)
-    return check_claims(
-        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=5)
-    )[service.pk]
-
-
 def test_live_tokens_per_request_leave_out_the_tokens_of_clients_that_hung_up(
     agent_client, service, fixtures_dir
 ):
-    push_pair(agent_client, service, fixtures_dir, *CUT, CUT_SECONDS)
-    check = claims_over_the_capture(service, None)
+    push_capture_pair(agent_client, service, fixtures_dir, CUT, source="vllm", seconds=CUT_SECONDS)
+    check = claims_after_push(service, None)
     assert check.live_workload.prompt_tokens == pytest.approx(7988 / 63)
     assert check.live_workload.output_tokens == pytest.approx(3153 / 63)
 
@@ -60,11 +38,11 @@ def test_a_baseline_at_the_same_requests_lengths_is_not_called_a_changed_workloa
 ):
     service.replicas = 1
     service.save()
-    push_pair(agent_client, service, fixtures_dir, *CUT, CUT_SECONDS)
+    push_capture_pair(agent_client, service, fixtures_dir, CUT, source="vllm", seconds=CUT_SECONDS)
     baseline = make_baseline(
         service, qps=63 / CUT_SECONDS, prompt_tokens_mean=126.8, output_tokens_mean=50.0
     )
-    check = claims_over_the_capture(service, baseline)
+    check = claims_after_push(service, baseline)
     assert check.workload_note == ""  # the counters read "output tokens per request +25%"
 
 
@@ -79,7 +57,7 @@ PREEMPT = (
 def test_diagnosis_proposes_kv_cache_room_from_the_engines_preemptions(
     agent_client, service, fixtures_dir, outsider_client
 ):
-    push_pair(agent_client, service, fixtures_dir, *PREEMPT, 26.6)
+    push_capture_pair(agent_client, service, fixtures_dir, PREEMPT, source="vllm", seconds=26.6)
     diagnosis = outsider_client.get(DIAGNOSIS_URL).context["diagnosis"]
     (proposal,) = [p for p in diagnosis.proposals if p.rule == "memory_capacity"]
     assert proposal.evidence == ("34 preemptions for KV-cache room (71% of 48 finished requests)")
@@ -88,7 +66,7 @@ def test_diagnosis_proposes_kv_cache_room_from_the_engines_preemptions(
 def test_the_diagnosis_page_shows_the_preemptions_it_read(
     agent_client, service, fixtures_dir, outsider_client
 ):
-    push_pair(agent_client, service, fixtures_dir, *PREEMPT, 26.6)
+    push_capture_pair(agent_client, service, fixtures_dir, PREEMPT, source="vllm", seconds=26.6)
     numbers = {
         n.label: n.shown for n in outsider_client.get(DIAGNOSIS_URL).context["diagnosis"].numbers
     }
@@ -98,7 +76,7 @@ def test_the_diagnosis_page_shows_the_preemptions_it_read(
 def test_the_live_latency_chart_says_its_points_come_from_the_engines_histograms(
     agent_client, service, fixtures_dir
 ):
-    push_pair(agent_client, service, fixtures_dir, *CUT, CUT_SECONDS)
+    push_capture_pair(agent_client, service, fixtures_dir, CUT, source="vllm", seconds=CUT_SECONDS)
     start = recent_minute() - timedelta(minutes=1)
     board = service_dashboard(service=service, start=start, end=start + timedelta(minutes=5))
     title = latency_figure(board, "e2e")["layout"]["title"]["text"]

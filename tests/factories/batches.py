@@ -90,3 +90,28 @@ def push(client, batch):
     response = client.post(INGEST_URL, json.dumps(batch), content_type="application/json")
     assert response.status_code == 202, response.content
     return response
+
+
+def push_capture_pair(
+    client, service, fixtures_dir, names: tuple[str, str], *, source: str, seconds: float = 60.0
+) -> None:
+    """Two captured expositions (tests/fixtures/real/metrics) as two scrapes `seconds` apart,
+    as they were taken, each accepted by the ingest API; then rolled up."""
+    from collectors.services.rollups import rollup_pending
+
+    t0 = recent_minute() + timedelta(seconds=5)
+    for ts, name in ((t0, names[0]), (t0 + timedelta(seconds=seconds), names[1])):
+        text = (fixtures_dir / "real" / "metrics" / name).read_text()
+        scrape = {"ts": rfc3339(ts), "service": service.slug, "source": source, "exposition": text}
+        push(client, make_batch(gpus=[], requests=[], scrapes=[scrape]))
+    rollup_pending()
+
+
+def claims_after_push(service, baseline=None):
+    """The claims check over the five minutes the pushed captures fall in."""
+    from dashboards.claims import check_claims
+
+    start = recent_minute() - timedelta(minutes=1)
+    return check_claims(
+        [service], {service.pk: baseline}, start=start, end=start + timedelta(minutes=5)
+    )[service.pk]
