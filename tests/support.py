@@ -153,3 +153,13 @@ def migrate(targets: list[tuple[str, str]]):
     executor.loader.build_graph()
     executor.migrate(targets)
     return executor.loader.project_state(targets).apps
+
+
+def old_service(apps, *, engine: str = "vllm"):
+    """A service (with its team) written through a migration state's `apps`: the smallest one
+    every historical schema since dossiers 0001 accepts."""
+    team = apps.get_model("dossiers", "Team").objects.create(slug="t", name="T")
+    return apps.get_model("dossiers", "Service").objects.create(
+        slug="s", name="S", team=team, model_name="m", model_params_b=7, engine=engine,
+        gpu_model="H100", gpu_hour_price=2,
+    )  # fmt: skip

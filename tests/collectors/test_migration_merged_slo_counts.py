@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.support import migrate
+from tests.support import migrate, old_service
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -21,11 +21,7 @@ START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 
 def test_merged_rows_written_before_the_upgrade_get_their_hosts_counts():
     old = migrate(BEFORE)
-    team = old.get_model("dossiers", "Team").objects.create(slug="t", name="T")
-    service = old.get_model("dossiers", "Service").objects.create(
-        slug="s", name="S", team=team, model_name="m", model_params_b=7, engine="vllm",
-        gpu_model="H100", gpu_hour_price=2,
-    )  # fmt: skip
+    service = old_service(old)
     Host = old.get_model("collectors", "Host")
     a, b = Host.objects.create(name="a"), Host.objects.create(name="b")
     per_host = old.get_model("collectors", "ServiceRollup")

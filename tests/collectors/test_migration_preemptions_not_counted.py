@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.support import migrate
+from tests.support import migrate, old_service
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -22,11 +22,7 @@ START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 
 
 def _rows(old, preempted: float, engine: str = "tgi") -> tuple[int, int]:
-    team = old.get_model("dossiers", "Team").objects.create(slug="t", name="T")
-    service = old.get_model("dossiers", "Service").objects.create(
-        slug="s", name="S", team=team, model_name="m", model_params_b=7, engine=engine,
-        gpu_model="H100", gpu_hour_price=2,
-    )  # fmt: skip
+    service = old_service(old, engine=engine)
     host = old.get_model("collectors", "Host").objects.create(name="a")
     per_host = old.get_model("collectors", "ServiceRollup").objects.create(
         service=service, host=host, resolution_s=60, start=START, scraped_requests=40.0,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.support import migrate
+from tests.support import migrate, old_service
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -21,11 +21,7 @@ START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 
 def test_rows_written_before_count_their_prompt_tokens_over_their_shared_count():
     old = migrate(BEFORE)
-    team = old.get_model("dossiers", "Team").objects.create(slug="t", name="T")
-    service = old.get_model("dossiers", "Service").objects.create(
-        slug="s", name="S", team=team, model_name="m", model_params_b=7, engine="vllm",
-        gpu_model="H100", gpu_hour_price=2,
-    )  # fmt: skip
+    service = old_service(old)
     Host = old.get_model("collectors", "Host")
     rollup = old.get_model("collectors", "ServiceRollup")
     # vLLM's histograms (63 requests, 7,988 prompt tokens), and an engine without them.

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from tests.support import migrate
+from tests.support import migrate, old_service
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -19,11 +19,7 @@ RECORDED = datetime(2026, 10, 3, 9, 30, tzinfo=UTC)
 
 def test_an_experiment_recorded_before_it_was_last_changed_when_recorded():
     apps = migrate([("dossiers", "0011_slo_kind_registry")])
-    team = apps.get_model("dossiers", "Team").objects.create(slug="t", name="T")
-    service = apps.get_model("dossiers", "Service").objects.create(
-        slug="s", name="S", team=team, model_name="m", model_params_b=7, engine="vllm",
-        gpu_model="H100", gpu_hour_price=2,
-    )  # fmt: skip
+    service = old_service(apps)
     before = apps.get_model("dossiers", "Baseline").objects.create(
         service=service, label="before", measured_at=RECORDED
     )

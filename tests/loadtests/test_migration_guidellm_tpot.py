@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.support import migrate
+from tests.support import migrate, old_service
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -25,11 +25,7 @@ ITL = {"median": 8.81, "p50": 8.81, "p90": 9.97, "p95": 10.07, "p99": 10.56, "p9
 
 
 def old_guidellm_run(apps, *, baseline_tpot_p99: float | None = None):
-    team = apps.get_model("dossiers", "Team").objects.create(slug="t", name="T")
-    service = apps.get_model("dossiers", "Service").objects.create(
-        slug="s", name="S", team=team, model_name="m", model_params_b=7, engine="vllm",
-        gpu_model="H100", gpu_hour_price=2,
-    )  # fmt: skip
+    service = old_service(apps)
     own = {f"tpot_{label}_ms": value for label, value in OWN_TPOT.items()}
     baseline = apps.get_model("dossiers", "Baseline").objects.create(
         service=service, label="promoted", measured_at=WHEN, **own
