@@ -47,7 +47,7 @@ class PlanView(APIView):
             plan = plan_for(service, **options)
         except PlanError as exc:
             return Response({"detail": str(exc)}, status=422)
-        return Response(plan.to_dict())
+        return Response(plan.to_dict(absolute_url=request.build_absolute_uri))
 
 
 def _authorize(request, service: Service) -> None:

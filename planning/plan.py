@@ -19,6 +19,7 @@ client's clock (the load-test tool's percentiles), not the engine's histograms.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
@@ -297,6 +298,8 @@ class Plan:
     at_load_x: float | None = None
     # The service's other usable sweeps (other configurations or workloads), fullest first.
     other_sweeps: list[Sweep] = field(default_factory=list)
+    # Reverted experiments whose change this plan's sweep carries (`reverted_by`).
+    reverted_by: list[Experiment] = field(default_factory=list)
 
     @property
     def runs(self) -> list[int]:
@@ -354,7 +357,9 @@ class Plan:
             return "tied with " + ", ".join(self._label(name) for name in result.tied_with)
         return ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self, absolute_url: Callable[[str], str] | None = None) -> dict:
+        """The plan as JSON (the command's `--json`, the API's answer). `absolute_url` turns a
+        path into the address a reader opens (the API: the request's host); SITE_URL by default."""
         data = {
             "service": self.service.slug,
             "sweep": _sweep_dict(self.sweep),
@@ -380,6 +385,7 @@ class Plan:
             "runs": self.runs,
             "goodput": [g.to_dict() for g in self.goodput],
             "notes": self.notes,
+            "reverted_by": [reverted_dict(x, absolute_url or site_url) for x in self.reverted_by],
         }
         if self.at_load is not None:
             data["at"] = {self.sweep.axis: self.at_load_x, "percentiles": self.at_load}
@@ -393,6 +399,22 @@ def _sweep_dict(sweep: Sweep) -> dict:
         "prompt_tokens": sweep.prompt_tokens,
         "output_tokens": sweep.output_tokens,
         "configuration": sweep.configuration,
+    }
+
+
+def site_url(path: str) -> str:
+    """The path at SITE_URL: where people open PerfHub (a command has no request to ask)."""
+    return settings.SITE_URL.rstrip("/") + path
+
+
+def reverted_dict(experiment: Experiment, absolute_url: Callable[[str], str] = site_url) -> dict:
+    """A reverted experiment as the plan's JSON names it: what it changed and where to read it."""
+    return {
+        "id": experiment.pk,
+        "title": experiment.title,
+        "variable": experiment.variable_key,
+        "value": experiment.value_to,
+        "url": absolute_url(experiment.get_absolute_url()),
     }
 
 
@@ -440,6 +462,7 @@ def plan_for(
     )
     plan = Plan(service, sweep, objectives, per, forecast, spare)
     plan.other_sweeps = other_sweeps
+    plan.reverted_by = reverted_by(service, sweep)
     plan.goodput = sweep_goodput(sweep, [o for o in objectives if o.name not in per.missing])
     if axis is not None:
         x = at_concurrency if axis == CONCURRENCY else at_rate
@@ -573,12 +596,7 @@ def _alternative(plan: Plan, service: Service, sweep_of: int | None = None) -> A
         )
     except PlanError as exc:
         return Alternative(service, None, str(exc))
-    return Alternative(
-        service,
-        other,
-        "; ".join(other.notes),
-        reverted_by=tuple(reverted_by(service, other.sweep)),
-    )
+    return Alternative(service, other, "; ".join(other.notes), reverted_by=tuple(other.reverted_by))
 
 
 __all__ = [

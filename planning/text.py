@@ -22,10 +22,19 @@ def _e(estimate: Estimate | None, digits: int = 3, unit: str = "") -> str:
     return f"{_n(d['value'])}{unit} ({_n(d['low'])} to {high}, {d['level']:.0%} interval)"
 
 
+def reverted_lines(plan: Plan) -> list[str]:
+    """One line naming the reverted changes the plan's sweep carries; none when it carries none."""
+    if not plan.reverted_by:
+        return []
+    changes = ", ".join(f"{x.variable_key}={x.value_to} ({x.title})" for x in plan.reverted_by)
+    return [f"this sweep's configuration carries a change an experiment reverted: {changes}"]
+
+
 def plan_lines(plan: Plan) -> list[str]:
     per = plan.per_replica
     lines = [
         f"{plan.service.slug}: {plan.sweep.title} (runs {', '.join(map(str, plan.runs))})",
+        *reverted_lines(plan),
         *(
             f"  other sweep: {other.title} (plan it with --sweep {other.key})"
             for other in plan.other_sweeps

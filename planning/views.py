@@ -22,7 +22,6 @@ from planning.plan import (
     cheapest_caveat,
     headroom,
     plan_for,
-    reverted_by,
 )
 
 
@@ -43,7 +42,7 @@ def planner(request: HttpRequest, slug: str) -> HttpResponse:
         plan_dict=plan.to_dict(),
         alternatives=rows,
         cheapest_reverted=cheapest_caveat(rows),
-        plan_reverted_by=reverted_by(service, plan.sweep),
+        plan_reverted_by=plan.reverted_by,
         chart_json=to_json_script(charts.plan_figure(plan), "planner-chart-data"),
     )
     return render(request, "planning/planner.html", context)

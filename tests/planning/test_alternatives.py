@@ -72,3 +72,27 @@ def test_the_fleet_page_plans_one_page_of_services_at_a_time(client, owner, swep
     second = client.get("/planner/", {"page": 2}).content.decode()
     assert "Chat 7B" in first and "no usable sweep" not in first
     assert "no usable sweep" in second and "Services 2\u20132 of 2" in second
+
+
+def test_the_fleet_page_marks_a_plan_whose_sweep_carries_a_reverted_change(client, owner, swept):
+    from dossiers import services
+    from dossiers.models import Experiment
+    from loadtests.importing import baseline_of_run
+
+    before, after = swept.load_tests.order_by("pk")[:2]
+    experiment = services.experiment_record(
+        service=swept,
+        title="max_num_seqs 256 to 512",
+        hypothesis="More sequences a step serve more.",
+        variable_key="max_num_seqs",
+        value_from="256",
+        value_to="512",
+        before=baseline_of_run(load_test=before),
+        after=baseline_of_run(load_test=after),  # a run of the sweep the plan reads
+        verdict=Experiment.Verdict.REVERTED,
+        run_on=after.measured_at.date(),
+    )
+    client.force_login(owner)
+    page = client.get("/planner/").content.decode()
+    (row,) = [r for r in page.split("<tr")[1:] if "Chat 7B" in r]
+    assert ">reverted</span>" in row and f'href="{experiment.get_absolute_url()}"' in row
