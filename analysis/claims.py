@@ -26,7 +26,10 @@ class Status(StrEnum):
     NO_CLAIM = "no claim"  # the baseline records no such figure
 
 
-# Worst first: a service's summary is its worst claim.
+# Worst first: a service's summary is its worst claim. A figure with no live data ranks below
+# one that holds: an engine that exports no such histogram, or lengths without pushed requests
+# (most services only scrape), would otherwise hide every verdict the other figures have; the
+# summary says "no live data" only when no figure has any.
 SEVERITY = [
     Status.DRIFTED,
     Status.UNREPRESENTATIVE,
@@ -34,8 +37,8 @@ SEVERITY = [
     Status.WORKLOAD_CHANGED,
     Status.NOT_COMPARABLE,
     Status.INSUFFICIENT,
-    Status.NO_LIVE_DATA,
     Status.HOLDS,
+    Status.NO_LIVE_DATA,
     Status.NO_CLAIM,
 ]
 

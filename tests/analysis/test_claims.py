@@ -46,6 +46,14 @@ def test_a_service_shows_its_worst_claim():
     assert worst([Status.HOLDS, Status.DRIFTED, Status.NO_LIVE_DATA]) == Status.DRIFTED
 
 
+def test_figures_without_live_data_do_not_hide_the_ones_that_hold():
+    assert worst([Status.HOLDS, Status.NO_LIVE_DATA]) == Status.HOLDS
+
+
+def test_a_service_with_no_live_figure_at_all_shows_no_live_data():
+    assert worst([Status.NO_LIVE_DATA, Status.NO_LIVE_DATA]) == Status.NO_LIVE_DATA
+
+
 def test_two_buckets_that_meet_within_the_tolerance_hold():
     assert judge_intervals(0.0, 300.0, 0.0, 300.0).status == Status.HOLDS
 

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from analysis.claims import Status
 from dashboards.claims import check_claims, drift_since
+from dashboards.workload_claims import workload_claims
 from tests.factories.catalog import make_baseline, make_service
 from tests.factories.traffic import seed_traffic
 
@@ -41,6 +42,19 @@ def check(svc, baseline):
 def test_a_p99_that_matches_live_traffic_holds(svc, baseline):
     seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=1000.0)
     assert check(svc, baseline).claim("e2e_p99_ms").status == Status.HOLDS
+
+
+def test_lengths_without_pushed_requests_leave_the_service_holding(svc, baseline):
+    # Roll-ups only, as for a service whose engines are scraped: no live length distribution.
+    baseline.prompt_tokens_mean = 500.0
+    baseline.save(update_fields=["prompt_tokens_mean"])
+    seed_traffic(service=svc, start=HOUR_AGO, minutes=60, e2e_ms=1000.0)
+    result = check(svc, baseline)
+    workload_claims(result)
+    assert (result.claim("prompt_length").status, result.status) == (
+        Status.NO_LIVE_DATA,
+        Status.HOLDS,
+    )
 
 
 def test_a_p99_that_live_traffic_doubles_has_drifted(svc, baseline):
