@@ -187,5 +187,6 @@ def step(
         return Step(
             current, False, f"held by keep_firing_for ({readable.span(rule.keep_firing_for_s)})"
         )
-    reason = f"value {fmt(value)} past resolve threshold {fmt(rule.resolve)}"
+    back = "below" if rule.direction == Direction.ABOVE else "above"
+    reason = f"value {fmt(value)} back {back} the resolve threshold {fmt(rule.resolve)}"
     return Step(replace(current, state=State.RESOLVED, resolved_at=now), True, reason)

@@ -82,9 +82,12 @@ def _alert_markers(events: list[AlertEvent]) -> list[Marker]:
     for event in events:
         detail = event.reason
         if event.value is not None and event.threshold is not None:
-            # In the rule's own unit and format ("2,150 ms", "34%"), as the alert pages show it.
+            # In the rule's own unit and format ("2,150 ms", "34%"), as the alert pages show it;
+            # not again where the reason already says both ("value 3,520 ms > threshold ...").
             fmt = event.rule.format_value
-            detail = f"{fmt(event.value)} against a threshold of {fmt(event.threshold)}. {detail}"
+            value, threshold = fmt(event.value), fmt(event.threshold)
+            if not (value in detail and threshold in detail):
+                detail = f"{value} against a threshold of {threshold}. {detail}"
         url = _link("alerts:alert_detail", event.instance_id) if event.instance_id else ""
         markers.append(
             Marker(

@@ -48,3 +48,11 @@ def test_an_alert_reason_without_a_unit_still_separates_thousands():
     obs = Observation(Health.OK, value=3520.0, count=500)
     reason = step(rule, pending, obs, NOW + timedelta(seconds=300)).reason
     assert reason == "value 3,520 > threshold 2,000 for 5 min"
+
+
+def test_a_resolved_alert_says_its_value_is_back_below_the_resolve_threshold():
+    rule = Thresholds(Direction.ABOVE, 2000.0, resolve_threshold=1800.0)
+    firing = InstanceState(State.FIRING, fired_at=NOW, last_active_at=NOW)
+    obs = Observation(Health.OK, value=1600.0, count=500)
+    reason = step(rule, firing, obs, NOW + timedelta(minutes=1), fmt=lambda v: f"{v:,.0f} ms")
+    assert reason.reason == "value 1,600 ms back below the resolve threshold 1,800 ms"

@@ -59,6 +59,13 @@ def test_the_timeline_merges_everything_newest_first(service, rule):
     assert entries[2].detail.startswith("2,500 ms against a threshold of 2,000 ms")
 
 
+def test_an_alert_whose_reason_states_its_figures_is_not_told_twice(service, rule):
+    reason = "value 2,500 ms > threshold 2,000 ms for 5 min"
+    _event(rule, "firing", T0, value=2500, threshold=2000, reason=reason)
+    (entry,) = timeline(service=service)
+    assert entry.detail == reason
+
+
 def test_the_timeline_leaves_out_rule_health_changes(service, rule):
     _event(rule, "no_data", T0)
     _event(rule, "firing", T0 + timedelta(minutes=5))
