@@ -60,7 +60,9 @@ class TargetField(serializers.ChoiceField):
             "error_messages",
             {"invalid_choice": f"“{{input}}” is not a figure an experiment can target: {codes}."},
         )
-        super().__init__(choices=TARGET_CHOICES, allow_null=True, allow_blank=True, **kwargs)
+        # "" is taken as "not stated" but never answered: the answer says null.
+        blank = not kwargs.get("read_only", False)
+        super().__init__(choices=TARGET_CHOICES, allow_null=True, allow_blank=blank, **kwargs)
 
     def to_internal_value(self, data) -> str:
         return super().to_internal_value(data) if data not in (None, "") else ""

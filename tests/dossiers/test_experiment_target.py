@@ -2,6 +2,7 @@
 what its two baselines measured; without one, the hypothesis still picks the figure."""
 
 import datetime as dt
+import re
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -116,3 +117,15 @@ def test_a_target_no_longer_measured_leads_with_the_default_and_keeps_the_target
         "gpu_util",
         True,
     )
+
+
+def test_the_card_says_a_stated_target_was_not_measured_by_both_baselines(service, client, owner):
+    before, after = pair(service)
+    record(service, before, after, target="gpu_util")
+    Baseline.objects.filter(pk=after.pk).update(gpu_util=None)
+    client.force_login(owner)
+    page = client.get(service.get_absolute_url()).content.decode()
+    summary = re.search(r'<span class="sub" data-headline=.*?</summary>', page, re.S).group(0)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", summary)).strip()
+    assert text.startswith("E2E P99 (ms)")
+    assert text.endswith("(stated target GPU-Util not measured by both baselines)")
