@@ -84,7 +84,8 @@ class Experiment(models.Model):
             errors["after"] = "The after baseline belongs to another service."
         if self.before_id and self.before_id == self.after_id:
             errors["after"] = "Before and after must be two different measurements."
-        if self.target and (unmeasured := self._unmeasured_target_sides()):
+        # An unknown target is refused by the field's choices (clean_fields), not read here.
+        if self.target in headline.TARGETS and (unmeasured := self._unmeasured_target_sides()):
             errors["target"] = (
                 f"{self.get_target_display()} was not measured by the "
                 f"{' and '.join(unmeasured)} baseline{'s' if len(unmeasured) > 1 else ''}: "

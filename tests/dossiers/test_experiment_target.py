@@ -129,3 +129,9 @@ def test_the_card_says_a_stated_target_was_not_measured_by_both_baselines(servic
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", summary)).strip()
     assert text.startswith("E2E P99 (ms)")
     assert text.endswith("(stated target GPU-Util not measured by both baselines)")
+
+
+def test_an_unknown_target_is_refused_as_a_choice_not_a_crash(service):
+    with pytest.raises(ValidationError) as refused:
+        record(service, *pair(service), target="throughput")
+    assert list(refused.value.message_dict) == ["target"]
