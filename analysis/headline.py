@@ -1,10 +1,13 @@
 """Which measured change an experiment's one-line summary leads with.
 
-An experiment is about one figure: the one its hypothesis names ("... cutting TTFT P99"). The
-card's headline shows that figure's change, not a fixed one, so a change aimed at TTFT is not
-summed up by E2E P99. When the hypothesis names no latency figure, the headline keeps the
-default (E2E P99, the tail an SLO sees) and says it is the default: there is no principled
-mapping from the variable changed to the figure it should move, so none is guessed.
+An experiment is about one figure: the target its author states (any of `TARGETS`, a latency
+percentile or a throughput or utilization figure), else the latency figure its hypothesis names
+("... cutting TTFT P99"). The card's headline shows that figure's change, not a fixed one, so a
+change aimed at TTFT is not summed up by E2E P99, and says where the target came from. Without
+either, the headline keeps the default (E2E P99, the tail an SLO sees) and says it is the
+default: there is no principled mapping from the variable changed to the figure it should
+move, so none is guessed. A target the two baselines did not both measure cannot lead: the
+default does, and the headline keeps the target it could not show.
 
 A percentile resting on too few requests is no result: the release gate does not judge a
 quantile with fewer than `TAIL_REQUESTS` requests beyond it on either side, and the headline
@@ -21,10 +24,24 @@ from dataclasses import dataclass
 
 from analysis.cost import MetricDelta
 from analysis.gate.estimates import TAIL_REQUESTS
-from analysis.percentiles import LATENCY_METRICS, PERCENTILE_LABELS, QUANTILE_OF, latency_field
+from analysis.percentiles import (
+    LATENCY_FIELDS,
+    LATENCY_METRICS,
+    PERCENTILE_LABELS,
+    QUANTILE_OF,
+    latency_field,
+)
 
 # Without a target: the tail first (what an SLO sees), then throughput, whichever was measured.
 DEFAULT_ORDER = ("e2e_p99_ms", "ttft_p99_ms", "tpot_p99_ms", "output_tps", "qps", "gpu_util")
+# What an experiment may state as its target: any latency percentile, or a throughput or
+# utilization figure the default order knows (the measured change's other fields, input
+# tokens/s and the DCGM ratios, are what a change moves on the way, not what it aims at).
+TARGETS = (*LATENCY_FIELDS, "output_tps", "qps", "gpu_util")
+# Where a headline's target came from.
+STATED = "stated"
+HYPOTHESIS = "hypothesis"
+DEFAULT = "default"
 
 # "TTFT P99", "ttft p90", "E2E-P99", "E2E P99.9", "TPOT": a latency figure as people and the
 # gate write it.
@@ -37,17 +54,25 @@ _GATE_TOO_FEW = re.compile(r"Too few requests to judge: ([^.\n]*)")
 
 @dataclass(frozen=True)
 class Headline:
-    """The change the summary shows. `targeted`: the metric is the one the hypothesis names
-    (else the default). `replaces`: the percentile field it stands in for, judged to rest on
-    too few requests (None when it is the figure itself)."""
+    """The change the summary shows. `targeted`: the metric is the target's figure (else the
+    default). `replaces`: the percentile field it stands in for, judged to rest on too few
+    requests (None when it is the figure itself). `target`: the figure aimed at (None: no
+    target), and `source` where it came from: STATED, HYPOTHESIS, or DEFAULT when none."""
 
     delta: MetricDelta
     targeted: bool
     replaces: str | None = None
+    target: str | None = None
+    source: str = DEFAULT
 
     @property
     def metric(self) -> str:
         return self.delta.metric
+
+    @property
+    def target_unmeasured(self) -> bool:
+        """A target the two baselines did not both measure: the default leads instead."""
+        return self.target is not None and not self.targeted and self.replaces != self.target
 
     @property
     def replaced_percentile(self) -> str:
@@ -65,6 +90,16 @@ def target_metric(hypothesis: str) -> str | None:
         if percentile in PERCENTILE_LABELS:
             return latency_field(metric, percentile)
     return None
+
+
+def target_of(stated: str | None, hypothesis: str) -> tuple[str | None, str]:
+    """(target, source): the stated target when there is one, else the figure the hypothesis
+    names (how experiments recorded before targets could be stated keep their headline), else
+    (None, DEFAULT)."""
+    if stated:
+        return stated, STATED
+    named = target_metric(hypothesis)
+    return (named, HYPOTHESIS) if named else (None, DEFAULT)
 
 
 def too_few_requests(count_before: int | None, count_after: int | None) -> set[str]:
@@ -95,12 +130,15 @@ def choose(
     deltas: Sequence[MetricDelta],
     *,
     target: str | None = None,
+    source: str = HYPOTHESIS,
     unjudgeable: Iterable[str] = (),
 ) -> Headline | None:
     """The headline among `deltas`: `target`'s change when it was measured, else the default
-    order's first. `unjudgeable`: latency fields (or bare percentile labels, "p99", for every
+    order's first. `source`: where the target came from (STATED, HYPOTHESIS), kept on the
+    headline. `unjudgeable`: latency fields (or bare percentile labels, "p99", for every
     figure) with too few requests; such a field is replaced by the same figure's next lower
     percentile that is judgeable and measured. None without any delta to show."""
+    aim = {"target": target, "source": source if target is not None else DEFAULT}
     by_metric = {d.metric: d for d in deltas}
     ruled_out = set(unjudgeable)
     targeted = target is not None and target in by_metric
@@ -114,8 +152,9 @@ def choose(
         found = next((s for m in others if (s := _judgeable(m, by_metric, ruled_out))), None)
         if found is None:
             return None
-        return Headline(by_metric[found], targeted=False, replaces=wanted)
-    return Headline(by_metric[shown], targeted, replaces=None if shown == wanted else wanted)
+        return Headline(by_metric[found], targeted=False, replaces=wanted, **aim)
+    replaces = None if shown == wanted else wanted
+    return Headline(by_metric[shown], targeted, replaces=replaces, **aim)
 
 
 def _judgeable(metric: str, by_metric: dict[str, MetricDelta], ruled_out: set[str]) -> str | None:

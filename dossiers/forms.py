@@ -208,6 +208,7 @@ class ExperimentForm(NoColonMixin, forms.ModelForm):
         fields = [
             "title",
             "hypothesis",
+            "target",
             "variable_key",
             "value_from",
             "value_to",
@@ -228,6 +229,11 @@ class ExperimentForm(NoColonMixin, forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["before"].queryset = service.baselines.all()
         self.fields["after"].queryset = service.baselines.all()
+        # Say what leaving it blank does, not Django's "---------".
+        self.fields["target"].choices = [
+            ("", "Not stated (the figure the hypothesis names)"),
+            *Experiment._meta.get_field("target").choices,
+        ]
 
 
 class ConfigVersionForm(NoColonMixin, forms.Form):

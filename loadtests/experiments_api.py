@@ -15,6 +15,12 @@ Answers: 201 with the experiment; 200 with the one already recorded for the same
 run twice); 422 when the runs are not one change at one load, or cannot be baselines (a
 failed run, refusing lint findings), with the reason; 403; 404 unknown service.
 
+`target` (optional): the figure the experiment aims to move (`Experiment.target`'s choices:
+a latency percentile field such as `ttft_p99_ms`, or `output_tps`, `qps`, `gpu_util`), which
+the card's summary leads with; absent, null or "" when not stated. An unknown figure, or one the
+two runs did not both measure, is a 400 naming `target`. A retry returns the experiment as first
+recorded, its target unchanged.
+
 GET lists the service's experiments, newest first (a page of `limit`, at most 500, from
 `offset`), optionally only one `verdict`, only those a `run` is the before or after of, only
 those recorded after `created_after`, or recorded or changed after `changed_after`: how a CI
@@ -25,6 +31,7 @@ agent tokens 403.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError as ModelValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -40,6 +47,29 @@ from loadtests.importing import PromotionError
 from loadtests.models import CIToken, LoadTest, source_run
 from loadtests.one_change import ExperimentFromRunsError, experiments_of, record_experiment
 
+TARGET_CHOICES = Experiment._meta.get_field("target").choices
+
+
+class TargetField(serializers.ChoiceField):
+    """An experiment's target figure: one of `TARGET_CHOICES`; null when not stated (the model
+    stores blank)."""
+
+    def __init__(self, **kwargs) -> None:
+        codes = ", ".join(code for code, _ in TARGET_CHOICES)
+        kwargs.setdefault(
+            "error_messages",
+            {"invalid_choice": f"“{{input}}” is not a figure an experiment can target: {codes}."},
+        )
+        # "" is taken as "not stated" but never answered: the answer says null.
+        blank = not kwargs.get("read_only", False)
+        super().__init__(choices=TARGET_CHOICES, allow_null=True, allow_blank=blank, **kwargs)
+
+    def to_internal_value(self, data) -> str:
+        return super().to_internal_value(data) if data not in (None, "") else ""
+
+    def to_representation(self, value: str) -> str | None:
+        return value or None
+
 
 class ExperimentFromRunsSerializer(serializers.Serializer):
     before = serializers.IntegerField(
@@ -47,6 +77,11 @@ class ExperimentFromRunsSerializer(serializers.Serializer):
     )
     after = serializers.IntegerField(
         min_value=1, max_value=MAX_ID, help_text="The run measured after it, at the same load."
+    )
+    target = TargetField(
+        required=False,
+        help_text="The figure the change aims to move (the card's summary leads with it); "
+        "both runs must have measured it. Absent or null: not stated.",
     )
 
     def validate(self, data: dict) -> dict:
@@ -73,11 +108,12 @@ class ExperimentSerializer(serializers.ModelSerializer):
     before_run = serializers.SerializerMethodField()
     after_run = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
+    target = TargetField(read_only=True, help_text="The figure it aims to move; null: not stated.")
 
     class Meta:
         model = Experiment
         fields = [
-            "id", "title", "hypothesis", "variable_key", "value_from", "value_to",
+            "id", "title", "hypothesis", "target", "variable_key", "value_from", "value_to",
             "before", "after", "before_run", "after_run", "verdict", "notes", "run_on",
             "created_at", "updated_at", "url",
         ]  # fmt: skip
@@ -171,7 +207,10 @@ class ExperimentFromRunsView(CIEndpoint):
             200: OpenApiResponse(
                 ExperimentSerializer, description="These two runs were already recorded."
             ),
-            400: OpenApiResponse(description="A field is missing or names no run of it."),
+            400: OpenApiResponse(
+                description="A field is missing or names no run of it, or a target that is "
+                "unknown or not measured by both runs."
+            ),
             403: OpenApiResponse(
                 description="An agent token, or a CI token out of scope or without the "
                 "permission to promote."
@@ -203,8 +242,13 @@ class ExperimentFromRunsView(CIEndpoint):
                 after=data["runs"][data["after"]],
                 user=request.user,
                 recorded_by=str(token) if token else "",
+                target=data.get("target", ""),
             )
         except (ExperimentFromRunsError, PromotionError) as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        except ModelValidationError as exc:
+            # The model's rules on what was asked (a target the runs did not both measure):
+            # named by field, as the serializer's own errors are.
+            raise serializers.ValidationError(exc.message_dict) from exc
         body = ExperimentSerializer(experiment, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

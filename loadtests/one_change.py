@@ -152,11 +152,13 @@ def changes_into(sweep: Sweep, sweeps: list[Sweep]) -> list[OneChange]:
 
 @transaction.atomic
 def record_experiment(
-    *, before: LoadTest, after: LoadTest, user=None, recorded_by: str = ""
+    *, before: LoadTest, after: LoadTest, user=None, recorded_by: str = "", target: str = ""
 ) -> tuple[Experiment, bool]:
     """Record the two runs as an experiment of their service (pending: the team judges it);
     (experiment, created). Recording the same pair again returns the first experiment.
     `recorded_by`: the machine credential that asked, when no person did (its notes say so).
+    `target`: the figure it aims to move (blank: not stated); refused (ValidationError, by
+    the model) when the two runs did not both measure it.
 
     Refuses (ExperimentFromRunsError) runs of two services, runs that are not at one load of
     two sweeps one parameter apart, and (PromotionError) runs that cannot be baselines."""
@@ -180,6 +182,7 @@ def record_experiment(
             f"model, workload, load ({at}) and every other recorded parameter unchanged. "
             "(Recorded from two sweeps; say what the change was expected to do.)"
         ),
+        target=target,
         variable_key=_cut(change.key, KEY_LENGTH),
         value_from=_cut(change.before_value, VALUE_LENGTH),
         value_to=_cut(change.after_value, VALUE_LENGTH),

@@ -257,12 +257,13 @@ def _experiment(experiment: Experiment, refs: dict[int, str]) -> list[str]:
     judged = refs[experiment.before_id] + (
         f" → {refs[experiment.after_id]}" if experiment.after_id else " (no after yet)"
     )
+    aim = f" · target {_delta_label(experiment.target)}" if experiment.target else ""
     out = [
         f"### {experiment.title}",
         "",
         f"**{experiment.get_verdict_display().capitalize()}**, run {experiment.run_on:%Y-%m-%d}"
         f" · changed `{experiment.variable_key}` from `{experiment.value_from}` to "
-        f"`{experiment.value_to}` · judged by {judged}",
+        f"`{experiment.value_to}`{aim} · judged by {judged}",
         "",
         *_yaml_block(data),
     ]
@@ -274,7 +275,9 @@ def _experiment(experiment: Experiment, refs: dict[int, str]) -> list[str]:
             "",
         ]
     out += ["#### Hypothesis", "", experiment.hypothesis.strip(), ""]
-    deltas = [d for d in experiment.deltas() if d.metric in DELTA_METRICS]
+    # The stated target is in the table even when it is not one of the usual few.
+    shown = {*DELTA_METRICS, experiment.target}
+    deltas = [d for d in experiment.deltas() if d.metric in shown]
     if deltas:
         out += ["#### Measured change (computed)", ""]
         out += _table(
@@ -473,5 +476,6 @@ GLOSSARY = [
     "that gates and alerts compare against.",
     "- **Bottleneck status**: suspected → confirmed → mitigated (or won't fix); the first two are "
     "open.",
-    "- **Experiment**: one variable changed, judged by a before and an after baseline.",
+    "- **Experiment**: one variable changed, judged by a before and an after baseline; its "
+    "target, when stated, is the figure it aims to move.",
 ]

@@ -86,6 +86,7 @@ EXPERIMENT_KEYS = _keys(
     ("from", "value_from"),
     ("to", "value_to"),
     "verdict",
+    "target",  # the figure it aims to move (`Experiment.target`'s codes); left out, not stated
 )
 
 # Sections a file may have, by heading. Data sections are read back; the others are computed

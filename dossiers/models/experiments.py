@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from analysis import configdiff, cost, headline
 from analysis.percentiles import LATENCY_FIELDS
+from core.templatetags.display import METRIC_LABELS
 from dossiers.models.runs import Baseline, MeasuredRun
 from dossiers.models.service import Service
 
@@ -25,6 +26,16 @@ class Experiment(models.Model):
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="experiments")
     title = models.CharField(max_length=200)
     hypothesis = models.TextField()
+    # Blank: not stated; the headline then reads the target from the hypothesis, if it names one.
+    target = models.CharField(
+        "target figure",
+        max_length=20,
+        choices=[(name, METRIC_LABELS[name]) for name in headline.TARGETS],
+        blank=True,
+        default="",
+        help_text="The figure the change aims to move; the card's summary leads with it. Blank: "
+        "the latency figure the hypothesis names (e.g. “TTFT P99”), else E2E P99.",
+    )
     variable_key = models.CharField(
         "variable changed", max_length=120, help_text="Config key, dotted for nesting."
     )
@@ -73,8 +84,24 @@ class Experiment(models.Model):
             errors["after"] = "The after baseline belongs to another service."
         if self.before_id and self.before_id == self.after_id:
             errors["after"] = "Before and after must be two different measurements."
+        # An unknown target is refused by the field's choices (clean_fields), not read here.
+        if self.target in headline.TARGETS and (unmeasured := self._unmeasured_target_sides()):
+            errors["target"] = (
+                f"{self.get_target_display()} was not measured by the "
+                f"{' and '.join(unmeasured)} baseline{'s' if len(unmeasured) > 1 else ''}: "
+                "state a figure both measured, or leave it blank."
+            )
         if errors:
             raise ValidationError(errors)
+
+    def _unmeasured_target_sides(self) -> list[str]:
+        """The sides ("before", "after") given whose baseline has no value of the target: with
+        such a target the headline cannot lead with it. A side not given yet is not judged."""
+        return [
+            side
+            for side in ("before", "after")
+            if getattr(self, f"{side}_id") and getattr(getattr(self, side), self.target) is None
+        ]
 
     def deltas(self) -> list[cost.MetricDelta]:
         """Measured change per metric, before -> after (only metrics both sides have)."""
@@ -83,18 +110,17 @@ class Experiment(models.Model):
         return cost.run_deltas(_run_values(self.before), _run_values(self.after))
 
     def headline(self) -> headline.Headline | None:
-        """The change the card's summary leads with: the figure the hypothesis names (else the
-        default), never a percentile with too few requests behind it: neither one the gate's
-        reading in the notes called so, nor one the baselines' request counts are too few for
-        by the gate's rule (`analysis.headline`)."""
+        """The change the card's summary leads with: the stated target, else the figure the
+        hypothesis names, else the default; never a percentile with too few requests behind it:
+        neither one the gate's reading in the notes called so, nor one the baselines' request
+        counts are too few for by the gate's rule (`analysis.headline`)."""
         if self.after is None:
             return None
         unjudgeable = headline.gate_too_few(self.notes) | headline.too_few_requests(
             self.before.request_count, self.after.request_count
         )
-        return headline.choose(
-            self.deltas(), target=headline.target_metric(self.hypothesis), unjudgeable=unjudgeable
-        )
+        target, source = headline.target_of(self.target, self.hypothesis)
+        return headline.choose(self.deltas(), target=target, source=source, unjudgeable=unjudgeable)
 
     def other_changed_keys(self) -> list[str] | None:
         """Config keys that changed besides the declared one; None when a config is missing."""

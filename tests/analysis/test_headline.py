@@ -1,7 +1,7 @@
 """An experiment's headline: the figure its hypothesis names, never a thin percentile."""
 
 from analysis.cost import MetricDelta
-from analysis.headline import choose, gate_too_few, target_metric, too_few_requests
+from analysis.headline import choose, gate_too_few, target_metric, target_of, too_few_requests
 
 # The demo's "Chunked prefill" (B4 -> B5): E2E P99 -9.4%, TTFT P99 -38.1%.
 CHUNKED = [
@@ -49,6 +49,20 @@ def test_a_percentile_label_rules_out_that_percentile_of_every_figure():
     h = choose(CHUNKED, target="ttft_p99_ms", unjudgeable={"p99"})
     # TTFT has no judgeable lower percentile measured: the default's next figure that has one.
     assert (h.metric, h.targeted, h.replaces) == ("e2e_p90_ms", False, "ttft_p99_ms")
+
+
+def test_a_stated_target_wins_over_the_figure_the_hypothesis_names():
+    assert target_of("output_tps", "Cutting TTFT P99.") == ("output_tps", "stated")
+
+
+def test_a_stated_target_not_measured_leaves_the_default_and_is_kept_on_the_headline():
+    h = choose(CHUNKED, target="gpu_util", source="stated")
+    assert (h.metric, h.targeted, h.target, h.target_unmeasured) == (
+        "e2e_p99_ms",
+        False,
+        "gpu_util",
+        True,
+    )
 
 
 def test_600_requests_a_side_are_too_few_for_p99_but_enough_for_p90():

@@ -328,6 +328,46 @@ def test_an_experiment_naming_an_unknown_baseline_is_rejected(dossier, blank, ow
         import_dossier(service=blank, text=text, author=owner)
 
 
+def test_a_stated_target_is_exported_and_imported_back(dossier, blank, owner):
+    Experiment.objects.filter(service=dossier).update(target="output_tps")
+    text = export_dossier(dossier)
+    assert "target: output_tps" in text and "· target Output tokens/s ·" in text
+    import_dossier(service=blank, text=as_blank(text), author=owner)
+    assert blank.experiments.get().target == "output_tps"
+
+
+def test_the_export_shows_the_stated_targets_change_though_it_is_not_a_usual_row(dossier):
+    dossier.baselines.update(e2e_p90_ms=900.0)
+    Experiment.objects.filter(service=dossier).update(target="e2e_p90_ms")
+    assert "| E2E P90 | 900 ms | 900 ms |" in export_dossier(dossier)
+
+
+def test_an_unknown_target_is_rejected_naming_its_line(dossier, blank, owner):
+    text = as_blank(export_dossier(dossier)).replace(
+        "verdict: adopted", "verdict: adopted\ntarget: throughput"
+    )
+    line = line_of(text, "target: throughput")
+    with pytest.raises(
+        DossierFormatError, match=rf"line {line}: Experiments > Double the batch: target: expected"
+    ):
+        import_dossier(service=blank, text=text, author=owner)
+
+
+def test_a_target_the_baselines_did_not_measure_is_rejected_naming_the_experiment(
+    dossier, blank, owner
+):
+    # The fixture's after baseline has no GPU-Util.
+    text = as_blank(export_dossier(dossier)).replace(
+        "verdict: adopted", "verdict: adopted\ntarget: gpu_util"
+    )
+    with pytest.raises(
+        DossierFormatError,
+        match="Experiments > Double the batch: target: GPU-Util was not measured by the after",
+    ):
+        import_dossier(service=blank, text=text, author=owner)
+    assert not blank.experiments.exists()
+
+
 # --- Commands --------------------------------------------------------------------------------
 
 

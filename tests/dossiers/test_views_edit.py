@@ -1,6 +1,7 @@
 """Owner-only edit pages: who may use them, what they save, and that rejects change nothing."""
 
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -325,6 +326,33 @@ def test_an_experiment_needs_two_different_baselines(owner_client, full_dossier)
     assert response.context["form"].errors["after"] == [
         "Before and after must be two different measurements."
     ]
+
+
+def test_the_experiment_form_offers_the_target_figure_as_a_select(owner_client, full_dossier):
+    url = reverse("dossiers:experiment_create", args=[full_dossier["service"].slug])
+    page = owner_client.get(url).content.decode()
+    select = re.search(r'<select name="target".*?</select>', page, re.S).group(0)
+    assert '<option value="output_tps">Output tokens/s</option>' in select
+    assert '<option value="ttft_p99_ms">TTFT P99 (ms)</option>' in select
+
+
+def test_the_owner_states_the_figure_an_experiment_aims_to_move(owner_client, full_dossier):
+    url = reverse("dossiers:experiment_create", args=[full_dossier["service"].slug])
+    owner_client.post(url, experiment_data(full_dossier, target="output_tps"))
+    assert Experiment.objects.get(title="Parallel tokenizer").target == "output_tps"
+
+
+def test_a_target_the_baselines_did_not_measure_is_refused_beside_the_select(
+    owner_client, full_dossier
+):
+    Baseline.objects.filter(pk=full_dossier["before"].pk).update(gpu_util=None)
+    url = reverse("dossiers:experiment_create", args=[full_dossier["service"].slug])
+    response = owner_client.post(url, experiment_data(full_dossier, target="gpu_util"))
+    assert response.context["form"].errors["target"] == [
+        "GPU-Util was not measured by the before baseline: state a figure both measured, or "
+        "leave it blank."
+    ]
+    assert not Experiment.objects.filter(title="Parallel tokenizer").exists()
 
 
 def test_the_owner_adds_a_config_version_that_becomes_current(owner_client, owner, full_dossier):

@@ -174,6 +174,37 @@ def test_the_answer_names_the_two_runs_it_was_given(promoter, pair):
     assert (body["before_run"], body["after_run"]) == (pair.before.pk, pair.after.pk)
 
 
+def test_a_stated_target_is_recorded_and_leads_the_cards_headline(promoter, pair):
+    body = {"before": pair.before.pk, "after": pair.after.pk, "target": "output_tps"}
+    answer = promoter.post(URL, body, format="json")
+    assert (answer.status_code, answer.json()["target"]) == (201, "output_tps")
+    assert Experiment.objects.get().headline().metric == "output_tps"
+
+
+def test_without_a_target_the_answer_says_none_was_stated(promoter, pair):
+    assert record(promoter, pair.before.pk, pair.after.pk).json()["target"] is None
+
+
+def test_an_unknown_target_gets_400_naming_the_field(promoter, pair):
+    body = {"before": pair.before.pk, "after": pair.after.pk, "target": "throughput"}
+    answer = promoter.post(URL, body, format="json")
+    assert answer.status_code == 400
+    assert "“throughput” is not a figure an experiment can target" in answer.json()["target"][0]
+    assert not Experiment.objects.exists()
+
+
+def test_a_target_the_runs_did_not_measure_gets_400_naming_the_field(promoter, pair):
+    # vLLM's bench files carry no GPU figures: the runs' baselines have no GPU-Util.
+    body = {"before": pair.before.pk, "after": pair.after.pk, "target": "gpu_util"}
+    answer = promoter.post(URL, body, format="json")
+    assert answer.status_code == 400
+    assert "GPU-Util was not measured" in answer.json()["target"][0]
+    assert (
+        Experiment.objects.count(),
+        Baseline.objects.filter(source_load_test__isnull=False).count(),
+    ) == (0, 0)
+
+
 # GET: the list.
 
 
