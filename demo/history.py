@@ -52,7 +52,8 @@ SAMPLES_PER_ROW = 60  # weighted draws per row and latency family: shape, not vo
 MAX_GPUS = 8  # GPU rows per host (a big service's history stays small)
 # How far back from its start `run_demo` continues a seeded history: the fast burn pair's
 # hour, so every pair's short window (1 min to 6 h) and the live pages' last hour have data.
-# An older hole stays: filling it would cost start-up time (about 5 s per service-hour here).
+# An older hole stays: filling it costs start-up time (an hour of the six demo services: 11 s
+# on a loaded 2-core machine).
 CONTINUE_AT_MOST = timedelta(hours=1)
 REGRESSION_FACTOR = 2.2
 

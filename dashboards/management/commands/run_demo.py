@@ -13,7 +13,13 @@ enough (say 600) for its P99 rule to fire, then resolve.
 
 `--prometheus` (needs Debian's `prometheus`) feeds the first vLLM service through a Prometheus
 source instead of an agent: a simulated engine scraped by a real Prometheus, read back through
-its HTTP API (see `demo.prometheus`).
+its HTTP API (see `demo.prometheus`). One service only, on purpose: it shows the path beside the
+agents, and a service fed so loses what only an agent sends (GPU samples, per-request rows: its
+P99s become bucket ranges and its SLO counts bounds), which every other page of the demo shows.
+
+Before the agents start, the seeded history (`seed_demo`) is continued to the next minute
+boundary and the agents start on it (`demo.history.continue_to_next_minute`), so the SLO burn
+pairs' short windows and the last minutes read data from the first page view.
 """
 
 from __future__ import annotations
@@ -118,7 +124,8 @@ class Command(BaseCommand):
             "--slowdown-after",
             type=float,
             metavar="S",
-            help="inject a P99 regression in the first agent this many seconds after start",
+            help="inject a P99 regression in the first agent this many seconds after it starts "
+            "(on the minute boundary where the seeded history ends)",
         )
         parser.add_argument(
             "--slowdown-for",
@@ -130,8 +137,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--prometheus",
             action="store_true",
-            help="feed the first vLLM service through a real `prometheus` (a Prometheus source) "
-            "instead of an agent (needs Debian's prometheus)",
+            help="feed one service, the first on vLLM, through a real `prometheus` (a Prometheus "
+            "source) instead of its agent; the others keep theirs (needs Debian's prometheus). "
+            "Only one: a service fed so has no GPU samples and no per-request rows (its P99s "
+            "are bucket ranges, its SLO counts bounds), and the simulated engine it scrapes "
+            "writes vLLM's metrics only",
         )
 
     def handle(self, *args, addr: str, agents: int, interval: float, jobs_every: float, **opts):
