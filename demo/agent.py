@@ -29,6 +29,7 @@ SIMULATION = {
     "simulate_slowdown_for": None,
     "simulate_slowdown_factor": 4.0,
     "simulate_slowdown_share": 0.1,
+    "simulate_since": None,
 }
 
 
@@ -82,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="P",
         help="share of requests slowed, 0-1 (default 0.1: the tail moves)",
+    )
+    g.add_argument(
+        "--simulate-since",
+        type=float,
+        metavar="EPOCH",
+        help="the engines start at this time (epoch seconds; default 10 s before the agent): "
+        "no request finishes before it (run_demo passes where the seeded history ends)",
     )
     return p
 
@@ -169,6 +177,7 @@ def simulator(config: AgentConfig, settings: dict[str, Any]) -> Simulator:
         slowdown_for=duration,
         slowdown_factor=s["simulate_slowdown_factor"],
         slowdown_share=s["simulate_slowdown_share"],
+        start_at=s["simulate_since"],
     )
 
 

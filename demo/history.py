@@ -17,6 +17,10 @@ the minutes into their 5-minute and hourly rows and writes the service-merged ro
 alerts and claims read them like live data. The story's alert is stepped and written by the
 alerts app's lifecycle (`alerts.services.replay`), as a live evaluation writes one; nothing is
 notified. Idempotent: a service that already has roll-ups is left alone.
+
+`run_demo` continues the history to the minute its simulated agents start at
+(`continue_fleet`), the same way, so there is no hole between the seed's last minute and the
+first live one.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from alerts.services import ensure_default_rules, evaluation_lag, replay
@@ -45,6 +50,11 @@ from dossiers.selectors import current_baseline
 GB = 1024**3
 SAMPLES_PER_ROW = 60  # weighted draws per row and latency family: shape, not volume
 MAX_GPUS = 8  # GPU rows per host (a big service's history stays small)
+# How far back from its start `run_demo` continues a seeded history: the fast burn pair's
+# hour, so every pair's short window (1 min to 6 h) and the live pages' last hour have data.
+# An older hole stays: filling it costs start-up time (an hour of the six demo services: 11 s
+# on a loaded 2-core machine).
+CONTINUE_AT_MOST = timedelta(hours=1)
 REGRESSION_FACTOR = 2.2
 
 
@@ -102,30 +112,103 @@ def backfill_service(
         return False
     rng = random.Random(seed)
     itl_rng = random.Random(seed + 1)  # its own stream: the other draws stay as they were
-    profile = demo_profile(service) or EngineProfile(swing=DEMO_SWING)
-    gpus = min(MAX_GPUS, max(1, service.total_gpus))
-    rate = baseline.qps * max(1, service.replicas)  # the service's whole load, one host
     start_hour = (now - timedelta(days=days)).replace(minute=0)
     # Minutes from the top of the hour a day back: the hours from there on are merged from
     # them when stored, as the roll-up job merges live minutes.
     first_minute = max(start_hour, (now - timedelta(days=1)).replace(minute=0))
     for resolution, start, end in ((HOUR, start_hour, first_minute), (MINUTE, first_minute, now)):
-        service_rows, gpu_rows = [], []
-        t = start
-        while t < end:
-            row = _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
-            row.itl_buckets = _itl_buckets(baseline, row, itl_rng)
-            service_rows.append(row)
-            gpu_rows += _gpu_rows(host, gpus, resolution, t, baseline, rng)
-            t += timedelta(seconds=resolution)
-        # Stored as the roll-up job stores its rows: with the host's 5-minute and hourly rows
-        # of the minutes and the service-merged rows (SLO counts, quantiles) pages read.
-        store_rollups(
-            host_id=host.pk, resolution=resolution, service_rows=service_rows, gpu_rows=gpu_rows
-        )
+        _store_span(service, baseline, host, resolution, start, end, rng, itl_rng, regression)
     if regression is not None:
         _tell_the_story(service, baseline, regression)
     return True
+
+
+def _store_span(service, baseline, host, resolution, start, end, rng, itl_rng, regression=None):
+    """The service's rows of `resolution` in [start, end) on `host`, stored as the roll-up job
+    stores its rows: with the host's 5-minute and hourly rows of the minutes and the
+    service-merged rows (SLO counts, quantiles) pages read."""
+    profile = demo_profile(service) or EngineProfile(swing=DEMO_SWING)
+    gpus = min(MAX_GPUS, max(1, service.total_gpus))
+    rate = baseline.qps * max(1, service.replicas)  # the service's whole load, one host
+    service_rows, gpu_rows = [], []
+    t = start
+    while t < end:
+        row = _row(service, host, baseline, resolution, t, rate, regression, rng, profile)
+        row.itl_buckets = _itl_buckets(baseline, row, itl_rng)
+        service_rows.append(row)
+        gpu_rows += _gpu_rows(host, gpus, resolution, t, baseline, rng)
+        t += timedelta(seconds=resolution)
+    store_rollups(
+        host_id=host.pk, resolution=resolution, service_rows=service_rows, gpu_rows=gpu_rows
+    )
+    return len(service_rows)
+
+
+def next_minute(t: datetime) -> datetime:
+    """The first minute boundary after `t` (live traffic starts on one: see `continue_fleet`)."""
+    return t.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+
+def continue_fleet(
+    *, until: datetime, services: list[Service] | None = None, stdout=None
+) -> list[Service]:
+    """Continue each demo service's seeded history on its demo host up to `until` (a minute
+    boundary): the minutes between the history's last minute and `until`, drawn as the
+    history is (`continue_service`). Returns the services whose history now reaches `until`
+    (those with none are left without: `seed_demo --history-days 0` asked for none).
+
+    `run_demo` calls it as it starts, with `until` the minute its simulated agents start
+    at, so the seed's last minute (when `seed_demo` ran, minutes or days before) meets the
+    first live one: every window the SLO burn pairs and live pages read has data from the
+    first page view on. Running it twice to one `until` writes nothing the second time."""
+    reached = []
+    for index, service in enumerate(Service.objects.order_by("pk"), start=1):
+        if services is not None and service not in services:
+            continue
+        baseline = current_baseline(service)
+        if baseline is None or not baseline.qps:
+            continue
+        written = continue_service(
+            service=service, baseline=baseline, host_name=demo_host_name(index), until=until,
+            seed=index,
+        )  # fmt: skip
+        if written is None:
+            continue
+        reached.append(service)
+        if written and stdout is not None:
+            stdout.write(f"  history: {service.slug} continued by {written} minute(s)")
+    return reached
+
+
+@transaction.atomic
+def continue_service(
+    *,
+    service: Service,
+    baseline: Baseline,
+    host_name: str,
+    until: datetime,
+    max_gap: timedelta = CONTINUE_AT_MOST,
+    seed: int = 0,
+) -> int | None:
+    """Minute rows from the end of the service's latest minute on `host_name` up to `until`
+    (at most `max_gap` of them: an older hole stays, so a demo resumed after a week starts in
+    seconds), stored as the seed's are. Returns the minutes written, None when the host has
+    no minute of the service to continue (no history)."""
+    host = Host.objects.filter(name=host_name).first()
+    if host is None:
+        return None
+    last = ServiceRollup.objects.filter(service=service, host=host, resolution_s=MINUTE).aggregate(
+        last=Max("start")
+    )["last"]
+    if last is None:
+        return None
+    start = max(last + timedelta(minutes=1), until.replace(second=0, microsecond=0) - max_gap)
+    if start >= until:
+        return 0
+    # Seeded by where the span starts, so each continuation draws its own noise.
+    rng = random.Random(f"{seed}:{start.isoformat()}")
+    itl_rng = random.Random(f"{seed}:{start.isoformat()}:itl")
+    return _store_span(service, baseline, host, MINUTE, start, until, rng, itl_rng)
 
 
 def _daily(t: datetime, resolution: int = MINUTE) -> float:
@@ -269,3 +352,17 @@ def _tell_the_story(service: Service, baseline: Baseline, regression: Regression
                                             reason=reason)))  # fmt: skip
         t += timedelta(minutes=1)
     replay(rule, {"service": service.slug}, observations)
+
+
+def continue_to_next_minute(
+    services: list[Service], *, clock=timezone.now, stdout=None
+) -> datetime | None:
+    """Continue the services' histories (`continue_fleet`) to the next minute boundary, where
+    their live traffic is to start, and return it; None when none of them has history. If
+    writing took past that boundary, continues to the next one (a minute or two: quick)."""
+    while True:
+        live_from = next_minute(clock())
+        if not continue_fleet(until=live_from, services=services, stdout=stdout):
+            return None
+        if clock() < live_from:
+            return live_from

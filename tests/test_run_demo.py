@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -295,3 +295,18 @@ def test_each_demo_agent_scrapes_its_services_own_engine(demo_services, slug, tm
 
     assert scrape["source"] == service.engine
     assert parse(scrape["exposition"], scrape["source"]).counter_total("requests_finished") > 0
+
+
+def test_an_agent_finishes_no_request_before_the_seeded_history_ends(service, tmp_path):
+    _baseline(service)
+    since = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=3)
+    argv = agent_command(
+        host="demo-gpu-01", service=service, addr="127.0.0.1:8000", interval=5.0,
+        spool=tmp_path, since=since,
+    )  # fmt: skip
+    args = vars(build_parser().parse_args(argv[3:]))
+    settings = {name: args.pop(name) for name in SIMULATION}
+    sim = simulator(build_config(args, {"PERFHUB_TOKEN": "t"}), settings)
+
+    finished = [datetime.fromisoformat(r["ts"]) for r in sim.step()[2]]
+    assert finished and min(finished) >= since

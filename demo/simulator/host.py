@@ -40,6 +40,7 @@ class Simulator:
         max_requests_per_batch: int = 1000,
         seed: int | None = None,
         warmup_s: float = 10.0,
+        start_at: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         profiles, engines = profiles or {}, engines or {}
@@ -51,8 +52,10 @@ class Simulator:
         self.clock = clock
         self.rng = random.Random(seed)
         self.started = clock()
-        # The engines "started" warmup_s ago, so even the first batch carries traffic.
-        start = self.started - warmup_s
+        # The engines "started" warmup_s ago, so even the first batch carries traffic; or at
+        # `start_at` (epoch seconds), where a seeded history ends: no request finishes before
+        # it, so none rewrites a seeded minute (a roll-up recomputes a minute from raw rows).
+        start = self.started - warmup_s if start_at is None else start_at
         self.engines = [
             FakeVllmEngine(
                 slug,

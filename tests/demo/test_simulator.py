@@ -1,4 +1,5 @@
 import statistics
+from datetime import datetime
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -171,3 +172,16 @@ def test_an_engine_short_of_kv_room_preempts_its_profiles_share_of_requests():
     page = read(sim, clock, 300.0)
     share = page.counter_total("preemptions") / page.counter_total("finished_requests_counted")
     assert share == pytest.approx(0.03, abs=0.01)
+
+
+def test_an_engine_started_where_a_history_ends_finishes_nothing_before_it():
+    # run_demo's agents: a request dated in the last seeded minute would have the roll-up
+    # rewrite that minute from the few live requests.
+    clock = StepClock()
+    sim = simulator(clock, start_at=clock.now + 30)
+    clock.now += 20
+    assert sim.step()[2] == []
+    clock.now += 15  # 5 s past the start
+    requests = sim.step()[2]
+    finished = [datetime.fromisoformat(r["ts"]).timestamp() for r in requests]
+    assert finished and min(finished) >= clock.now - 5

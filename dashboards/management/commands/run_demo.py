@@ -13,7 +13,13 @@ enough (say 600) for its P99 rule to fire, then resolve.
 
 `--prometheus` (needs Debian's `prometheus`) feeds the first vLLM service through a Prometheus
 source instead of an agent: a simulated engine scraped by a real Prometheus, read back through
-its HTTP API (see `demo.prometheus`).
+its HTTP API (see `demo.prometheus`). One service only, on purpose: it shows the path beside the
+agents, and a service fed so loses what only an agent sends (GPU samples, per-request rows: its
+P99s become bucket ranges and its SLO counts bounds), which every other page of the demo shows.
+
+Before the agents start, the seeded history (`seed_demo`) is continued to the next minute
+boundary and the agents start on it (`demo.history.continue_to_next_minute`), so the SLO burn
+pairs' short windows and the last minutes read data from the first page view.
 """
 
 from __future__ import annotations
@@ -24,15 +30,18 @@ import signal
 import subprocess
 import sys
 import threading
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
+from django.utils import timezone
 
 from collectors.services.periodic import run_periodic_jobs
 from collectors.services.tokens import token_issue_for_host_name
+from demo.history import continue_fleet, continue_to_next_minute, demo_host_name
 from demo.profile import SLO_HEADROOM, demo_profile  # noqa: F401 (re-exported)
 from demo.prometheus import DemoPrometheus, DemoPrometheusError
 from demo.receivers import demo_mail_dir
@@ -70,9 +79,11 @@ def agent_command(
     interval: float,
     spool: Path,
     slowdown: tuple[float | None, float | None] | None = None,
+    since: datetime | None = None,
 ) -> list[str]:
-    """The simulated agent's command line for `service`: its GPUs, its baseline's profile and
-    (`slowdown` = (after, for) seconds) an injected regression."""
+    """The simulated agent's command line for `service`: its GPUs, its baseline's profile,
+    (`slowdown` = (after, for) seconds) an injected regression and (`since`) when its engine
+    starts, where the seeded history ends."""
     gpus = min(MAX_AGENT_GPUS, max(1, service.total_gpus))
     cmd = [
         sys.executable, "-m", "demo.agent", "--gpus", str(gpus),
@@ -91,6 +102,8 @@ def agent_command(
         cmd += ["--simulate-slowdown-after", str(after)]
     if duration is not None:
         cmd += ["--simulate-slowdown-for", str(duration)]
+    if since is not None:
+        cmd += ["--simulate-since", f"{since.timestamp():.0f}"]
     return cmd
 
 
@@ -111,7 +124,8 @@ class Command(BaseCommand):
             "--slowdown-after",
             type=float,
             metavar="S",
-            help="inject a P99 regression in the first agent this many seconds after start",
+            help="inject a P99 regression in the first agent this many seconds after it starts "
+            "(on the minute boundary where the seeded history ends)",
         )
         parser.add_argument(
             "--slowdown-for",
@@ -123,8 +137,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--prometheus",
             action="store_true",
-            help="feed the first vLLM service through a real `prometheus` (a Prometheus source) "
-            "instead of an agent (needs Debian's prometheus)",
+            help="feed one service, the first on vLLM, through a real `prometheus` (a Prometheus "
+            "source) instead of its agent; the others keep theirs (needs Debian's prometheus). "
+            "Only one: a service fed so has no GPU samples and no per-request rows (its P99s "
+            "are bucket ranges, its SLO counts bounds), and the simulated engine it scrapes "
+            "writes vLLM's metrics only",
         )
 
     def handle(self, *args, addr: str, agents: int, interval: float, jobs_every: float, **opts):
@@ -142,10 +159,18 @@ class Command(BaseCommand):
             services = services[:agents]
         if not services:
             raise CommandError("No service to simulate: run `manage.py seed_demo` first.")
+        # The first vLLM service (the simulated engine speaks vLLM) may go through Prometheus.
+        first = next((s for s in services if s.engine == "vllm"), services[0])
+        pushed = [s for s in services if not (opts.get("prometheus") and s == first)]
+        # The seeded history (`seed_demo`, minutes or days ago) runs on to the next minute
+        # boundary and the agents start on it, so the burn pairs' short windows and the live
+        # pages have data from the first page view and the first live minute is whole.
+        live_from = continue_to_next_minute(pushed, stdout=self.stdout)
         prometheus = None
         if opts.get("prometheus"):
-            # The first vLLM service (the simulated engine speaks vLLM) goes through Prometheus.
-            first = next((s for s in services if s.engine == "vllm"), services[0])
+            # Prometheus scrapes from now on: its service's history runs to this minute.
+            continue_fleet(until=timezone.now().replace(second=0, microsecond=0),
+                           services=[first], stdout=self.stdout)  # fmt: skip
             try:
                 prometheus = DemoPrometheus(
                     first, Path(settings.VAR_DIR) / "prometheus", demo_profile(first)
@@ -160,19 +185,27 @@ class Command(BaseCommand):
         # Hosts keep their numbers (demo-gpu-NN, as seed_demo's history names them).
         agents_for = [(i, s) for i, s in enumerate(services, start=1) if prometheus is None
                       or s != prometheus.service]  # fmt: skip
-        procs = [
-            self._start_agent(index, service, addr, interval, slowdown if n == 0 else None)
+        launches = [
+            self._agent_launch(
+                index, service, addr, interval, slowdown if n == 0 else None, live_from
+            )
             for n, (index, service) in enumerate(agents_for)
         ]
         if mail := demo_mail_dir():
             self.stdout.write(f"Alert notifications (the demo on-call receivers' email): {mail}/")
         stop = threading.Event()
+        procs: list[subprocess.Popen] = []
+        starter = threading.Thread(
+            target=self._start_agents, args=(stop, launches, live_from, procs), daemon=True
+        )
+        starter.start()
         threading.Thread(target=self._jobs_loop, args=(stop, jobs_every), daemon=True).start()
         user, password = DEMO_LOGIN
+        since = f" from {live_from:%H:%M} UTC, where the seeded history ends" if live_from else ""
         self.stdout.write(
             self.style.SUCCESS(
                 f"PerfHub demo on http://{addr}/  — log in as {user} / {password} "
-                f"(admin / perfhub-admin for /admin/). Simulated agents feed: "
+                f"(admin / perfhub-admin for /admin/). Simulated agents feed{since}: "
                 + (", ".join(s.slug for _, s in agents_for) or "none")
             )
         )
@@ -182,6 +215,7 @@ class Command(BaseCommand):
             call_command("runserver", addr, use_reloader=False, use_threading=True)
         finally:
             stop.set()
+            starter.join(timeout=30)  # no agent starts once the server has stopped
             for proc in procs:
                 proc.terminate()
             for proc in procs:
@@ -189,23 +223,44 @@ class Command(BaseCommand):
             if prometheus is not None:
                 prometheus.stop()
 
-    def _start_agent(
+    def _agent_launch(
         self,
         index: int,
         service: Service,
         addr: str,
         interval: float,
         slowdown: tuple[float | None, float | None] | None,
-    ) -> subprocess.Popen:
-        host = f"demo-gpu-{index:02d}"
+        since: datetime | None,
+    ) -> tuple[list[str], dict[str, str]]:
+        """An agent's command line and environment (its token issued now, in this thread)."""
+        host = demo_host_name(index)
         _, token = token_issue_for_host_name(host_name=host, label="run_demo")
         spool = Path(settings.VAR_DIR) / "agent-spool" / host
         cmd = agent_command(
-            host=host, service=service, addr=addr, interval=interval, spool=spool, slowdown=slowdown
-        )
+            host=host, service=service, addr=addr, interval=interval, spool=spool,
+            slowdown=slowdown, since=since,
+        )  # fmt: skip
         # The token travels in the environment, not argv, so `ps` does not show it.
-        env = {**os.environ, "PERFHUB_TOKEN": token}
-        return subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR)
+        return cmd, {**os.environ, "PERFHUB_TOKEN": token}
+
+    @staticmethod
+    def _start_agents(
+        stop: threading.Event,
+        launches: list[tuple[list[str], dict[str, str]]],
+        live_from: datetime | None,
+        procs: list[subprocess.Popen],
+    ) -> None:
+        """Start the agents at `live_from` (now when None), not before: anything they push
+        dated in the last seeded minute would have the roll-up rewrite that minute from their
+        few seconds of raw rows."""
+        if live_from is not None:
+            wait = (live_from - timezone.now()).total_seconds()
+            if wait > 0 and stop.wait(wait):
+                return
+        for cmd, env in launches:
+            if stop.is_set():
+                return
+            procs.append(subprocess.Popen(cmd, env=env, cwd=settings.BASE_DIR))
 
     def _jobs_loop(self, stop: threading.Event, every: float) -> None:
         while not stop.wait(every):
