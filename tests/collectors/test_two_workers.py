@@ -51,12 +51,15 @@ def test_two_workers_split_the_rollups_and_take_no_batch_twice(transactional_db,
         redis.Redis.from_url(BROKER).flushdb()
     except redis.ConnectionError:
         pytest.skip("needs Redis at 127.0.0.1:6379")
+    # Three distinct minutes per host, read once: a push crossing a minute boundary must not
+    # put two of a host's batches in one minute (one roll-up row fewer on a slow machine).
+    minutes = [recent_minute(minutes_ago) for minutes_ago in (2, 3, 4)]
     for h in range(BATCHES // 3):
         client = APIClient()
         host = Host.objects.create(name=f"worker-host-{h}")
         client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(host=host)[1]}")
-        for minutes_ago in (2, 3, 4):
-            push(client, make_batch(host=host.name, ts=recent_minute(minutes_ago)))
+        for ts in minutes:
+            push(client, make_batch(host=host.name, ts=ts))
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     workers = [start_worker("a", logs[0]), start_worker("b", logs[1])]
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager")}
