@@ -21,7 +21,11 @@ class RuleForm(forms.ModelForm):
             "keep_firing_for_s", "min_requests", "severity", "labels", "enabled",
         ]  # fmt: skip
         help_texts = {
-            "threshold": "Latency in ms, ratios 0-1, cost in % above baseline, silence in s.",
+            # The kinds' labels name the unit; pages show a ratio as a percentage.
+            "threshold": (
+                "In the unit the kind names: latency in ms; a ratio as a fraction (0.05 = 5%);"
+                " cost in % above baseline (25 = +25%); no data in s; burn rate as a multiple."
+            ),
             "labels": 'Extra labels sent with the alert, e.g. {"runbook": "gpu-waiting"}.',
         }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from alerts.promql import Metrics, NotExportable, duration, number
+from analysis import readable
 from analysis.buckets import BucketCounts
 from collectors.models import ServiceMergedRollup
 from dossiers.models import Slo
@@ -42,19 +43,24 @@ def le_matcher(value: float) -> str:
     return "|".join(sorted(re.escape(f) for f in forms))
 
 
+def _ms(value: float) -> str:
+    # As the pages print a configured figure: "1,000,000 ms", never `:g`'s "1e+06 ms".
+    return f"{readable.setting(value)} ms"
+
+
 def _bad_latency(m: Metrics, metric: str, threshold_ms: float, edges, window: str) -> str:
     t = threshold_ms / 1000.0
     if edges is None:
         raise NotExportable(
-            f"no engine histogram of {metric} seen yet, so whether {threshold_ms:g} ms is a "
+            f"no engine histogram of {metric} seen yet, so whether {_ms(threshold_ms)} is a "
             "bucket edge is unknown"
         )
     if not any(abs(e - t) <= 1e-9 * max(1.0, t) for e in edges):
         below = [e for e in edges if e < t]
         above = [e for e in edges if e > t]
-        around = ", ".join(f"{e * 1000:g} ms" for e in (below[-1:] + above[:1]))
+        around = ", ".join(_ms(e * 1000) for e in (below[-1:] + above[:1]))
         raise NotExportable(
-            f"{metric} threshold {threshold_ms:g} ms is not a bucket edge (nearest: {around});"
+            f"{metric} threshold {_ms(threshold_ms)} is not a bucket edge (nearest: {around});"
             " Prometheus could only round it"
         )
     s = m.engine_series(HISTOGRAM[metric])

@@ -66,7 +66,7 @@ class RuleKind:
     name: ClassVar[str]  # stored in Rule.kind
     label: ClassVar[str]  # the form's choice, with the threshold's unit
     description: ClassVar[str]  # one sentence for docs and the rule list
-    unit: ClassVar[str]  # "ms", "ratio" (0-1), "%" or "s"
+    unit: ClassVar[str]  # "ms", "ratio" (stored 0-1, shown as %), "%", "s" or "x"
     direction: ClassVar[Direction] = Direction.ABOVE
     # What evaluation must read for it (batched across rules by `alerts.evaluation_inputs`).
     latency_metric: ClassVar[str | None] = None  # P99 of this family

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class ErrorRate(RuleKind):
     name = "error_rate"
     order = 50
-    label = "Error rate above (0-1)"
+    label = "Error rate above (ratio, 0.05 = 5%)"
     description = (
         "Requests that finished with an error over all finished requests (engine counters:"
         ' vLLM finished_reason="error", TGI failures other than err="validation", Triton'

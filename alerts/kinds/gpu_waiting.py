@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class GpuWaiting(_GpuBelow):
     name = "gpu_waiting"
     order = 20
-    label = "GPU waiting: utilization below (0-1) while requests queue"
+    label = "GPU waiting: utilization below (ratio, 0.5 = 50%) while requests queue"
     description = (
         "GPU-Util low while requests wait in the engine's queue: the GPU waits on the CPU side,"
         " IO or too small batches."

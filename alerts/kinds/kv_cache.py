@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class KvCache(RuleKind):
     name = "kv_cache"
     order = 40
-    label = "KV cache usage above (0-1)"
+    label = "KV cache usage above (ratio, 0.9 = 90%)"
     description = "The engine's KV cache near full: requests will queue or be preempted."
     unit = "ratio"
 

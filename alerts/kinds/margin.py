@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class Margin(_Economics):
     name = "margin"
     order = 70
-    label = "Margin below (0-1)"
+    label = "Margin below (ratio, 0.2 = 20%)"
     description = "Live margin against the price charged per Mtok below a target."
     unit = "ratio"
     direction = Direction.BELOW

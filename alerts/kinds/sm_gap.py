@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class SmGap(_GpuBelow):
     name = "sm_gap"
     order = 30
-    label = "SM active / GPU-Util below (ratio) while the GPU looks busy"
+    label = "SM active / GPU-Util below (ratio, 0.5 = 50%) while the GPU looks busy"
     description = (
         "SM active far below GPU-Util: kernels run but leave the SMs idle (memory- or"
         " launch-bound); GPU-Util alone would call the GPU busy."

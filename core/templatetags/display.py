@@ -91,6 +91,14 @@ def num(value: float | int | None, digits: int = 1) -> str:
     return f"{value:,.{int(digits)}f}"
 
 
+@register.filter
+@_or_dash
+def fixed(value: float | int | None, digits: int = 0) -> str:
+    """Exactly `digits` decimals, thousands separated: for a column of a table, where `ms` and
+    `num` would vary the decimals row by row with each value's size ("5,200" above "61.0")."""
+    return f"{float(value):,.{int(digits)}f}"
+
+
 # One format each, DASH for a missing value. A 0-1 ratio as a whole percentage; a fraction
 # (e.g. a margin) as a percentage with one decimal.
 ratio = register.filter("ratio", _or_dash(lambda value: f"{value * 100:.0f}%"))

@@ -35,7 +35,7 @@
         .then(function (html) {
           if (html === null) { return; }
           el.innerHTML = html;
-          return runScripts(el);
+          return runScripts(el).then(markSideways);
         })
         .catch(function () { /* keep the fallback */ });
     });
@@ -50,8 +50,70 @@
     });
   }
 
+  // A table wider than its box scrolls sideways inside it (a .table-wrap, or on a narrow screen
+  // the table itself), and on a phone nothing showed that columns were cut off. Such a box gets
+  // a line above it saying how many columns are out of view, and a fade at the edge that has more.
+  function sidewaysBoxes() {
+    return Array.prototype.filter.call(
+      document.querySelectorAll(".table-wrap, main table.data"),
+      function (box) { return box.tagName !== "TABLE" || !box.parentElement.closest(".table-wrap"); }
+    );
+  }
+
+  function hintFor(box) {
+    var hint = box.previousElementSibling;
+    if (hint && hint.classList.contains("scroll-hint")) { return hint; }
+    hint = document.createElement("p");
+    hint.className = "scroll-hint";
+    hint.setAttribute("aria-hidden", "true");  // a table read aloud has no sides
+    box.parentNode.insertBefore(hint, box);
+    return hint;
+  }
+
+  function showSideways(box) {
+    var wide = box.scrollWidth > box.clientWidth + 1;
+    var hint = box.previousElementSibling;
+    box.classList.toggle("scrolls-sideways", wide);
+    if (!wide) {
+      if (hint && hint.classList.contains("scroll-hint")) { hint.hidden = true; }
+      return;
+    }
+    var edges = box.getBoundingClientRect();
+    var row = box.querySelector("thead tr") || box.querySelector("tr");
+    var cells = row ? Array.prototype.slice.call(row.children) : [];
+    var right = cells.filter(function (c) { return c.getBoundingClientRect().right > edges.right + 1; });
+    var left = cells.filter(function (c) { return c.getBoundingClientRect().left < edges.left - 1; });
+    box.classList.toggle("more-right", right.length > 0);
+    hint = hintFor(box);
+    hint.hidden = false;
+    hint.textContent = right.length
+      ? "Scroll sideways: " + right.length + " more column" + (right.length > 1 ? "s" : "") + " →"
+      : "← Scroll back: " + left.length + " column" + (left.length > 1 ? "s" : "") + " to the left";
+  }
+
+  function markSideways() {
+    sidewaysBoxes().forEach(function (box) {
+      if (!box.hasAttribute("data-sideways")) {
+        box.setAttribute("data-sideways", "");
+        box.addEventListener("scroll", function () { showSideways(box); }, { passive: true });
+      }
+      showSideways(box);
+    });
+  }
+
+  function markSidewaysOnResize() {
+    var queued = false;
+    window.addEventListener("resize", function () {
+      if (queued) { return; }
+      queued = true;
+      window.requestAnimationFrame(function () { queued = false; markSideways(); });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     loadFragments(document);
     confirmForms(document);
+    markSideways();
+    markSidewaysOnResize();
   });
 })();

@@ -95,5 +95,13 @@ def test_a_threshold_between_bucket_edges_is_left_out_with_the_edges_named(servi
     slo.e2e_ms = 1500
     slo.save()
     text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector="")
-    assert "SLO budget burn: fast: e2e threshold 1500 ms is not a bucket edge" in text
-    assert "1000 ms, 2000 ms" in text
+    assert "SLO budget burn: fast: e2e threshold 1,500 ms is not a bucket edge" in text
+    assert "1,000 ms, 2,000 ms" in text
+
+
+def test_a_large_threshold_left_out_reads_in_full_not_in_exponent_notation(service, fast_rule):
+    slo = service.slos.get()
+    slo.e2e_ms = 1_000_000
+    slo.save()
+    text = rules_yaml(service, engine_selector='job="vllm"', dcgm_selector="")
+    assert "e2e threshold 1,000,000 ms is not a bucket edge (nearest: 5,000 ms)" in text

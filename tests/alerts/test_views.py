@@ -1,5 +1,6 @@
 """Alert pages: rendering, permissions (owner, outsider, anonymous), query budgets."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -213,3 +214,16 @@ def test_the_rule_list_says_health_is_the_rules_evaluation_not_its_alert(owner_c
 
     assert "Rule health" in html
     assert "not whether its alert fires" in html
+
+
+def test_the_rule_list_names_a_ratio_kind_in_the_percent_its_threshold_shows(owner_client, service):
+    # "Error rate above (0-1)" beside "5.0%" read as two different units.
+    Rule.objects.create(service=service, name="Errors", kind="error_rate", threshold=0.05)
+    html = owner_client.get(reverse("alerts:rule_list")).content.decode()
+    row = re.search(r"Errors</span>.*?</tr>", html, re.S).group(0)
+    assert "Error rate above (ratio, 0.05 = 5%)" in row and ">5.0%<" in row, row
+
+
+def test_the_rule_form_says_a_ratio_threshold_is_a_fraction(owner_client, service):
+    html = owner_client.get(reverse("alerts:rule_create", args=[service.slug])).content.decode()
+    assert "a ratio as a fraction (0.05 = 5%)" in html

@@ -1,5 +1,6 @@
 """The fleet tables at 1,440 px with live data in every cell: no column pushed out of view."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -49,3 +50,13 @@ def test_the_fleet_dashboard_table_shows_its_last_column_at_1440_px(page, busy_f
     page.goto(f"{page.base}/dashboards/")
     page.wait_for_selector("table.fleet-dash td[data-figure=alerts] .badge-warn")
     assert sideways_tables(page) == []
+
+
+def test_at_390_px_the_fleet_table_says_it_scrolls_sideways(page, team):
+    # On a phone the table was cut after its second column with nothing saying more were there.
+    make_baseline(make_service(team, "phone-svc"), qps=1.0)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{page.base}/")
+    hint = page.locator(".scroll-hint")
+    hint.wait_for()
+    assert re.fullmatch(r"Scroll sideways: \d+ more columns →", hint.inner_text())

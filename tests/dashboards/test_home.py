@@ -144,6 +144,11 @@ def test_it_shows_gpu_hours_per_day_for_every_reserved_gpu(owner_client, make_se
     assert ">144</td>" in response.content.decode()
 
 
+def test_gpu_hours_per_day_in_the_thousands_carry_a_thousands_separator(owner_client, make_service):
+    make_service("chat-70b", replicas=32, gpus_per_replica=2)
+    assert ">1,536</td>" in owner_client.get(FLEET).content.decode()
+
+
 def test_the_bottleneck_count_is_headed_as_bottlenecks_not_alerts(owner_client, make_service):
     # Beside "Right now" (alerts), a bare "Open" read as open alerts: a new hire saw "1 info
     # pending" next to "0" and "1" next to no alert at all.

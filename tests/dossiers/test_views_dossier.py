@@ -1,6 +1,7 @@
 """The dossier page, its onboarding view, baseline detail, revision and config history."""
 
 import re
+from datetime import UTC, datetime
 
 import pytest
 from django.db import connection
@@ -305,3 +306,15 @@ def test_a_confounded_experiment_says_so_on_its_closed_card(owner_client, full_d
     summary = re.search(r'<summary class="card-head">(.*?)</summary>', page, re.S).group(1)
     assert "2 variables changed" in summary
     assert "gpu_memory_utilization changed too" in summary
+
+
+def test_the_baseline_history_shows_a_latency_column_at_one_precision(owner_client, service):
+    # A new hire read "5,200" above "61.0" in one column as two kinds of figure.
+    make_baseline(service, label="replay", ttft_p99_ms=5200.0)
+    make_baseline(service, label="dev box", ttft_p99_ms=61.0, is_current=False,
+                  measured_at=datetime(2026, 10, 1, tzinfo=UTC))  # fmt: skip
+    page = owner_client.get(dossier_url(service)).content.decode()
+    history = re.search(r'<section id="baselines".*?</section>', page, re.S).group(0)
+    rows = re.findall(r"<tr(?: class=\"current\")?>\s*<td><a.*?</tr>", history, re.S)
+    ttft = [re.findall(r'<td class="num">([^<]*)</td>', row)[3] for row in rows]
+    assert ttft == ["5,200", "61"], ttft

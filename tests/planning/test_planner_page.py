@@ -88,3 +88,12 @@ def test_the_live_load_says_how_many_of_the_windows_hours_had_traffic(client, ow
     client.force_login(owner)
     page = client.get(f"/services/{swept.slug}/planner/").content.decode()
     assert "of the last 28 days (48 hours with traffic of 672)" in page
+
+
+def test_a_load_in_the_thousands_reads_with_a_thousands_separator(client, owner, swept):
+    # "5552.00 req/s" beside "5,552 USD": the planner read numbers unlike every other page.
+    client.force_login(owner)
+    query = {"load": "5552", "slo": "ttft_p99_ms=500"}
+    page = client.get(f"/services/{swept.slug}/planner/", query).content.decode()
+    row = re.search(r"Load planned for</th><td>(.*?)</td>", page).group(1)
+    assert row.startswith("<strong>5,552</strong> req/s"), row
