@@ -102,3 +102,15 @@ def test_a_wide_sweep_table_scrolls_in_its_own_box_on_a_390_px_phone(page, servi
     page.click("a[href$='/sweep/']")
     page.wait_for_selector("table.data")
     assert not _page_scrolls_sideways(page)
+
+
+def test_a_long_unbroken_name_in_a_paragraph_does_not_widen_the_page_at_390_px(page, team):
+    # The dossier scrolled sideways on a phone: the live error rate names its counter,
+    # `vllm:request_success_total{finished_reason="error"}`, one word 50 characters long.
+    long_name = (
+        'vllm:request_success_total{finished_reason="error"},vllm:admission_rejections_total'
+    )
+    svc = make_service(team, "phone-dossier", summary=f"Errors counted from {long_name}.")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{page.base}/services/{svc.slug}/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
