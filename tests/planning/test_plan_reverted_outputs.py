@@ -7,20 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from dossiers.models import Experiment
 from loadtests.sweeps import sweeps_for_service
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def chat(demo_fleet):
-    return demo_fleet.services["support-chat-7b"]
-
-
-@pytest.fixture
-def reverted(chat):
-    return chat.experiments.get(verdict=Experiment.Verdict.REVERTED, variable_key="max_num_seqs")
 
 
 def sweep_run(chat, max_num_seqs: str | None) -> int:

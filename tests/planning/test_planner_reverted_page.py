@@ -5,20 +5,9 @@ import re
 
 import pytest
 
-from dossiers.models import Experiment
 from planning.plan import plan_for
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def chat(demo_fleet):
-    return demo_fleet.services["support-chat-7b"]
-
-
-@pytest.fixture
-def reverted(chat):
-    return chat.experiments.get(verdict=Experiment.Verdict.REVERTED, variable_key="max_num_seqs")
 
 
 @pytest.fixture

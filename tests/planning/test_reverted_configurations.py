@@ -3,20 +3,9 @@ support-chat-7b's max_num_seqs=512 sweep, the cheapest that holds the SLO, was r
 
 import pytest
 
-from dossiers.models import Experiment
 from planning.plan import alternatives, cheapest_caveat, plan_for, reverted_by
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def chat(demo_fleet):
-    return demo_fleet.services["support-chat-7b"]
-
-
-@pytest.fixture
-def reverted(chat):
-    return chat.experiments.get(verdict=Experiment.Verdict.REVERTED, variable_key="max_num_seqs")
 
 
 def test_the_sweep_with_the_reverted_setting_is_found_and_the_default_one_is_not(chat, reverted):
