@@ -10,21 +10,43 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from alerts import sources
 from collectors.models import FIVE_MINUTES, HOUR, MINUTE, GpuRollup, Host
+from dossiers.models import Team
 from tests.factories.alerts import feed, minute
+from tests.factories.catalog import chat_7b
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
 
 
-@pytest.fixture
-def fed(service, db):
+@pytest.fixture(scope="module")
+def fed_once(django_db_setup, django_db_blocker):
     """Two hosts with a different latency and GPU use every minute, host b also scraped (its
     queue and KV cache, and so its requests counted by the engine); b goes quiet after
-    minute 62 (inside the 5-minute period 60-65)."""
+    minute 62 (inside the 5-minute period 60-65). Fed once per module (150 minutes through
+    the roll-up took 20 s a test), in a transaction rolled back after the module, as
+    `demo_fleet` is; the tests only read."""
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        service = chat_7b(Team.objects.create(slug="coarse", name="Coarse"), replicas=4)
+        _feed_hosts(service)
+    yield service
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        atomic.__exit__(None, None, None)
+
+
+@pytest.fixture
+def fed(fed_once, db):
+    """The fed service, inside the test's own database access."""
+    return fed_once
+
+
+def _feed_hosts(service) -> None:
     a = Host.objects.create(name="gpu-a")
     b = Host.objects.create(name="gpu-b")
     for i in range(75):
@@ -41,7 +63,6 @@ def fed(service, db):
                     if host == b else None
                 ),
             )  # fmt: skip
-    return service
 
 
 def both_ways(service, start, end, **kwargs):
