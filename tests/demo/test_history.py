@@ -14,7 +14,6 @@ from collectors.models import (
     ServiceMergedRollup,
     ServiceRollup,
 )
-from dashboards.selectors import service_dashboard
 from demo import history
 from demo.history import Regression, backfill_service
 from demo.profile import KV_PRESSED_SERVICE
@@ -37,18 +36,6 @@ def fill(svc, **extra):
                             days=3, now=NOW, **extra)  # fmt: skip
 
 
-def test_a_seven_day_range_draws_hourly_points_from_the_history(svc):
-    fill(svc)
-    d = service_dashboard(service=svc, start=NOW - timedelta(days=7), end=NOW)
-    assert len(d.metrics.points) >= 70
-
-
-def test_the_last_day_has_minute_points(svc):
-    fill(svc)
-    d = service_dashboard(service=svc, start=NOW - timedelta(hours=1), end=NOW)
-    assert len(d.metrics.points) >= 55
-
-
 def test_the_told_regression_fired_and_resolved(svc):
     start = NOW - timedelta(days=2)
     fill(svc, regression=Regression(start, start + timedelta(hours=4)))
@@ -56,11 +43,6 @@ def test_the_told_regression_fired_and_resolved(svc):
         AlertEvent.objects.filter(service=svc).order_by("at").values_list("kind", flat=True)
     )
     assert kinds == ["pending", "firing", "resolved"]
-
-
-def test_a_service_with_history_is_left_alone(svc):
-    fill(svc)
-    assert fill(svc) is False
 
 
 def _identity(row: ServiceRollup | GpuRollup) -> tuple:
@@ -115,17 +97,6 @@ def test_every_row_goes_through_the_roll_up_and_alert_writers(svc, monkeypatch):
     assert not AlertEvent.objects.filter(service=svc, instance__isnull=True).exists()
 
 
-def test_every_period_of_the_history_has_its_service_merged_row(svc):
-    fill(svc)
-    for resolution in (MINUTE, FIVE_MINUTES, HOUR):
-        host_rows = ServiceRollup.objects.filter(service=svc, resolution_s=resolution)
-        merged = {
-            m.start: m.requests
-            for m in ServiceMergedRollup.objects.filter(service=svc, resolution_s=resolution)
-        }
-        assert merged == {r.start: r.requests for r in host_rows}, resolution
-
-
 def test_the_told_alert_is_history_and_notifies_nobody(svc, team):
     Receiver.objects.create(team=team, name="on-call", kind="email", emails="oncall@example.com")
     start = NOW - timedelta(days=2)
@@ -135,20 +106,6 @@ def test_the_told_alert_is_history_and_notifies_nobody(svc, team):
         seconds=alert.rule.for_s
     )
     assert not Notification.objects.exists()
-
-
-def test_the_history_has_inter_token_latency_as_the_engine_reports_it(svc):
-    fill(svc)
-    d = service_dashboard(service=svc, start=NOW - timedelta(days=7), end=NOW)
-    with_itl = [p for p in d.metrics.points if any(x.value for x in p.latency.get("itl", []))]
-    assert len(with_itl) >= 70
-
-
-def test_the_history_counts_the_per_request_token_histograms_requests_and_tokens(svc):
-    fill(svc)
-    rows = list(ServiceRollup.objects.filter(service=svc, resolution_s=HOUR))
-    counted = [(r.scraped_token_requests, r.scraped_request_output_tokens) for r in rows]
-    assert rows and counted == [(r.scraped_requests, r.scraped_generation_tokens) for r in rows]
 
 
 def test_only_the_kv_pressed_services_history_has_preemptions(team, svc):
