@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from django.core.cache import cache
-from django.db import connection, connections, transaction
+from django.db import connection, connections
 
 from dossiers.models import Membership, Service, Team
 from tests.factories.catalog import chat_7b, dossier_service
-from tests.support import FIXTURES, LOOPBACK_CIDRS
+from tests.support import FIXTURES, LOOPBACK_CIDRS, module_rows
 
 # Browser tests: Debian's chromium driven by Playwright (no `playwright install` here).
 CHROMIUM = os.environ.get("PERFHUB_CHROMIUM", "/usr/bin/chromium")
@@ -165,15 +165,12 @@ def demo_fleet(django_db_setup, django_db_blocker):
     from dossiers.demo import build_demo
     from loadtests.demo import add_demo_loadtests
 
-    with django_db_blocker.unblock():
-        atomic = transaction.atomic()
-        atomic.__enter__()
+    def build():
         result = build_demo()
         add_demo_loadtests(result.services.values())
-    yield result
-    with django_db_blocker.unblock():
-        transaction.set_rollback(True)
-        atomic.__exit__(None, None, None)
+        return result
+
+    yield from module_rows(django_db_blocker, build)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from demo.engine_profile import EngineProfile
@@ -163,3 +163,20 @@ def old_service(apps, *, engine: str = "vllm"):
         slug="s", name="S", team=team, model_name="m", model_params_b=7, engine=engine,
         gpu_model="H100", gpu_hour_price=2,
     )  # fmt: skip
+
+
+def module_rows(django_db_blocker, build):
+    """For a module-scoped fixture: `yield from module_rows(django_db_blocker, build)` yields
+    what `build()` wrote once for its module's tests to read, in a transaction rolled back when
+    the module ends (as Django's `setUpTestData` does); each test's own changes roll back to it.
+    The tests still ask for `db` as usual."""
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        built = build()
+    try:
+        yield built
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            atomic.__exit__(None, None, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from alerts import sources
@@ -18,6 +18,7 @@ from collectors.models import FIVE_MINUTES, HOUR, MINUTE, GpuRollup, Host
 from dossiers.models import Team
 from tests.factories.alerts import feed, minute
 from tests.factories.catalog import chat_7b
+from tests.support import module_rows
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
 
@@ -29,15 +30,13 @@ def fed_once(django_db_setup, django_db_blocker):
     minute 62 (inside the 5-minute period 60-65). Fed once per module (150 minutes through
     the roll-up took 20 s a test), in a transaction rolled back after the module, as
     `demo_fleet` is; the tests only read."""
-    with django_db_blocker.unblock():
-        atomic = transaction.atomic()
-        atomic.__enter__()
+
+    def build():
         service = chat_7b(Team.objects.create(slug="coarse", name="Coarse"), replicas=4)
         _feed_hosts(service)
-    yield service
-    with django_db_blocker.unblock():
-        transaction.set_rollback(True)
-        atomic.__exit__(None, None, None)
+        return service
+
+    yield from module_rows(django_db_blocker, build)
 
 
 @pytest.fixture

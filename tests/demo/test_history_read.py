@@ -5,13 +5,13 @@ check every row the writers made, are in test_history.py."""
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import transaction
 
 from collectors.models import FIVE_MINUTES, HOUR, MINUTE, ServiceMergedRollup, ServiceRollup
 from dashboards.selectors import service_dashboard
 from demo.history import backfill_service
 from dossiers.models import Team
 from tests.factories.catalog import make_baseline, make_service
+from tests.support import module_rows
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -24,18 +24,15 @@ def fill(service):
 @pytest.fixture(scope="module")
 def filled_once(django_db_setup, django_db_blocker):
     """In a transaction rolled back after the module, as `demo_fleet` is; the tests only read."""
-    with django_db_blocker.unblock():
-        atomic = transaction.atomic()
-        atomic.__enter__()
-        team = Team.objects.create(slug="history", name="History")
-        service = make_service(team, "history-svc")
+
+    def build():
+        service = make_service(Team.objects.create(slug="history", name="History"), "history-svc")
         make_baseline(service, qps=0.5, prompt_tokens_mean=500, output_tokens_mean=200,
                       gpu_util=0.8)  # fmt: skip
         fill(service)
-    yield service
-    with django_db_blocker.unblock():
-        transaction.set_rollback(True)
-        atomic.__exit__(None, None, None)
+        return service
+
+    yield from module_rows(django_db_blocker, build)
 
 
 @pytest.fixture
