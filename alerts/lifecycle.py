@@ -13,12 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
 
 from alerts import bulk, rules
 from alerts.models import AlertEvent, AlertInstance, Rule
 from analysis.alerting import InstanceState, Observation, State, step
+from core.links import site_url
 
 INSTANCE_FIELDS = [
     "state", "value", "threshold", "pending_since", "fired_at", "last_active_at",
@@ -71,7 +71,7 @@ def annotations(rule: Rule, obs: Observation) -> dict[str, str]:
         "summary": f"{rule.service.name}: {rule.name} ({rule.format_value(obs.value)}, "
         f"{cmp} {rule.threshold_display})",
         "description": obs.reason,
-        "dossier_url": settings.SITE_URL.rstrip("/") + rule.service.get_absolute_url(),
+        "dossier_url": site_url(rule.service.get_absolute_url()),
     }
 
 

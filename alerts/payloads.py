@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.urls import reverse
+
+from core.links import site_url
 
 if TYPE_CHECKING:
     from alerts.models import AlertInstance, Receiver, Rule
@@ -25,10 +26,6 @@ def rfc3339(ts: datetime | None) -> str:
     return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _site(path: str) -> str:
-    return settings.SITE_URL.rstrip("/") + path
-
-
 def _alert_body(inst: AlertInstance, status: str) -> dict:
     return {
         "status": status,
@@ -36,7 +33,7 @@ def _alert_body(inst: AlertInstance, status: str) -> dict:
         "annotations": dict(inst.annotations),
         "startsAt": rfc3339(inst.fired_at or inst.pending_since),
         "endsAt": rfc3339(inst.resolved_at) if status == "resolved" else ZERO_TIME,
-        "generatorURL": _site(inst.get_absolute_url()),
+        "generatorURL": site_url(inst.get_absolute_url()),
         "fingerprint": inst.fingerprint,
     }
 
@@ -56,7 +53,7 @@ def webhook_body(
     """The Alertmanager webhook body (version 4), plus the dossier URL."""
     alerts = [_alert_body(i, "firing") for i in firing]
     alerts += [_alert_body(i, "resolved") for i in resolved]
-    dossier_url = _site(rule.service.get_absolute_url())
+    dossier_url = site_url(rule.service.get_absolute_url())
     return {
         "version": "4",
         "groupKey": group_key(rule),
@@ -66,7 +63,7 @@ def webhook_body(
         "groupLabels": {"alertname": rule.name, "service": rule.service.slug},
         "commonLabels": _common([a["labels"] for a in alerts]),
         "commonAnnotations": _common([a["annotations"] for a in alerts]),
-        "externalURL": _site(reverse("alerts:alert_list")),
+        "externalURL": site_url(reverse("alerts:alert_list")),
         "alerts": alerts,
         "dossierURL": dossier_url,
     }

@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 
 import yaml
-from django.conf import settings
 
 from alerts import rules as rule_labels
 from alerts.models import Rule
 from alerts.promql import Metrics, NotExportable, duration
 from collectors.exposition.promql import parse_selector
+from core.links import site_url
 from dossiers.models import Service
 
 
@@ -31,7 +31,6 @@ def alert_name(rule: Rule) -> str:
 def rules_document(service: Service, metrics: Metrics) -> tuple[dict, list[str]]:
     """({"groups": [...]}, reasons for the rules left out)."""
     alerts, skipped = [], []
-    site = settings.SITE_URL.rstrip("/")
     for rule in service.alert_rules.filter(enabled=True).select_related("service__team"):
         spec = rule.kind_spec
         try:
@@ -51,7 +50,7 @@ def rules_document(service: Service, metrics: Metrics) -> tuple[dict, list[str]]
         alert["labels"] = labels
         alert["annotations"] = {
             "summary": f"{service.name}: {rule.name} ({rule.direction} {rule.threshold_display})",
-            "dossier_url": site + service.get_absolute_url(),
+            "dossier_url": site_url(service.get_absolute_url()),
         }
         alerts.append(alert)
     return {"groups": [{"name": f"perfhub-{service.slug}", "rules": alerts}]}, skipped

@@ -25,6 +25,8 @@ def label(q: float) -> str:
 PERCENTILE_LABELS = tuple(label(q) for q in STANDARD_QUANTILES)  # "p50" .. "p999"
 QUANTILE_OF = dict(zip(PERCENTILE_LABELS, STANDARD_QUANTILES, strict=True))
 LATENCY_METRICS = ("e2e", "ttft", "tpot")
+# How pages and messages name each latency (end to end, time to first token, time per output token).
+LATENCY_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
 
 
 def latency_field(metric: str, p: str) -> str:

@@ -28,7 +28,7 @@ from alerts.sources import ServiceWindow, service_windows
 from analysis import claims
 from analysis.claims import Status, Verdict, Workload, WorkloadMatch
 from analysis.cost import Economics
-from analysis.percentiles import LATENCY_METRICS, minimum_count
+from analysis.percentiles import LATENCY_LABELS, LATENCY_METRICS, minimum_count
 from analysis.percentiles import label as label_of
 from collectors.exposition.engines import measured_by
 from collectors.models import HOUR
@@ -41,7 +41,6 @@ from dossiers.slo_kinds import PUSHED
 OUTCOME_CANONICALS = ("request_errors", "requests_finished", "request_aborts")
 
 CLAIM_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-METRIC_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
 
 # Which workload figures each kind of claim depends on, and how far each may stray. An
 # end-to-end latency grows with both lengths, a first token with the prompt's, a decode step
@@ -277,7 +276,7 @@ def _latency_claims(check: ClaimCheck, b: Baseline, w: ServiceWindow | None) -> 
     for metric in LATENCY_METRICS:
         gate = _gate(check, w, metric)
         for label, q in CLAIM_QUANTILES.items():
-            key, name = f"{metric}_{label}_ms", f"{METRIC_LABELS[metric]} {label.upper()}"
+            key, name = f"{metric}_{label}_ms", f"{LATENCY_LABELS[metric]} {label.upper()}"
             claimed = getattr(b, key)
             if claimed is not None:
                 out.append(_latency_claim(key, name, claimed, q, gate, w, metric, b))

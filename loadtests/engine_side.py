@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.percentiles import QUANTILE_OF, minimum_count
+from analysis.percentiles import LATENCY_LABELS, QUANTILE_OF, minimum_count
 from dossiers.models import Baseline
 from loadtests.models import LoadTest
 
@@ -20,7 +20,6 @@ LAYER_NAMES = {
     "e2e": "API server, tokenizer and streaming",
     "tpot": "streaming and detokenization, per token",
 }
-METRIC_LABELS = {"e2e": "E2E", "ttft": "TTFT", "tpot": "TPOT"}
 # Latencies the client's clock measures around the engine's, request by request (it sends
 # before the engine receives and receives after the engine sends), so over the same requests
 # each client percentile is at least the engine's. TPOT is not one: the client's is a mean per
@@ -51,7 +50,7 @@ class Layer:
     @property
     def figure(self) -> str:
         metric, label, _ = self.key.split("_")
-        return f"{METRIC_LABELS[metric]} {label.upper()}"
+        return f"{LATENCY_LABELS[metric]} {label.upper()}"
 
     @property
     def share(self) -> float:
@@ -143,7 +142,7 @@ def side_by_side(run: LoadTest | Baseline) -> list[dict]:
         layer = by_key.get(key)
         rows.append(
             {
-                "figure": f"{METRIC_LABELS[metric]} {label.upper()}",
+                "figure": f"{LATENCY_LABELS[metric]} {label.upper()}",
                 "client": client,
                 "engine": _engine_text(engine) if engine else "—",
                 "engine_count": engine["count"] if engine else None,

@@ -32,6 +32,7 @@ from analysis import capacity
 from analysis.capacity import BELOW, BEYOND, WITHIN, Estimate
 from analysis.percentiles import QUANTILE_OF
 from collectors.models import HOUR, ServiceMergedRollup
+from core.links import site_url
 from dossiers.models import Experiment, Service
 from loadtests.sweeps import CONCURRENCY, RATE, Sweep, same_workload, sweeps_for_service
 from planning.goodput import RunGoodput, sweep_goodput
@@ -298,8 +299,10 @@ class Plan:
     at_load_x: float | None = None
     # The service's other usable sweeps (other configurations or workloads), fullest first.
     other_sweeps: list[Sweep] = field(default_factory=list)
-    # Reverted experiments whose change this plan's sweep carries (`reverted_by`).
+    # Reverted experiments whose change this plan's sweep carries (`reverted_by`), and each
+    # other sweep's, by its key: a reader choosing another sweep is told before planning it.
     reverted_by: list[Experiment] = field(default_factory=list)
+    others_reverted_by: dict[int, list[Experiment]] = field(default_factory=dict)
 
     @property
     def runs(self) -> list[int]:
@@ -360,6 +363,7 @@ class Plan:
     def to_dict(self, absolute_url: Callable[[str], str] | None = None) -> dict:
         """The plan as JSON (the command's `--json`, the API's answer). `absolute_url` turns a
         path into the address a reader opens (the API: the request's host); SITE_URL by default."""
+        url = absolute_url or site_url
         data = {
             "service": self.service.slug,
             "sweep": _sweep_dict(self.sweep),
@@ -368,6 +372,9 @@ class Plan:
                     "title": s.title,
                     "configuration": s.configuration,
                     "runs": sorted(s.run_pks),
+                    "reverted_by": [
+                        reverted_dict(x, url) for x in self.others_reverted_by.get(s.key, [])
+                    ],
                 }
                 for s in self.other_sweeps
             ],
@@ -385,7 +392,7 @@ class Plan:
             "runs": self.runs,
             "goodput": [g.to_dict() for g in self.goodput],
             "notes": self.notes,
-            "reverted_by": [reverted_dict(x, absolute_url or site_url) for x in self.reverted_by],
+            "reverted_by": [reverted_dict(x, url) for x in self.reverted_by],
         }
         if self.at_load is not None:
             data["at"] = {self.sweep.axis: self.at_load_x, "percentiles": self.at_load}
@@ -400,11 +407,6 @@ def _sweep_dict(sweep: Sweep) -> dict:
         "output_tokens": sweep.output_tokens,
         "configuration": sweep.configuration,
     }
-
-
-def site_url(path: str) -> str:
-    """The path at SITE_URL: where people open PerfHub (a command has no request to ask)."""
-    return settings.SITE_URL.rstrip("/") + path
 
 
 def reverted_dict(experiment: Experiment, absolute_url: Callable[[str], str] = site_url) -> dict:
@@ -463,6 +465,7 @@ def plan_for(
     plan = Plan(service, sweep, objectives, per, forecast, spare)
     plan.other_sweeps = other_sweeps
     plan.reverted_by = reverted_by(service, sweep)
+    plan.others_reverted_by = {s.key: reverted_by(service, s) for s in other_sweeps}
     plan.goodput = sweep_goodput(sweep, [o for o in objectives if o.name not in per.missing])
     if axis is not None:
         x = at_concurrency if axis == CONCURRENCY else at_rate

@@ -6,6 +6,8 @@ import math
 
 from analysis.capacity import Estimate
 from core.templatetags.display import percent
+from dossiers.models import Experiment
+from loadtests.sweeps import Sweep
 from planning.plan import Plan
 
 
@@ -22,11 +24,21 @@ def _e(estimate: Estimate | None, digits: int = 3, unit: str = "") -> str:
     return f"{_n(d['value'])}{unit} ({_n(d['low'])} to {high}, {d['level']:.0%} interval)"
 
 
+def _reverted_note(experiments: list[Experiment]) -> str:
+    return ", ".join(f"{x.variable_key}={x.value_to} ({x.title})" for x in experiments)
+
+
+def _other_sweep_line(plan: Plan, other: Sweep) -> str:
+    line = f"  other sweep: {other.title} (plan it with --sweep {other.key})"
+    reverted = plan.others_reverted_by.get(other.key)
+    return line + (f"; carries a reverted change: {_reverted_note(reverted)}" if reverted else "")
+
+
 def reverted_lines(plan: Plan) -> list[str]:
     """One line naming the reverted changes the plan's sweep carries; none when it carries none."""
     if not plan.reverted_by:
         return []
-    changes = ", ".join(f"{x.variable_key}={x.value_to} ({x.title})" for x in plan.reverted_by)
+    changes = _reverted_note(plan.reverted_by)
     return [f"this sweep's configuration carries a change an experiment reverted: {changes}"]
 
 
@@ -35,10 +47,7 @@ def plan_lines(plan: Plan) -> list[str]:
     lines = [
         f"{plan.service.slug}: {plan.sweep.title} (runs {', '.join(map(str, plan.runs))})",
         *reverted_lines(plan),
-        *(
-            f"  other sweep: {other.title} (plan it with --sweep {other.key})"
-            for other in plan.other_sweeps
-        ),
+        *(_other_sweep_line(plan, other) for other in plan.other_sweeps),
         "objectives: " + (", ".join(o.label for o in plan.objectives) or "-"),
         f"per replica: {per.result.message}",
         f"  max request rate: {_e(per.max_request_rate, unit=' req/s')}",

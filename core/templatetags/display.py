@@ -9,23 +9,13 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from analysis import readable
-from analysis.percentiles import LATENCY_METRICS, PERCENTILE_LABELS, latency_field
+from core.labels import FIELD_LABELS
 
 register = template.Library()
 
 DASH = "—"
 
-METRIC_LABELS = {
-    "qps": "QPS",
-    "output_tps": "Output tokens/s",
-    "input_tps": "Input tokens/s",
-    "gpu_util": "GPU-Util",
-    "sm_active": "SM active",
-    "dram_active": "DRAM active",
-}
-for _metric in LATENCY_METRICS:
-    for _p in PERCENTILE_LABELS:
-        METRIC_LABELS[latency_field(_metric, _p)] = f"{_metric.upper()} {_p.upper()} (ms)"
+METRIC_LABELS = FIELD_LABELS  # the name templates and older callers use
 RATIO_METRICS = {"gpu_util", "sm_active", "dram_active"}
 
 

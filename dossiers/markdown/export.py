@@ -15,9 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 import yaml
-from django.conf import settings
 from django.urls import reverse
 
+from core.links import site_url
 from core.templatetags.display import (
     change_with_percent,
     gigabytes,
@@ -145,9 +145,8 @@ def export_dossier(service: Service) -> str:
 
 def _live_pages(service: Service) -> list[str]:
     """One line of links to the service's pages, at SITE_URL (skipped on import)."""
-    site = settings.SITE_URL.rstrip("/")
     links = [
-        f"[{title}]({site}{reverse(name, kwargs={'slug': service.slug})})"
+        f"[{title}]({site_url(reverse(name, kwargs={'slug': service.slug}))})"
         for title, name in LIVE_PAGES
     ]
     return ["Live pages: " + " · ".join(links) + ".", ""]

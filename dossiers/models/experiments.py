@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from analysis import configdiff, cost, headline
 from analysis.percentiles import LATENCY_FIELDS
-from core.templatetags.display import METRIC_LABELS
+from core.labels import FIELD_LABELS
 from dossiers.models.runs import Baseline, MeasuredRun
 from dossiers.models.service import Service
 
@@ -30,7 +30,7 @@ class Experiment(models.Model):
     target = models.CharField(
         "target figure",
         max_length=20,
-        choices=[(name, METRIC_LABELS[name]) for name in headline.TARGETS],
+        choices=[(name, FIELD_LABELS[name]) for name in headline.TARGETS],
         blank=True,
         default="",
         help_text="The figure the change aims to move; the card's summary leads with it. Blank: "

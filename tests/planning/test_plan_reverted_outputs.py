@@ -2,6 +2,7 @@
 experiments whose change the plan's sweep carries (demo: support-chat-7b's max_num_seqs=512
 sweep, measured and turned back)."""
 
+import json
 from io import StringIO
 
 import pytest
@@ -51,3 +52,20 @@ def test_the_command_text_names_the_reverted_change(chat, reverted):
         "this sweep's configuration carries a change an experiment reverted: "
         f"max_num_seqs=512 ({reverted.title})"
     ) in out.getvalue().splitlines()
+
+
+def test_the_plan_of_the_clean_sweep_flags_the_other_sweep_that_was_reverted(chat, reverted):
+    out = StringIO()
+    run = sweep_run(chat, None)
+    call_command("plan_capacity", "--service", chat.slug, "--sweep", str(run), "--json", stdout=out)
+    (other,) = json.loads(out.getvalue())["other_sweeps"]
+    assert sweep_run(chat, "512") in other["runs"]
+    assert [x["id"] for x in other["reverted_by"]] == [reverted.pk]
+
+
+def test_the_command_text_flags_the_other_sweep_that_was_reverted(chat, reverted):
+    out = StringIO()
+    run = sweep_run(chat, None)
+    call_command("plan_capacity", "--service", chat.slug, "--sweep", str(run), stdout=out)
+    (line,) = [line for line in out.getvalue().splitlines() if "other sweep" in line]
+    assert line.endswith(f"carries a reverted change: max_num_seqs=512 ({reverted.title})")
