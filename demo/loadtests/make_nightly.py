@@ -61,7 +61,7 @@ def night(rng: np.random.Generator, day: int, ttft_median: float, tpot_factor: f
         "date": f"202611{day:02d}-020000",
         "backend": "openai-chat",
         "label": "nightly",
-        "model_id": "meta-llama/Llama-2-13b-chat-hf",
+        "model_id": "codellama/CodeLlama-13b-Instruct-hf",
         "num_prompts": REQUESTS,
         "request_rate": "inf",
         "burstiness": 1.0,
