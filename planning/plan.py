@@ -299,10 +299,8 @@ class Plan:
     at_load_x: float | None = None
     # The service's other usable sweeps (other configurations or workloads), fullest first.
     other_sweeps: list[Sweep] = field(default_factory=list)
-    # Reverted experiments whose change this plan's sweep carries (`reverted_by`), and each
-    # other sweep's, by its key: a reader choosing another sweep is told before planning it.
+    # Reverted experiments whose change this plan's sweep carries (`reverted_by`).
     reverted_by: list[Experiment] = field(default_factory=list)
-    others_reverted_by: dict[int, list[Experiment]] = field(default_factory=dict)
 
     @property
     def runs(self) -> list[int]:
@@ -315,6 +313,13 @@ class Plan:
     def _label(self, name: str) -> str:
         """An objective as people read it ("E2E P99 ≤ 6,000 ms"), by its name."""
         return next((o.label for o in self.objectives if o.name == name), name)
+
+    @cached_property
+    def others_reverted_by(self) -> dict[int, list[Experiment]]:
+        """Each other sweep's reverted experiments (`reverted_by`), by its key: a reader choosing
+        another sweep is told before planning it. Read only where the plan is shown whole (its
+        JSON, the command's text), not by the alternatives table's many plans."""
+        return {s.key: reverted_by(self.service, s) for s in self.other_sweeps}
 
     @cached_property
     def provisioning(self) -> tuple[str, str] | None:
@@ -465,7 +470,6 @@ def plan_for(
     plan = Plan(service, sweep, objectives, per, forecast, spare)
     plan.other_sweeps = other_sweeps
     plan.reverted_by = reverted_by(service, sweep)
-    plan.others_reverted_by = {s.key: reverted_by(service, s) for s in other_sweeps}
     plan.goodput = sweep_goodput(sweep, [o for o in objectives if o.name not in per.missing])
     if axis is not None:
         x = at_concurrency if axis == CONCURRENCY else at_rate

@@ -15,7 +15,6 @@ register = template.Library()
 
 DASH = "—"
 
-METRIC_LABELS = FIELD_LABELS  # the name templates and older callers use
 RATIO_METRICS = {"gpu_util", "sm_active", "dram_active"}
 
 
@@ -154,7 +153,7 @@ def figure(value: float | None, unit: str) -> str:
 
 @register.filter
 def metric_label(name: str) -> str:
-    return METRIC_LABELS.get(name, name)
+    return FIELD_LABELS.get(name, name)
 
 
 @register.filter
